@@ -1,0 +1,93 @@
+# gdkit — guaranteed delivery for shell pipelines.
+#   make            build bin/gdpub bin/gdsub bin/gdack bin/gdinspect
+#   make check      build and run every test (SANITIZE=1: ASan + UBSan)
+#   make demo       publish to two subscriber pipelines and show the outcome
+#   make bench      throughput, latency and memory against peers
+#   make install    PREFIX=/usr/local DESTDIR=
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+MANDIR ?= $(PREFIX)/share/man
+CC ?= cc
+PKGS = libuv inih
+
+ifeq ($(SANITIZE),1)
+VARIANT = san
+OPT = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(BENCH),1)
+VARIANT = bench
+OPT = -O2 -g
+else
+VARIANT = rel
+OPT = -O2 -g
+endif
+
+BUILD = build/$(VARIANT)
+BINDIR = $(if $(filter rel,$(VARIANT)),bin,$(BUILD)/bin)
+CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Ilib $(OPT) $(CFLAGS)
+DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LDFLAGS_ALL = $(OPT) $(LDFLAGS)
+
+LIB_SRC = $(wildcard lib/*.c)
+LIB_OBJ = $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+PROGS = gdpub gdsub gdack gdinspect
+PROG_BIN = $(PROGS:%=$(BINDIR)/%)
+UNIT_SRC = $(wildcard tests/unit/test_*.c)
+UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+MANS = $(wildcard man/*.[0-9])
+
+.PHONY: all deps check demo bench install uninstall clean lint-man
+all: deps $(PROG_BIN)
+
+# Installs missing Debian packages when root, else says how (mk/deps.sh).
+deps:
+	@sh mk/deps.sh build
+
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) | $(BUILD)/lib
+	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -c $< -o $@
+
+$(BUILD)/libgdcore.a: $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
+
+$(BINDIR)/%: src/%.c $(BUILD)/libgdcore.a $(wildcard lib/*.h) | $(BINDIR)
+	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libgdcore.a | $(BUILD)/tests
+	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/unit $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
+
+$(BUILD)/lib $(BUILD)/tests $(BINDIR):
+	mkdir -p $@
+
+check: all
+	@sh mk/deps.sh check
+	@$(MAKE) --no-print-directory $(UNIT_BIN)
+	@GDKIT_BIN=$(abspath $(BINDIR)) UNIT_DIR=$(abspath $(BUILD)/tests) \
+		sh tests/run.sh $(UNIT_BIN:$(BUILD)/tests/%=%)
+
+demo: all
+	@GDKIT_BIN=$(abspath $(BINDIR)) sh tests/demo.sh
+
+bench:
+	@sh mk/deps.sh build
+	@$(MAKE) --no-print-directory BENCH=1 $(PROGS:%=build/bench/bin/%)
+	@GDKIT_BIN=$(abspath build/bench/bin) sh tests/bench/run.sh
+
+lint-man:
+	mandoc -Tlint -W warning $(MANS)
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
+	install -m 755 $(PROG_BIN) $(DESTDIR)$(PREFIX)/bin/
+	for m in $(MANS); do s=$${m##*.}; \
+		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+
+uninstall:
+	rm -f $(PROGS:%=$(DESTDIR)$(PREFIX)/bin/%)
+	for m in $(MANS); do s=$${m##*.}; b=$${m##*/}; \
+		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$b; done
+
+clean:
+	rm -rf build bin

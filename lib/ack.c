@@ -1,0 +1,222 @@
+/* gdack: one request per read of stdin ("ack N" and N keys), one reply
+ * ("ack OK FAILED" and a line per failure) before the next request, so
+ * neither side can block the other. Blocking I/O: nothing else to do. */
+#include "ack.h"
+#include "ctl.h"
+#include "key.h"
+#include "log.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct ack {
+	const struct gd_ack_opts *o;
+	const char *path;
+	int fd;
+	struct gd_lreader rd;
+	char *req;
+	size_t reqlen, reqcap;
+	uint64_t nreq, line_no, failed, acked, skipped;
+	int tee_broken;
+};
+
+static int req_add(struct ack *a, const char *p, size_t n)
+{
+	if (a->reqlen + n > a->reqcap) {
+		size_t ncap = a->reqcap ? a->reqcap * 2 : 65536;
+		char *nb;
+		while (ncap < a->reqlen + n)
+			ncap *= 2;
+		if ((nb = realloc(a->req, ncap)) == NULL)
+			return -1;
+		a->req = nb;
+		a->reqcap = ncap;
+	}
+	memcpy(a->req + a->reqlen, p, n);
+	a->reqlen += n;
+	return 0;
+}
+
+/* Queue the key at the start of one record; count what cannot be sent. */
+static int add_record(struct ack *a, const char *rec, size_t len)
+{
+	const char *tab = memchr(rec, '\t', len);
+	size_t klen = tab ? (size_t)(tab - rec) : len, olen;
+	uint64_t id;
+	int flags;
+
+	a->line_no++;
+	if (gd_key_parse(rec, klen, &olen, &id, &flags) != 0) {
+		gd_err("cannot acknowledge line %" PRIu64 ": '%.*s' is not a key "
+		    "(HOST:PORT/ID)", a->line_no, (int)(klen > 80 ? 80 : klen), rec);
+		a->failed++;
+		return 0;
+	}
+	if (flags & GD_FL_SNAPSHOT) {
+		a->skipped++;	/* snapshot blocks are never acknowledged */
+		return 0;
+	}
+	/* send the key without its flags */
+	{
+		char num[24];
+		int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n", id);
+		if (req_add(a, rec, olen) != 0 || req_add(a, num, (size_t)n) != 0)
+			return -1;
+	}
+	a->nreq++;
+	return 0;
+}
+
+/* Send the queued keys and read the answer. 0, or an exit code. */
+static int exchange(struct ack *a)
+{
+	char head[64];
+	char *line;
+	size_t len;
+	uint64_t ok, bad, i;
+	int n;
+
+	if (a->nreq == 0)
+		return 0;
+	errno = 0;
+	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
+	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
+	    gd_write_all(a->fd, a->req, a->reqlen) != 0)
+		goto lost;
+	a->reqlen = 0;
+	a->nreq = 0;
+	if (gd_lreader_line(&a->rd, &line, &len) != 1)
+		goto lost;
+	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
+		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
+		return GD_EX_UNAVAILABLE;
+	}
+	a->acked += ok;
+	for (i = 0; i < bad; i++) {
+		char *tab;
+		if (gd_lreader_line(&a->rd, &line, &len) != 1)
+			goto lost;
+		tab = strchr(line, '\t');
+		if (tab)
+			*tab++ = '\0';
+		gd_err("cannot acknowledge %s: %s", line, tab ? tab : "refused");
+		a->failed++;
+	}
+	return 0;
+lost:
+	gd_err("lost connection to gdsub at %s: %s", a->path,
+	    errno ? strerror(errno) : "connection closed");
+	return GD_EX_UNAVAILABLE;
+}
+
+static void tee(struct ack *a, const char *p, size_t n)
+{
+	if (!a->o->tee || a->tee_broken || n == 0)
+		return;
+	if (gd_write_all(1, p, n) != 0) {
+		gd_err("cannot write standard output: %s", strerror(errno));
+		a->tee_broken = 1;
+	}
+}
+
+static int run_stdin(struct ack *a)
+{
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+	int rc = 0, eof = 0;
+
+	if (buf == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	while (!eof && rc == 0) {
+		ssize_t r;
+		size_t off = 0, done;
+		char *d;
+
+		if (len == cap) {
+			char *nb = realloc(buf, cap * 2);
+			if (nb == NULL) {
+				gd_err("out of memory: a record longer than %zu bytes", cap);
+				rc = GD_EX_FAIL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		r = read(0, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			gd_err("cannot read standard input: %s", strerror(errno));
+			rc = GD_EX_FAIL;
+			break;
+		}
+		if (r == 0)
+			eof = 1;
+		len += (size_t)r;
+		while ((d = memchr(buf + off, a->o->delim, len - off)) != NULL) {
+			if (add_record(a, buf + off, (size_t)(d - (buf + off))) != 0) {
+				rc = GD_EX_FAIL;
+				break;
+			}
+			off = (size_t)(d - buf) + 1;
+		}
+		if (eof && off < len) {	/* last record without delimiter */
+			if (add_record(a, buf + off, len - off) != 0)
+				rc = GD_EX_FAIL;
+			off = len;
+		}
+		if (rc == 0)
+			rc = exchange(a);
+		done = off;
+		tee(a, buf, done);
+		memmove(buf, buf + done, len - done);
+		len -= done;
+	}
+	free(buf);
+	return rc;
+}
+
+int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
+{
+	struct ack a;
+	char path[108];
+	int rc, i;
+
+	memset(&a, 0, sizeof(a));
+	a.o = o;
+	if (o->ctl)
+		snprintf(path, sizeof(path), "%s", o->ctl);
+	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
+		return rc;
+	a.path = path;
+	a.fd = gd_ctl_connect(path, o->wait);
+	if (a.fd < 0) {
+		gd_err("no gdsub answers at %s: %s (waited %g seconds)", path,
+		    strerror(errno), o->wait);
+		return GD_EX_UNAVAILABLE;
+	}
+	a.rd.fd = a.fd;
+	if (o->nkeys > 0) {
+		rc = 0;
+		for (i = 0; i < o->nkeys && rc == 0; i++)
+			rc = add_record(&a, o->keys[i], strlen(o->keys[i]));
+		if (rc == 0)
+			rc = exchange(&a);
+	} else {
+		rc = run_stdin(&a);
+	}
+	close(a.fd);
+	free(a.req);
+	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64
+	    ", snapshot skipped %" PRIu64, a.acked, a.failed, a.skipped);
+	if (rc != 0)
+		return rc;
+	return (a.failed || a.tee_broken) ? GD_EX_FAIL : GD_EX_OK;
+}

@@ -1,0 +1,19 @@
+/* The gdack engine: read keys (lines or arguments), ask gdsub to
+ * acknowledge them in batches, report every key it could not. */
+#ifndef GD_ACK_H
+#define GD_ACK_H
+
+#include "conf.h"
+
+struct gd_ack_opts {
+	const char *ctl;	/* --ctl, or NULL to derive from the config */
+	char delim;		/* '\n', or '\0' with -0 */
+	int tee;		/* copy input to stdout after acknowledging */
+	double wait;		/* seconds to wait for gdsub's socket */
+	char **keys;		/* keys given as arguments */
+	int nkeys;
+};
+
+int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o);
+
+#endif

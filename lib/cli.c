@@ -1,0 +1,60 @@
+/* Common main skeleton pieces (see cli.h). */
+#include "cli.h"
+#include "log.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+void gd_cli_init(const char *argv0)
+{
+	int fd;
+
+	gd_log_init(argv0);
+	signal(SIGPIPE, SIG_IGN);
+	/* a closed fd 0-2 would be reused by the first socket we open */
+	while ((fd = open("/dev/null", O_RDWR)) >= 0 && fd <= 2)
+		;
+	if (fd > 2)
+		close(fd);
+}
+
+int gd_cli_prepass(int argc, char **argv, const char *shortopts,
+    const struct option *longopts, struct gd_conf *c, const char *usage)
+{
+	const char *config = NULL;
+	int ch, rc;
+
+	opterr = 0;
+	optind = 0;
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		if (ch == 'c')
+			config = optarg;
+		else if (ch == 'h') {
+			fputs(usage, stdout);
+			return -1;
+		} else if (ch == 'V') {
+			printf("%s (gdkit) %s\n", gd_prog(), GD_VERSION);
+			return -1;
+		}
+	}
+	optind = 0;
+	if (config && (rc = gd_conf_load(c, config)) != 0)
+		return rc;
+	return 0;
+}
+
+int gd_cli_bad_option(int ch, char **argv)
+{
+	const char *arg = argv[optind - 1];
+
+	if (ch == ':')
+		gd_usage_err("option '%s' needs a value", arg);
+	else if (optopt && strncmp(arg, "--", 2) != 0)
+		gd_usage_err("unknown option '-%c'", optopt);
+	else
+		gd_usage_err("unknown option '%s'", arg);
+	return GD_EX_USAGE;
+}

@@ -1,0 +1,21 @@
+/* What every main does first and the option-parsing glue they share. */
+#ifndef GD_CLI_H
+#define GD_CLI_H
+
+#include <getopt.h>
+
+#include "conf.h"
+
+#define GD_VERSION "0.1.0"
+
+/* Name the program, ignore SIGPIPE, make sure fds 0-2 are open. */
+void gd_cli_init(const char *argv0);
+/* First pass over argv: load -c FILE into c (options are applied by the
+ * caller's second pass). Handles --help (prints usage, returns -1 for
+ * "exit 0") and --version. Returns 0, -1 (exit 0) or an exit code. */
+int gd_cli_prepass(int argc, char **argv, const char *shortopts,
+    const struct option *longopts, struct gd_conf *c, const char *usage);
+/* Report a getopt failure ('?' or ':'); returns GD_EX_USAGE. */
+int gd_cli_bad_option(int ch, char **argv);
+
+#endif

@@ -1,0 +1,392 @@
+/* Config keys, their options, types and bounds in one table. The file
+ * reader counts lines itself (Debian's inih has no line numbers in the
+ * handler), so every error names FILE:LINE: KEY. */
+#include "conf.h"
+#include "log.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <ini.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum ktype { K_INT, K_DUR, K_BOOL, K_STR, K_ENUM, K_PUB };
+
+struct key {
+	const char *key;
+	const char *opt;	/* long option, or NULL when config-only */
+	int family;
+	enum ktype type;
+	size_t off;
+	double min, max;
+	const char *const *enums;
+	int supported;		/* 0: refused with "not supported yet" unless default */
+};
+
+static const char *const fsync_names[] = { "always", "batch", "never", NULL };
+static const char *const policy_names[] = { "RemoveSubscriber", "DropEvents", NULL };
+static const char *const role_names[] = { "primary", "secondary", NULL };
+static const char *const dedup_names[] = { "id", "index", "none", NULL };
+static const char *const rel_names[] = { "", "ordered", NULL };
+
+#define O(f) offsetof(struct gd_conf, f)
+#define P GD_FAM_PUB
+#define S GD_FAM_SUB
+#define BIG 9.2e18
+#define DAY (86400.0 * 365)
+
+static const struct key keys[] = {
+	{ "GDpub_port", "--port", P, K_INT, O(port), 1, 65535, NULL, 1 },
+	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1 },
+	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1 },
+	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1 },
+	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1 },
+	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 30, NULL, 1 },
+	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1 },
+	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 1000, NULL, 1 },
+	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1 },
+	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 0 },
+	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 0 },
+	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1 },
+	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 0 },
+	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 0 },
+	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0 },
+	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0 },
+	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 0 },
+	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 0 },
+	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 0 },
+	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 0 },
+	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 0 },
+	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 0 },
+
+	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1 },
+	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1 },
+	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1 },
+	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1 },
+	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1 },
+	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1 },
+	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 0 },
+	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1 },
+	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 0 },
+	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 0 },
+	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0 },
+	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0 },
+	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 0 },
+	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 0 },
+};
+#define NKEYS (sizeof(keys) / sizeof(keys[0]))
+
+void gd_conf_init(struct gd_conf *c, int family)
+{
+	memset(c, 0, sizeof(*c));
+	c->family = family;
+	c->timeout = 10;
+	c->max_pending = 65536;
+	c->max_block = 1048576;
+	c->fsync = GD_FSYNC_BATCH;
+	c->discard_interval = 60;
+	c->send_timeout = 60;
+	c->sq_max = -1;
+	c->sq_policy = GD_POLICY_REMOVE;
+	c->role = GD_ROLE_PRIMARY;
+	c->preack_interval = 5;
+	c->tentative_timeout = 20;
+	c->confirmed_timeout = 7200;
+	c->retry_int = 1;
+	c->max_retries = 10;
+	c->gd = 1;
+	c->dedup = GD_DEDUP_ID;
+	c->conn_cached = 1;
+	c->locator_timeout = -1;
+	c->reliability = NULL;
+}
+
+void gd_conf_free(struct gd_conf *c)
+{
+	size_t i;
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].type == K_STR)
+			free(*(char **)((char *)c + keys[i].off));
+	free(c->pubs);
+	free(c->path);
+	memset(c, 0, sizeof(*c));
+}
+
+static const struct key *find_key(const char *name)
+{
+	size_t i;
+	for (i = 0; i < NKEYS; i++)
+		if (strcmp(keys[i].key, name) == 0)
+			return &keys[i];
+	return NULL;
+}
+
+const char *gd_conf_option(const char *key)
+{
+	const struct key *k = find_key(key);
+	return k ? k->opt : NULL;
+}
+
+const char *gd_conf_key_at(size_t i, int *family, int *supported)
+{
+	if (i >= NKEYS)
+		return NULL;
+	if (family)
+		*family = keys[i].family;
+	if (supported)
+		*supported = keys[i].supported;
+	return keys[i].key;
+}
+
+static int parse_bool(const char *v, int64_t *out)
+{
+	static const char *const t[] = { "1", "true", "yes", "on" };
+	static const char *const f[] = { "0", "false", "no", "off" };
+	size_t i;
+	for (i = 0; i < 4; i++) {
+		if (strcmp(v, t[i]) == 0) { *out = 1; return 0; }
+		if (strcmp(v, f[i]) == 0) { *out = 0; return 0; }
+	}
+	return -1;
+}
+
+/* Validate and store; on failure fill why[] and return -1. */
+static int set_key(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	void *p = (char *)c + k->off;
+	int64_t iv;
+	double dv;
+	size_t i;
+
+	switch (k->type) {
+	case K_INT:
+		if (gd_parse_i64(v, (int64_t)k->min, (int64_t)k->max, &iv) != 0) {
+			snprintf(why, whysz, "expected an integer from %.0f to %.0f",
+			    k->min, k->max);
+			return -1;
+		}
+		if (!k->supported && iv != *(int64_t *)p)
+			goto unsupported;
+		*(int64_t *)p = iv;
+		return 0;
+	case K_BOOL:
+		if (parse_bool(v, &iv) != 0) {
+			snprintf(why, whysz, "expected 0 or 1");
+			return -1;
+		}
+		if (!k->supported && iv != *(int64_t *)p)
+			goto unsupported;
+		*(int64_t *)p = iv;
+		return 0;
+	case K_DUR:
+		if (gd_parse_dur(v, k->min, k->max, &dv) != 0) {
+			snprintf(why, whysz, "expected seconds from %g to %g",
+			    k->min, k->max);
+			return -1;
+		}
+		if (!k->supported && dv != *(double *)p)
+			goto unsupported;
+		*(double *)p = dv;
+		return 0;
+	case K_ENUM:
+		for (i = 0; k->enums[i] != NULL; i++)
+			if (strcmp(v, k->enums[i]) == 0)
+				break;
+		if (k->enums[i] == NULL) {
+			int n = snprintf(why, whysz, "expected one of");
+			size_t j;
+			for (j = 0; k->enums[j] != NULL && n > 0 &&
+			    (size_t)n < whysz; j++)
+				n += snprintf(why + n, whysz - (size_t)n, "%s'%s'",
+				    j ? ", " : " ", k->enums[j]);
+			return -1;
+		}
+		if (k->off == offsetof(struct gd_conf, reliability)) {
+			if (i != 0)
+				goto unsupported;
+			return 0;
+		}
+		if ((!k->supported || (k->off == offsetof(struct gd_conf, dedup) &&
+		    i == GD_DEDUP_INDEX)) && (int64_t)i != *(int64_t *)p)
+			goto unsupported;
+		*(int64_t *)p = (int64_t)i;
+		return 0;
+	case K_STR:
+		if (*v == '\0' || strlen(v) > 4096) {
+			snprintf(why, whysz, "expected a non-empty value of at most 4096 bytes");
+			return -1;
+		}
+		if (!k->supported)
+			goto unsupported;
+		free(*(char **)p);
+		*(char **)p = strdup(v);
+		return *(char **)p ? 0 : -1;
+	case K_PUB: {
+		struct gd_hostport hp, *n;
+		if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
+			snprintf(why, whysz, "expected HOST:PORT ([ADDR]:PORT for IPv6)");
+			return -1;
+		}
+		for (i = 0; i < c->npubs; i++)
+			if (strcmp(c->pubs[i].host, hp.host) == 0 &&
+			    c->pubs[i].port == hp.port) {
+				snprintf(why, whysz, "publisher listed twice");
+				return -1;
+			}
+		if (c->npubs >= 1024) {
+			snprintf(why, whysz, "too many publishers (at most 1024)");
+			return -1;
+		}
+		n = realloc(c->pubs, (c->npubs + 1) * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		c->pubs = n;
+		c->pubs[c->npubs++] = hp;
+		return 0;
+	}
+	}
+	return -1;
+unsupported:
+	snprintf(why, whysz, "not supported yet in this version of gdkit");
+	return -1;
+}
+
+struct load_ctx {
+	struct gd_conf *c;
+	FILE *fp;
+	const char *file;
+	int line;
+	int err;		/* exit code once an error was printed */
+	int long_line;		/* line number of a line too long, or 0 */
+};
+
+/* inih reader: one line at a time, counting lines for our messages. */
+static char *reader(char *str, int num, void *stream)
+{
+	struct load_ctx *x = stream;
+	int ch, n = 0;
+
+	if (feof(x->fp))
+		return NULL;
+	while ((ch = getc(x->fp)) != EOF && ch != '\n') {
+		if (n < num - 2)
+			str[n++] = (char)ch;
+		else if (x->long_line == 0)
+			x->long_line = x->line + 1;
+	}
+	if (ch == EOF && n == 0 && ferror(x->fp) == 0) {
+		x->line++;
+		return NULL;
+	}
+	x->line++;
+	if (x->long_line == x->line)
+		n = 0;		/* drop it whole; reported after the parse */
+	str[n++] = '\n';
+	str[n] = '\0';
+	return str;
+}
+
+static int handler(void *user, const char *section, const char *name,
+    const char *value)
+{
+	struct load_ctx *x = user;
+	const struct key *k;
+	char why[256];
+
+	(void)section;
+	if (x->err)
+		return 1;
+	k = find_key(name);
+	if (k == NULL) {
+		gd_err("%s:%d: %s: unknown key", x->file, x->line, name);
+		x->err = GD_EX_CONFIG;
+		return 1;
+	}
+	if ((k->family & x->c->family) == 0) {
+		gd_err("%s:%d: %s: not a %s key", x->file, x->line, name,
+		    x->c->family == GD_FAM_PUB ? "publisher (GDpub_*)" :
+		    "subscriber (GDsub_*)");
+		x->err = GD_EX_CONFIG;
+		return 1;
+	}
+	if (set_key(x->c, k, value, why, sizeof(why)) != 0) {
+		gd_err("%s:%d: %s: invalid value '%s': %s", x->file, x->line,
+		    name, value, why);
+		x->err = GD_EX_CONFIG;
+		return 1;
+	}
+	if (k->family == GD_FAM_PUB)
+		x->c->seen_pub = 1;
+	else
+		x->c->seen_sub = 1;
+	return 1;
+}
+
+int gd_conf_load(struct gd_conf *c, const char *file)
+{
+	struct load_ctx x = { c, NULL, file, 0, 0, 0 };
+	int rc;
+
+	x.fp = fopen(file, "r");
+	if (x.fp == NULL) {
+		gd_err("%s: cannot read config file: %s", file, strerror(errno));
+		return GD_EX_CONFIG;
+	}
+	rc = ini_parse_stream(reader, &x, handler, &x);
+	if (ferror(x.fp) && !x.err) {
+		gd_err("%s: cannot read config file: %s", file, strerror(errno));
+		x.err = GD_EX_CONFIG;
+	}
+	fclose(x.fp);
+	if (x.err)
+		return x.err;
+	if (x.long_line) {
+		gd_err("%s:%d: line too long (at most 197 bytes)", file, x.long_line);
+		return GD_EX_CONFIG;
+	}
+	if (rc != 0) {
+		gd_err("%s:%d: syntax error: expected key=value", file, rc);
+		return GD_EX_CONFIG;
+	}
+	free(c->path);
+	c->path = strdup(file);
+	return 0;
+}
+
+int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
+    const char *value)
+{
+	const struct key *k = find_key(key);
+	char why[256];
+
+	if (k == NULL)
+		return GD_EX_USAGE;
+	if (k->type == K_PUB && !c->pubs_from_cli) {
+		c->pubs_from_cli = 1;
+		c->npubs = 0;
+	}
+	if (set_key(c, k, value, why, sizeof(why)) != 0) {
+		gd_usage_err("invalid value '%s' for %s: %s", value, opt, why);
+		return GD_EX_USAGE;
+	}
+	return 0;
+}
+
+int gd_conf_check(const struct gd_conf *c, int family)
+{
+	const char *where = c->path ? c->path : "command line";
+
+	if (family == GD_FAM_PUB && c->port == 0) {
+		gd_usage_err("no port given: set GDpub_port in the config file or use --port");
+		return GD_EX_USAGE;
+	}
+	if (family == GD_FAM_SUB && c->npubs == 0) {
+		gd_usage_err("no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT");
+		return GD_EX_USAGE;
+	}
+	(void)where;
+	return 0;
+}

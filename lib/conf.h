@@ -1,0 +1,93 @@
+/* Configuration: every GDpub_* and GDsub_* key of SPEC §3, read from a
+ * key=value file through inih and overridden by command-line options that
+ * go through the same validation, so a value means the same wherever it
+ * was written. */
+#ifndef GD_CONF_H
+#define GD_CONF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GD_HOST_MAX 256
+#define GD_MAX_SUBS 64		/* numSubs bound: one bit per GD slot */
+
+enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
+enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
+enum { GD_POLICY_REMOVE, GD_POLICY_DROP };
+enum { GD_ROLE_PRIMARY, GD_ROLE_SECONDARY };
+enum { GD_DEDUP_ID, GD_DEDUP_INDEX, GD_DEDUP_NONE };
+
+struct gd_hostport {
+	char host[GD_HOST_MAX];
+	int port;
+};
+
+struct gd_conf {
+	int family;
+	char *path;		/* config file, or NULL */
+	/* publisher */
+	int64_t port;		/* 0: not given */
+	double timeout;
+	int64_t num_subs;
+	char *bind;
+	char *host;
+	int64_t max_pending;
+	int64_t max_block;
+	int64_t resend;
+	int64_t snapshot;
+	char *journal;
+	int64_t fsync;
+	char *pub_ctl;
+	char *pub_auth;
+	double discard_interval;
+	double send_timeout;
+	int64_t sq_max;
+	int64_t sq_policy;
+	char *cluster;
+	int64_t role;
+	double preack_interval;
+	double tentative_timeout;
+	double confirmed_timeout;
+	/* subscriber */
+	struct gd_hostport *pubs;
+	size_t npubs;
+	int pubs_from_cli;	/* first -P replaces the file's list */
+	double retry_int;
+	int64_t max_retries;
+	char *name;
+	int64_t gd;
+	char *sub_ctl;
+	char *state;
+	int64_t dedup;
+	int64_t consecutive;
+	char *sub_auth;
+	char *reliability;
+	int64_t retry_count;
+	int64_t conn_cached;
+	double locator_timeout;
+	unsigned char seen_pub, seen_sub;	/* any key of the family given */
+};
+
+void gd_conf_init(struct gd_conf *c, int family);
+void gd_conf_free(struct gd_conf *c);
+
+/* Load FILE; on error prints "PROG: FILE:LINE: KEY: why" and returns
+ * GD_EX_CONFIG, else 0. */
+int gd_conf_load(struct gd_conf *c, const char *file);
+
+/* Set KEY from the command-line option OPT ("--port"); on error prints
+ * "PROG: invalid value 'V' for --port: why" and returns GD_EX_USAGE. */
+int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
+    const char *value);
+
+/* Checks that need the whole config (required keys). Returns 0 or an
+ * exit code after printing why. */
+int gd_conf_check(const struct gd_conf *c, int family);
+
+/* The long option documented for KEY, or NULL (tests, man page check). */
+const char *gd_conf_option(const char *key);
+
+/* Each key, for iteration by tests: returns NULL past the end. */
+const char *gd_conf_key_at(size_t i, int *family, int *supported);
+
+#endif

@@ -1,0 +1,426 @@
+/* Control socket: path derivation, a line-based libuv server and a
+ * blocking client. See ctl.h for the protocol. */
+#include "ctl.h"
+#include "log.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static uint64_t fnv1a(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz)
+{
+	char host[256], rp[PATH_MAX];
+	int n;
+	size_t i;
+
+	if (c->name != NULL) {
+		snprintf(buf, sz, "%s", c->name);
+		return;
+	}
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	if (c->path != NULL) {
+		if (realpath(c->path, rp) == NULL)
+			snprintf(rp, sizeof(rp), "%s", c->path);
+		snprintf(buf, sz, "%s:%s", host, rp);
+		return;
+	}
+	n = snprintf(buf, sz, "%s:", host);
+	for (i = 0; i < c->npubs && n > 0 && (size_t)n < sz; i++) {
+		n += snprintf(buf + n, sz - (size_t)n, i ? "," : "");
+		if ((size_t)n < sz)
+			n += gd_fmt_hostport(buf + n, sz - (size_t)n,
+			    c->pubs[i].host, c->pubs[i].port);
+	}
+}
+
+/* $XDG_RUNTIME_DIR/gdkit or /tmp/gdkit-UID, created 0700, ours alone */
+static int ctl_dir(char *buf, size_t sz)
+{
+	const char *x = getenv("XDG_RUNTIME_DIR");
+	struct stat st;
+	int n;
+
+	if (x != NULL && *x == '/')
+		n = snprintf(buf, sz, "%s/gdkit", x);
+	else
+		n = snprintf(buf, sz, "/tmp/gdkit-%u", (unsigned)geteuid());
+	if (n < 0 || (size_t)n >= sz) {
+		gd_err("control socket directory name too long");
+		return GD_EX_USAGE;
+	}
+	if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
+		gd_err("cannot create control socket directory %s: %s", buf,
+		    strerror(errno));
+		return GD_EX_UNAVAILABLE;
+	}
+	if (lstat(buf, &st) != 0) {
+		gd_err("cannot use control socket directory %s: %s", buf,
+		    strerror(errno));
+		return GD_EX_UNAVAILABLE;
+	}
+	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+	    (st.st_mode & 077) != 0) {
+		gd_err("refusing control socket directory %s: it must be a "
+		    "directory of yours with mode 0700", buf);
+		return GD_EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
+static int set_path(char *buf, size_t sz, const char *given, const char *fmt,
+    const char *arg)
+{
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	int rc, n;
+
+	if (given != NULL) {
+		if (strlen(given) >= sizeof(dir) || strlen(given) >= sz) {
+			gd_err("control socket path too long (at most %zu bytes): %s",
+			    sizeof(dir) - 1, given);
+			return GD_EX_USAGE;
+		}
+		snprintf(buf, sz, "%s", given);
+		return 0;
+	}
+	if ((rc = ctl_dir(dir, sizeof(dir))) != 0)
+		return rc;
+	n = snprintf(buf, sz, "%s/", dir);
+	if (n > 0 && (size_t)n < sz)
+		n += snprintf(buf + n, sz - (size_t)n, fmt, arg);
+	if (n < 0 || (size_t)n >= sz || (size_t)n >= sizeof(dir)) {
+		gd_err("control socket path too long in %s; use --ctl", dir);
+		return GD_EX_USAGE;
+	}
+	return 0;
+}
+
+int gd_ctl_path_pub(const struct gd_conf *c, char *buf, size_t sz)
+{
+	char port[16];
+	snprintf(port, sizeof(port), "%d", (int)c->port);
+	return set_path(buf, sz, c->pub_ctl, "pub-%s.sock", port);
+}
+
+int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz)
+{
+	char name[1024], h[20];
+	gd_sub_identity(c, name, sizeof(name));
+	snprintf(h, sizeof(h), "%016llx", (unsigned long long)fnv1a(name));
+	return set_path(buf, sz, c->sub_ctl, "sub-%s.sock", h);
+}
+
+/* ---- server ---- */
+
+static void client_closed(uv_handle_t *h)
+{
+	struct gd_ctl_client *cl = h->data;
+	free(cl->out);
+	free(cl->fail);
+	free(cl);
+}
+
+static void client_close(struct gd_ctl_client *cl)
+{
+	if (cl->closing)
+		return;
+	cl->closing = 1;
+	if (cl->pprev) {
+		*cl->pprev = cl->next;
+		if (cl->next)
+			cl->next->pprev = cl->pprev;
+		cl->pprev = NULL;
+	}
+	uv_close((uv_handle_t *)&cl->h, client_closed);
+}
+
+static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	struct gd_ctl_client *cl = h->data;
+	(void)hint;
+	b->base = cl->in + cl->inlen;
+	b->len = sizeof(cl->in) - cl->inlen;
+}
+
+static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
+{
+	struct gd_ctl_client *cl = st->data;
+	struct gd_ctl_srv *s = cl->srv;
+	size_t off = 0;
+	char *nl;
+
+	(void)b;
+	if (nread < 0) {
+		client_close(cl);
+		return;
+	}
+	cl->inlen += (size_t)nread;
+	while (!cl->closing &&
+	    (nl = memchr(cl->in + off, '\n', cl->inlen - off)) != NULL) {
+		size_t len = (size_t)(nl - (cl->in + off));
+		*nl = '\0';
+		if (len > GD_CTL_LINE ||
+		    s->cb(s->user, cl, cl->in + off, len) != 0) {
+			if (len > GD_CTL_LINE)
+				gd_ctl_printf(cl, "error request line longer than %d bytes\n",
+				    GD_CTL_LINE);
+			gd_ctl_flush(s);
+			client_close(cl);
+			return;
+		}
+		off += len + 1;
+	}
+	if (off > 0) {
+		memmove(cl->in, cl->in + off, cl->inlen - off);
+		cl->inlen -= off;
+	}
+	if (cl->inlen == sizeof(cl->in)) {
+		gd_ctl_printf(cl, "error request line longer than %d bytes\n",
+		    GD_CTL_LINE);
+		gd_ctl_flush(s);
+		client_close(cl);
+	}
+}
+
+static void on_conn(uv_stream_t *server, int status)
+{
+	struct gd_ctl_srv *s = server->data;
+	struct gd_ctl_client *cl;
+
+	if (status < 0)
+		return;
+	cl = calloc(1, sizeof(*cl));
+	if (cl == NULL)
+		return;
+	uv_pipe_init(s->loop, &cl->h, 0);
+	cl->h.data = cl;
+	cl->srv = s;
+	if (uv_accept(server, (uv_stream_t *)&cl->h) != 0) {
+		uv_close((uv_handle_t *)&cl->h, client_closed);
+		return;
+	}
+	cl->next = s->clients;
+	if (cl->next)
+		cl->next->pprev = &cl->next;
+	cl->pprev = &s->clients;
+	s->clients = cl;
+	uv_read_start((uv_stream_t *)&cl->h, on_alloc, on_read);
+}
+
+int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
+    gd_ctl_line_cb cb, void *user)
+{
+	struct stat st;
+	int rc, fd;
+
+	memset(s, 0, sizeof(*s));
+	s->loop = loop;
+	s->cb = cb;
+	s->user = user;
+	snprintf(s->path, sizeof(s->path), "%s", path);
+	if (lstat(path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			gd_err("cannot use control socket %s: a file that is not a socket is in the way",
+			    path);
+			return GD_EX_UNAVAILABLE;
+		}
+		fd = gd_ctl_connect(path, 0);
+		if (fd >= 0) {
+			close(fd);
+			gd_err("cannot use control socket %s: another program is serving it (give --ctl or a different config)",
+			    path);
+			return GD_EX_UNAVAILABLE;
+		}
+		unlink(path);	/* stale: its program is gone */
+	}
+	uv_pipe_init(loop, &s->h, 0);
+	s->h.data = s;
+	if ((rc = uv_pipe_bind(&s->h, path)) != 0 ||
+	    (rc = chmod(path, 0600) != 0 ? uv_translate_sys_error(errno) : 0) != 0 ||
+	    (rc = uv_listen((uv_stream_t *)&s->h, 64, on_conn)) != 0) {
+		gd_err("cannot listen on control socket %s: %s", path,
+		    uv_strerror(rc));
+		uv_close((uv_handle_t *)&s->h, NULL);
+		return GD_EX_UNAVAILABLE;
+	}
+	s->open = 1;
+	return 0;
+}
+
+void gd_ctl_close(struct gd_ctl_srv *s)
+{
+	if (!s->open)
+		return;
+	s->open = 0;
+	while (s->clients)
+		client_close(s->clients);
+	uv_close((uv_handle_t *)&s->h, NULL);
+	unlink(s->path);
+}
+
+int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len)
+{
+	if (cl->outlen + len > cl->outcap) {
+		size_t ncap = cl->outcap ? cl->outcap : 4096;
+		char *n;
+		while (ncap < cl->outlen + len)
+			ncap *= 2;
+		if ((n = realloc(cl->out, ncap)) == NULL)
+			return -1;
+		cl->out = n;
+		cl->outcap = ncap;
+	}
+	memcpy(cl->out + cl->outlen, buf, len);
+	cl->outlen += len;
+	return 0;
+}
+
+int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
+{
+	char line[GD_CTL_LINE + 64];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -1;
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	return gd_ctl_reply(cl, line, (size_t)n);
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	(void)status;
+	free(req);	/* the reply bytes follow the request in one block */
+}
+
+void gd_ctl_flush(struct gd_ctl_srv *s)
+{
+	struct gd_ctl_client *cl;
+
+	for (cl = s->clients; cl; cl = cl->next) {
+		uv_write_t *req;
+		uv_buf_t b;
+		if (cl->outlen == 0 || cl->closing)
+			continue;
+		req = malloc(sizeof(*req) + cl->outlen);
+		if (req == NULL) {
+			client_close(cl);
+			continue;
+		}
+		memcpy(req + 1, cl->out, cl->outlen);
+		b = uv_buf_init((char *)(req + 1), (unsigned)cl->outlen);
+		cl->outlen = 0;
+		if (uv_write(req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
+			free(req);
+			client_close(cl);
+		}
+	}
+}
+
+/* ---- client ---- */
+
+int gd_ctl_connect(const char *path, double wait_s)
+{
+	struct sockaddr_un sa;
+	struct timespec t0, now, nap = { 0, 20 * 1000 * 1000 };
+	int fd;
+
+	if (strlen(path) >= sizeof(sa.sun_path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path, path, strlen(path));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		int e;
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -1;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return fd;
+		e = errno;
+		close(fd);
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((double)(now.tv_sec - t0.tv_sec) +
+		    (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= wait_s ||
+		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN)) {
+			errno = e;
+			return -1;
+		}
+		nanosleep(&nap, NULL);
+	}
+}
+
+int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)
+{
+	char *nl;
+
+	for (;;) {
+		nl = memchr(r->buf + r->off, '\n', r->len - r->off);
+		if (nl != NULL) {
+			*nl = '\0';
+			*line = r->buf + r->off;
+			*len = (size_t)(nl - *line);
+			r->off += *len + 1;
+			return 1;
+		}
+		if (r->off > 0) {
+			memmove(r->buf, r->buf + r->off, r->len - r->off);
+			r->len -= r->off;
+			r->off = 0;
+		}
+		if (r->len == sizeof(r->buf)) {
+			errno = EMSGSIZE;
+			return -1;
+		}
+		ssize_t n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			return 0;
+		r->len += (size_t)n;
+	}
+}
+
+int gd_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}

@@ -1,0 +1,87 @@
+/* The local control socket of gdpub and gdsub, where gdack and gdinspect
+ * reach them. Paths derive from the config so every program started with
+ * the same file finds the same socket; sockets are mode 0600 inside a 0700
+ * directory. The protocol is text lines, each at most GD_CTL_LINE bytes:
+ *
+ *   hello                 -> "hello PROGRAM 1"
+ *   ack N, then N keys    -> "ack OK FAILED", then FAILED lines KEY<TAB>REASON
+ *   pending | stats       -> "NAME ROWS", a header row, then ROWS rows (TSV)
+ *   anything else         -> "error REASON" (the connection stays usable)
+ */
+#ifndef GD_CTL_H
+#define GD_CTL_H
+
+#include <stddef.h>
+#include <uv.h>
+
+#include "conf.h"
+#include "wire.h"
+
+#define GD_CTL_PROTO 1
+#define GD_CTL_LINE 1024
+#define GD_CTL_MAX_KEYS (1u << 20)
+
+/* The subscriber's identity at its publishers: GDsub_name, else derived
+ * from the host name and the config file (or the publisher list). */
+void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz);
+/* Socket paths; return 0, or print why and return an exit code. */
+int gd_ctl_path_pub(const struct gd_conf *c, char *buf, size_t sz);
+int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz);
+
+/* Server side, on a libuv loop. */
+struct gd_ctl_client;
+/* Called for each complete line (without its newline). Return 0, or -1 to
+ * close the client. */
+typedef int (*gd_ctl_line_cb)(void *user, struct gd_ctl_client *cl,
+    char *line, size_t len);
+
+struct gd_ctl_client {
+	uv_pipe_t h;
+	struct gd_ctl_srv *srv;
+	struct gd_ctl_client *next, **pprev;
+	char in[GD_CTL_LINE * 4];
+	size_t inlen;
+	char *out;		/* reply bytes not yet written */
+	size_t outlen, outcap;
+	/* request state, owned by the line callback */
+	uint64_t left, ok, failed;
+	char *fail;
+	size_t faillen, failcap;
+	int closing;
+};
+
+struct gd_ctl_srv {
+	uv_pipe_t h;
+	uv_loop_t *loop;
+	char path[108];
+	gd_ctl_line_cb cb;
+	void *user;
+	struct gd_ctl_client *clients;
+	int open;
+};
+
+int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
+    gd_ctl_line_cb cb, void *user);
+void gd_ctl_close(struct gd_ctl_srv *s);
+/* Queue reply bytes; they go out at the next gd_ctl_flush. */
+int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len);
+int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void gd_ctl_flush(struct gd_ctl_srv *s);
+
+/* Client side, blocking (gdack, gdinspect). Connect, retrying for up to
+ * wait_s seconds; returns the fd or -1 with errno set. */
+int gd_ctl_connect(const char *path, double wait_s);
+
+struct gd_lreader {
+	int fd;
+	char buf[65536];
+	size_t off, len;
+};
+/* Next line (newline stripped, NUL-terminated in place): 1, 0 at EOF,
+ * -1 on error or a line longer than the buffer. */
+int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len);
+/* write all of buf; -1 on error */
+int gd_write_all(int fd, const void *buf, size_t len);
+
+#endif

@@ -1,0 +1,32 @@
+/* An open-addressing hash from 64-bit ids to 32-bit slot numbers. It keeps
+ * only the slot: the id lives in the caller's array (first field of each
+ * element), so a pending block costs 4-8 bytes here. Linear probing with
+ * backward-shift deletion: no tombstones, lookups stay short. */
+#ifndef GD_IDMAP_H
+#define GD_IDMAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GD_NONE UINT32_MAX
+
+struct gd_idmap {
+	uint32_t *t;
+	uint32_t mask;		/* capacity - 1, capacity a power of two */
+	uint32_t count;
+	unsigned shift;
+};
+
+/* base/stride: the caller's element array; the u64 key is at offset 0 */
+int gd_idmap_init(struct gd_idmap *m, uint32_t cap_hint);
+void gd_idmap_free(struct gd_idmap *m);
+uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride);
+/* key must not be present; returns 0 or -1 (out of memory) */
+int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
+    const void *base, size_t stride);
+/* remove key (present); */
+void gd_idmap_del(struct gd_idmap *m, uint64_t key, const void *base,
+    size_t stride);
+
+#endif

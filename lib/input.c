@@ -1,0 +1,299 @@
+/* Chunked record input (see input.h). Only the loop thread touches refs,
+ * idx and reading; the reader and the loop share the region queue and the
+ * free list under one mutex. */
+#define _GNU_SOURCE	/* memrchr */
+#include "input.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define IDX_NONE UINT32_MAX
+
+static struct gd_chunk *chunk_get(struct gd_input *in)
+{
+	struct gd_chunk *c;
+
+	pthread_mutex_lock(&in->mu);
+	c = in->free_chunks;
+	if (c) {
+		in->free_chunks = c->next;
+		in->nfree--;
+	}
+	pthread_mutex_unlock(&in->mu);
+	if (c == NULL && (c = malloc(sizeof(*c) + in->chunk_size)) == NULL)
+		return NULL;
+	c->next = NULL;
+	c->refs = 0;
+	c->idx = IDX_NONE;
+	c->reading = 1;
+	c->cap = in->chunk_size;
+	return c;
+}
+
+/* Hand a region to the loop; waits while too much is queued. Returns -1
+ * when the loop asked the reader to stop. */
+static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
+    size_t len, int flags, int err)
+{
+	struct gd_region *r = malloc(sizeof(*r));
+	int stop;
+
+	if (r == NULL)
+		return -1;
+	r->next = NULL;
+	r->c = c;
+	r->off = off;
+	r->len = len;
+	r->flags = flags;
+	r->err = err;
+	pthread_mutex_lock(&in->mu);
+	if (in->stop) {
+		pthread_mutex_unlock(&in->mu);
+		free(r);
+		return -1;
+	}
+	if (in->qtail)
+		in->qtail->next = r;
+	else
+		in->qhead = r;
+	in->qtail = r;
+	in->qbytes += len;
+	uv_async_send(&in->async);
+	while (in->qbytes > in->qlimit && !in->stop)
+		pthread_cond_wait(&in->cv, &in->mu);
+	stop = in->stop;
+	pthread_mutex_unlock(&in->mu);
+	return stop ? -1 : 0;
+}
+
+static void *reader(void *arg)
+{
+	struct gd_input *in = arg;
+	struct gd_chunk *c = chunk_get(in), *n;
+	size_t start = 0, len = 0;
+	int discarding = 0;
+
+	if (c == NULL) {
+		hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+		uint8_t *d;
+
+		if (len == c->cap) {
+			if ((n = chunk_get(in)) == NULL) {
+				hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
+				return NULL;
+			}
+			if (start == 0 && !discarding) {
+				/* one record fills the chunk: hand its start, drop the rest */
+				if (hand(in, c, 0, len, GD_RG_OVERSIZE, 0) != 0)
+					return NULL;
+				discarding = 1;
+				len = 0;
+			} else if (discarding) {
+				len = 0;
+			} else {
+				memcpy(n->data, c->data + start, len - start);
+				len -= start;
+			}
+			start = 0;
+			if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0)
+				return NULL;
+			c = n;
+		}
+		r = read(in->fd, c->data + len, c->cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0);
+			hand(in, NULL, 0, 0, GD_RG_ERROR, e);
+			return NULL;
+		}
+		if (r == 0) {
+			if (len > start && !discarding &&
+			    hand(in, c, start, len - start, GD_RG_LAST, 0) != 0)
+				return NULL;
+			if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) == 0)
+				hand(in, NULL, 0, 0, GD_RG_EOF, 0);
+			return NULL;
+		}
+		d = memrchr(c->data + len, in->delim, (size_t)r);
+		len += (size_t)r;
+		if (d == NULL)
+			continue;
+		if (discarding) {
+			/* the oversized record ends here; keep what follows */
+			size_t keep;
+			uint8_t *first = memchr(c->data + len - (size_t)r,
+			    in->delim, (size_t)r);
+			keep = (size_t)(c->data + len - (first + 1));
+			memmove(c->data, first + 1, keep);
+			len = keep;
+			start = 0;
+			discarding = 0;
+			d = memrchr(c->data, in->delim, len);
+			if (d == NULL)
+				continue;
+		}
+		if (hand(in, c, start, (size_t)(d + 1 - (c->data + start)), 0, 0) != 0)
+			return NULL;
+		start = (size_t)(d + 1 - c->data);
+	}
+}
+
+static void on_async(uv_async_t *a)
+{
+	struct gd_input *in = a->data;
+	if (in->on_ready)
+		in->on_ready(in);
+}
+
+int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
+    size_t chunk_size, void (*on_ready)(struct gd_input *))
+{
+	pthread_attr_t attr;
+	sigset_t all, old;
+	int rc;
+
+	in->fd = fd;
+	in->delim = delim;
+	in->chunk_size = chunk_size;
+	in->qlimit = chunk_size * 4;
+	in->on_ready = on_ready;
+	in->free_idx = IDX_NONE;
+	pthread_mutex_init(&in->mu, NULL);
+	pthread_cond_init(&in->cv, NULL);
+	if ((rc = uv_async_init(loop, &in->async, on_async)) != 0)
+		return rc;
+	in->async.data = in;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	/* signals belong to the loop thread */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&in->th, &attr, reader, in);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&attr);
+	if (rc != 0)
+		return uv_translate_sys_error(rc);
+	in->started = 1;
+	return 0;
+}
+
+static int assign_idx(struct gd_input *in, struct gd_chunk *c)
+{
+	if (c->idx != IDX_NONE)
+		return 0;
+	if (in->free_idx != IDX_NONE) {
+		c->idx = in->free_idx;
+		in->free_idx = (uint32_t)(uintptr_t)in->tab[c->idx];
+	} else {
+		if (in->ntab == in->captab) {
+			uint32_t ncap = in->captab ? in->captab * 2 : 64;
+			struct gd_chunk **t = realloc(in->tab, ncap * sizeof(*t));
+			if (t == NULL)
+				return -1;
+			in->tab = t;
+			in->captab = ncap;
+		}
+		c->idx = in->ntab++;
+	}
+	in->tab[c->idx] = c;
+	return 0;
+}
+
+struct gd_region *gd_input_take(struct gd_input *in)
+{
+	struct gd_region *r, *p;
+
+	pthread_mutex_lock(&in->mu);
+	r = in->qhead;
+	in->qhead = in->qtail = NULL;
+	pthread_mutex_unlock(&in->mu);
+	for (p = r; p; p = p->next) {
+		if (p->c == NULL)
+			continue;
+		if (assign_idx(in, p->c) != 0) {
+			p->flags = GD_RG_ERROR;	/* out of memory: stop input */
+			p->err = ENOMEM;
+			p->len = 0;
+		}
+		if (p->flags & GD_RG_CHUNK_DONE)
+			continue;
+		gd_chunk_ref(p->c);	/* held while the region is parsed */
+	}
+	return r;
+}
+
+static void chunk_release(struct gd_input *in, struct gd_chunk *c)
+{
+	if (c->idx != IDX_NONE) {
+		in->tab[c->idx] = (struct gd_chunk *)(uintptr_t)in->free_idx;
+		in->free_idx = c->idx;
+		c->idx = IDX_NONE;
+	}
+	pthread_mutex_lock(&in->mu);
+	if (in->nfree < 4 && !in->stop) {
+		c->next = in->free_chunks;
+		in->free_chunks = c;
+		in->nfree++;
+		c = NULL;
+	}
+	pthread_mutex_unlock(&in->mu);
+	free(c);
+}
+
+void gd_chunk_unref(struct gd_input *in, struct gd_chunk *c)
+{
+	if (--c->refs == 0 && !c->reading)
+		chunk_release(in, c);
+}
+
+void gd_input_done(struct gd_input *in, struct gd_region *r)
+{
+	struct gd_chunk *c = r->c;
+
+	pthread_mutex_lock(&in->mu);
+	in->qbytes -= r->len;
+	if (r->flags & (GD_RG_EOF | GD_RG_ERROR))
+		in->finished = 1;
+	pthread_cond_signal(&in->cv);
+	pthread_mutex_unlock(&in->mu);
+	if (c != NULL) {
+		if (r->flags & GD_RG_CHUNK_DONE) {
+			c->reading = 0;
+			if (c->refs == 0)
+				chunk_release(in, c);
+		} else {
+			gd_chunk_unref(in, c);
+		}
+	}
+	free(r);
+}
+
+void gd_input_stop(struct gd_input *in)
+{
+	struct gd_chunk *c;
+
+	if (!in->started)
+		return;
+	pthread_mutex_lock(&in->mu);
+	in->stop = 1;
+	pthread_cond_signal(&in->cv);
+	c = in->free_chunks;
+	in->free_chunks = NULL;
+	pthread_mutex_unlock(&in->mu);
+	while (c) {
+		struct gd_chunk *n = c->next;
+		free(c);
+		c = n;
+	}
+	uv_close((uv_handle_t *)&in->async, NULL);
+	in->started = 0;
+}

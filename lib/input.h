@@ -1,0 +1,76 @@
+/* Reading records (blocks) from a file descriptor in large chunks. A
+ * reader thread does the blocking read() (stdin may be a file, a pipe or a
+ * tty) and hands the loop regions of whole records; records are parsed in
+ * place and stay in their chunk while they are pending, so the hot path
+ * copies and allocates nothing per block. A record too large for a chunk
+ * is handed as an OVERSIZE region holding its start, the rest discarded. */
+#ifndef GD_INPUT_H
+#define GD_INPUT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+enum {
+	GD_RG_LAST = 1,		/* the final record has no delimiter */
+	GD_RG_OVERSIZE = 2,	/* start of one record over the chunk size */
+	GD_RG_EOF = 4,		/* end of input (len 0) */
+	GD_RG_ERROR = 8,	/* read error, err set (len 0) */
+	GD_RG_CHUNK_DONE = 16,	/* the reader is done with this chunk (len 0) */
+};
+
+struct gd_chunk {
+	struct gd_chunk *next;	/* free list */
+	uint32_t refs;		/* loop-owned: blocks and regions using it */
+	uint32_t idx;		/* slot in the loop's chunk table */
+	int reading;		/* the reader may still append to it */
+	size_t cap;
+	uint8_t data[];
+};
+
+struct gd_region {
+	struct gd_region *next;
+	struct gd_chunk *c;
+	size_t off, len;
+	int flags;
+	int err;
+};
+
+struct gd_input {
+	int fd;
+	char delim;
+	size_t chunk_size;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct gd_region *qhead, *qtail;	/* handed to the loop */
+	size_t qbytes, qlimit;		/* bytes handed and not yet done */
+	struct gd_chunk *free_chunks;
+	unsigned nfree;
+	int stop, started, finished;
+	uv_async_t async;
+	void (*on_ready)(struct gd_input *in);	/* regions are waiting */
+	void *data;
+	/* loop side */
+	struct gd_chunk **tab;
+	uint32_t ntab, captab, free_idx;
+};
+
+int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
+    size_t chunk_size, void (*on_ready)(struct gd_input *));
+/* Take every region handed so far (loop thread); NULL when none. */
+struct gd_region *gd_input_take(struct gd_input *in);
+/* The loop is done parsing r; frees r. */
+void gd_input_done(struct gd_input *in, struct gd_region *r);
+static inline void gd_chunk_ref(struct gd_chunk *c) { c->refs++; }
+void gd_chunk_unref(struct gd_input *in, struct gd_chunk *c);
+static inline struct gd_chunk *gd_input_chunk(struct gd_input *in, uint32_t idx)
+{
+	return in->tab[idx];
+}
+/* Stop the reader (it may stay blocked in read until exit) and close the
+ * async handle. */
+void gd_input_stop(struct gd_input *in);
+
+#endif

@@ -1,0 +1,17 @@
+/* gdinspect: ask a running gdpub or gdsub what it holds and print it as
+ * aligned text or JSON lines. */
+#ifndef GD_INSPECT_H
+#define GD_INSPECT_H
+
+#include "conf.h"
+
+struct gd_inspect_opts {
+	const char *ctl;
+	int json;
+	double watch;		/* 0: once */
+	const char *cmd;
+};
+
+int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o);
+
+#endif

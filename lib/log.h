@@ -1,0 +1,34 @@
+/* Messages: every line starts with the program name, says what failed and
+ * ends with the cause. One module so all four programs speak alike. */
+#ifndef GD_LOG_H
+#define GD_LOG_H
+
+#include <stdarg.h>
+
+/* Exit codes (SPEC §9), one table for every program. */
+enum gd_exit {
+	GD_EX_OK = 0,
+	GD_EX_FAIL = 1,		/* NACK/REJECT (gdpub), unacked keys (gdack) */
+	GD_EX_USAGE = 64,	/* bad command line */
+	GD_EX_DATAERR = 65,	/* malformed input that cannot be skipped */
+	GD_EX_UNAVAILABLE = 69,	/* a needed peer is unreachable */
+	GD_EX_IOERR = 74,	/* journal or state file I/O */
+	GD_EX_CONFIG = 78,	/* config error */
+	GD_EX_SIGINT = 130,
+	GD_EX_SIGTERM = 143,
+};
+
+void gd_log_init(const char *prog);
+const char *gd_prog(void);
+/* -q = -1, default 0, -v 1, -vv 2 */
+void gd_log_level(int level);
+int gd_log_get_level(void);
+
+void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* verbose trace, shown at -v (level 1) or -vv (level 2), with a timestamp */
+void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* usage error: message, then "try 'PROG --help'" */
+void gd_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

@@ -1,0 +1,173 @@
+/* Output stream (see out.h). */
+#include "out.h"
+#include "ctl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define OUT_CHUNK (256 * 1024)
+#define OUT_LOW (1024 * 1024)
+
+struct wreq {
+	uv_write_t req;
+	struct gd_out *o;
+	size_t len;
+	uint8_t *buf;
+};
+
+int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
+{
+	int rc = 0;
+
+	memset(o, 0, sizeof(*o));
+	o->loop = loop;
+	o->fd = fd;
+	switch (uv_guess_handle(fd)) {
+	case UV_TTY:
+		rc = uv_tty_init(loop, &o->h.tty, fd, 0);
+		o->async = 1;
+		break;
+	case UV_NAMED_PIPE:
+		if ((rc = uv_pipe_init(loop, &o->h.pipe, 0)) == 0)
+			rc = uv_pipe_open(&o->h.pipe, fd);
+		o->async = 1;
+		break;
+	case UV_TCP:
+		if ((rc = uv_tcp_init(loop, &o->h.tcp)) == 0)
+			rc = uv_tcp_open(&o->h.tcp, fd);
+		o->async = 1;
+		break;
+	default:
+		o->async = 0;
+		break;
+	}
+	if (o->async)
+		o->h.pipe.data = o;
+	return rc;
+}
+
+uint8_t *gd_out_reserve(struct gd_out *o, size_t n)
+{
+	if (o->cap - o->len < n) {
+		size_t ncap = o->cap ? o->cap : OUT_CHUNK;
+		uint8_t *nb;
+		while (ncap - o->len < n)
+			ncap *= 2;
+		if ((nb = realloc(o->buf, ncap)) == NULL)
+			return NULL;
+		o->buf = nb;
+		o->cap = ncap;
+	}
+	return o->buf + o->len;
+}
+
+int gd_out_write(struct gd_out *o, const void *p, size_t n)
+{
+	uint8_t *d = gd_out_reserve(o, n);
+	if (d == NULL)
+		return -1;
+	memcpy(d, p, n);
+	o->len += n;
+	return 0;
+}
+
+static void fail(struct gd_out *o, int err)
+{
+	if (o->err)
+		return;
+	o->err = err;
+	if (o->on_error)
+		o->on_error(o, err);
+}
+
+static void closed_cb(uv_handle_t *h)
+{
+	struct gd_out *o = h->data;
+	o->closed = 1;
+	if (o->close_cb)
+		o->close_cb(h);
+}
+
+static void do_close(struct gd_out *o)
+{
+	if (o->async)
+		uv_close((uv_handle_t *)&o->h, closed_cb);
+	else {
+		close(o->fd);
+		o->closed = 1;
+		if (o->close_cb)
+			o->close_cb(NULL);
+	}
+}
+
+static void on_written(uv_write_t *req, int status)
+{
+	struct wreq *w = (struct wreq *)req;
+	struct gd_out *o = w->o;
+	size_t before = o->queued;
+
+	o->queued -= w->len;
+	free(w->buf);
+	free(w);
+	if (status < 0 && status != UV_ECANCELED)
+		fail(o, status);
+	if (o->closing && o->queued == 0) {
+		do_close(o);
+		return;
+	}
+	if (before >= OUT_LOW && o->queued < OUT_LOW && o->on_drain)
+		o->on_drain(o, 0);
+}
+
+void gd_out_flush(struct gd_out *o)
+{
+	struct wreq *w;
+	uv_buf_t b;
+
+	if (o->len == 0 || o->closed)
+		return;
+	if (o->err) {
+		o->len = 0;	/* the reader is gone; the error was reported */
+		return;
+	}
+	if (!o->async) {
+		if (gd_write_all(o->fd, o->buf, o->len) != 0)
+			fail(o, uv_translate_sys_error(errno));
+		o->len = 0;
+		return;
+	}
+	w = malloc(sizeof(*w));
+	if (w == NULL) {
+		fail(o, UV_ENOMEM);
+		return;
+	}
+	w->o = o;
+	w->len = o->len;
+	w->buf = o->buf;	/* the request owns the buffer until on_written */
+	b = uv_buf_init((char *)o->buf, (unsigned)o->len);
+	o->buf = NULL;
+	o->cap = o->len = 0;
+	o->queued += w->len;
+	if (uv_write(&w->req, (uv_stream_t *)&o->h, &b, 1, on_written) != 0) {
+		o->queued -= w->len;
+		free(w->buf);
+		free(w);
+		fail(o, UV_EPIPE);
+	}
+}
+
+void gd_out_close(struct gd_out *o, uv_close_cb cb)
+{
+	if (o->closing)
+		return;
+	gd_out_flush(o);
+	o->closing = 1;
+	o->close_cb = cb;
+	free(o->buf);
+	o->buf = NULL;
+	o->cap = o->len = 0;
+	if (o->queued == 0)
+		do_close(o);	/* else on_written closes after the last write */
+}

@@ -1,0 +1,49 @@
+/* An output stream on a libuv loop: stdout of gdsub (blocks) and of gdpub
+ * (status lines). Bytes are appended to a buffer and written in one
+ * uv_write per flush; pipes, ttys and sockets never block the loop, other
+ * files (regular files, /dev/null) are written synchronously. */
+#ifndef GD_OUT_H
+#define GD_OUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+struct gd_out;
+typedef void (*gd_out_cb)(struct gd_out *o, int err);
+
+struct gd_out {
+	uv_loop_t *loop;
+	int fd;
+	int async;		/* 1: libuv stream, 0: blocking write() */
+	union {
+		uv_pipe_t pipe;
+		uv_tty_t tty;
+		uv_tcp_t tcp;
+	} h;
+	uint8_t *buf;		/* bytes appended since the last flush */
+	size_t len, cap;
+	size_t queued;		/* bytes handed to libuv, not yet written */
+	int err;		/* first write error (libuv code), sticky */
+	int closing, closed;
+	gd_out_cb on_error;	/* first write error */
+	gd_out_cb on_drain;	/* queue went below the low mark */
+	uv_close_cb close_cb;	/* h is NULL for a blocking fd */
+	void *data;
+};
+
+int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd);
+/* Room for n more bytes; returns a pointer to write them, then commit. */
+uint8_t *gd_out_reserve(struct gd_out *o, size_t n);
+static inline void gd_out_commit(struct gd_out *o, size_t n) { o->len += n; }
+int gd_out_write(struct gd_out *o, const void *p, size_t n);
+void gd_out_flush(struct gd_out *o);
+/* Flush, then close the fd once every byte is written (readers see EOF);
+ * cb runs when it is closed. */
+void gd_out_close(struct gd_out *o, uv_close_cb cb);
+static inline size_t gd_out_backlog(const struct gd_out *o)
+{
+	return o->queued + o->len;
+}
+
+#endif

@@ -1,0 +1,103 @@
+/* Strict parsers. Each rejects empty input, signs where not allowed,
+ * leading or trailing junk and out-of-range values. */
+#include "parse.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int gd_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (s == NULL || *s == '\0' || (*s != '-' && (*s < '0' || *s > '9')))
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int gd_parse_u64n(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v = 0;
+	size_t i;
+
+	if (len == 0 || len > 20)
+		return -1;
+	for (i = 0; i < len; i++) {
+		unsigned d = (unsigned char)s[i] - '0';
+		if (d > 9)
+			return -1;
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+int gd_parse_u64(const char *s, uint64_t *out)
+{
+	return gd_parse_u64n(s, strlen(s), out);
+}
+
+int gd_parse_dur(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	if (s == NULL || *s == '\0' || (*s != '-' && *s != '.' &&
+	    (*s < '0' || *s > '9')))
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || *end != '\0' || !isfinite(v) || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+int gd_parse_hostport(const char *s, char *host, size_t hostsz, int *port)
+{
+	const char *colon, *h = s;
+	size_t hlen;
+	int64_t p;
+
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+		if (rb == NULL || rb[1] != ':')
+			return -1;
+		h = s + 1;
+		hlen = (size_t)(rb - h);
+		colon = rb + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL)
+			return -1;
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= hostsz)
+		return -1;
+	if (gd_parse_i64(colon + 1, 1, 65535, &p) != 0)
+		return -1;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (int)p;
+	return 0;
+}
+
+int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port)
+{
+	int n;
+	if (strchr(host, ':') != NULL)
+		n = snprintf(buf, sz, "[%s]:%d", host, port);
+	else
+		n = snprintf(buf, sz, "%s:%d", host, port);
+	return n < 0 ? 0 : (n >= (int)sz ? (int)sz - 1 : n);
+}

@@ -1,0 +1,21 @@
+/* Strict, bounded parsing of everything a user types: numbers, durations,
+ * host:port. No atoi: every parser rejects trailing junk and range errors. */
+#ifndef GD_PARSE_H
+#define GD_PARSE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* 0 on success, -1 on error (the caller names the value in its message) */
+int gd_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
+/* decimal digits only, 0 .. 2^64-1; len-bounded, no NUL needed */
+int gd_parse_u64n(const char *s, size_t len, uint64_t *out);
+int gd_parse_u64(const char *s, uint64_t *out);
+/* seconds, may be fractional ("0.25"); finite, within [min, max] */
+int gd_parse_dur(const char *s, double min, double max, double *out);
+/* "HOST:PORT" or "[V6]:PORT"; host copied without brackets */
+int gd_parse_hostport(const char *s, char *host, size_t hostsz, int *port);
+/* write "HOST:PORT" (bracketing IPv6) into buf; returns length */
+int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port);
+
+#endif

@@ -1,0 +1,193 @@
+/* Pending table (see pending.h). Slots live in one array reused through a
+ * free list, so the hot path allocates only when the table grows. */
+#include "pending.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint)
+{
+	memset(p, 0, sizeof(*p));
+	p->timeout_ns = timeout_ns;
+	p->head = p->tail = p->free_head = GD_NONE;
+	if (hint < 64)
+		hint = 64;
+	p->nbits = 1024;
+	p->bits = calloc(p->nbits / 64, sizeof(uint64_t));
+	if (p->bits == NULL || gd_idmap_init(&p->map, hint) != 0)
+		return -1;
+	return 0;
+}
+
+void gd_pending_free(struct gd_pending *p)
+{
+	free(p->e);
+	free(p->bits);
+	gd_idmap_free(&p->map);
+	memset(p, 0, sizeof(*p));
+}
+
+static int grow_slots(struct gd_pending *p)
+{
+	uint32_t ncap = p->cap ? p->cap * 2 : 1024, i;
+	struct gd_pend *n;
+
+	if (ncap <= p->cap || ncap >= GD_NONE)
+		return -1;
+	n = realloc(p->e, (size_t)ncap * sizeof(*n));
+	if (n == NULL)
+		return -1;
+	p->e = n;
+	for (i = ncap - 1; i >= p->cap && i != GD_NONE; i--) {
+		n[i].next = p->free_head;
+		p->free_head = i;
+		if (i == 0)
+			break;
+	}
+	p->cap = ncap;
+	return 0;
+}
+
+static inline int bit_get(const struct gd_pending *p, uint64_t seq)
+{
+	uint64_t b = seq & (p->nbits - 1);
+	return (int)((p->bits[b >> 6] >> (b & 63)) & 1);
+}
+
+static inline void bit_set(struct gd_pending *p, uint64_t seq, int v)
+{
+	uint64_t b = seq & (p->nbits - 1);
+	if (v)
+		p->bits[b >> 6] |= (uint64_t)1 << (b & 63);
+	else
+		p->bits[b >> 6] &= ~((uint64_t)1 << (b & 63));
+}
+
+/* Make the bitmap cover [cursor, seq]. */
+static int grow_bits(struct gd_pending *p, uint64_t seq)
+{
+	uint64_t nn = p->nbits, s;
+	uint64_t *nb, *old = p->bits, on = p->nbits;
+
+	while (seq - p->cursor >= nn)
+		nn *= 2;
+	if (nn == p->nbits)
+		return 0;
+	nb = calloc(nn / 64, sizeof(uint64_t));
+	if (nb == NULL)
+		return -1;
+	p->bits = nb;
+	p->nbits = nn;
+	for (s = p->cursor; s < p->top; s++) {
+		uint64_t b = s & (on - 1);
+		if ((old[b >> 6] >> (b & 63)) & 1)
+			bit_set(p, s, 1);
+	}
+	free(old);
+	return 0;
+}
+
+uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
+    const uint8_t *data, uint32_t len, uint32_t owner, uint64_t now_ns)
+{
+	uint32_t s;
+	struct gd_pend *e;
+
+	if (p->free_head == GD_NONE && grow_slots(p) != 0)
+		return GD_NONE;
+	if (p->count == 0)
+		p->cursor = seq;
+	if (seq - p->cursor >= p->nbits) {
+		while (p->cursor < p->top && !bit_get(p, p->cursor))
+			p->cursor++;
+		if (seq - p->cursor >= p->nbits && grow_bits(p, seq) != 0)
+			return GD_NONE;
+	}
+	s = p->free_head;
+	p->e[s].id = id;
+	if (gd_idmap_put(&p->map, id, s, p->e, sizeof(*p->e)) != 0)
+		return GD_NONE;
+	e = &p->e[s];
+	p->free_head = e->next;
+	e->acked = 0;
+	e->data = data;
+	e->sent_ns = now_ns;
+	e->len = len;
+	e->owner = owner;
+	e->seq32 = (uint32_t)seq;
+	e->resends = 0;
+	e->nacks = 0;
+	e->next = GD_NONE;
+	e->prev = p->tail;
+	if (p->tail != GD_NONE)
+		p->e[p->tail].next = s;
+	else
+		p->head = s;
+	p->tail = s;
+	bit_set(p, seq, 1);
+	p->top = seq + 1;
+	p->count++;
+	return s;
+}
+
+static void unlink_slot(struct gd_pending *p, uint32_t s)
+{
+	struct gd_pend *e = &p->e[s];
+	if (e->prev != GD_NONE)
+		p->e[e->prev].next = e->next;
+	else
+		p->head = e->next;
+	if (e->next != GD_NONE)
+		p->e[e->next].prev = e->prev;
+	else
+		p->tail = e->prev;
+}
+
+void gd_pending_remove(struct gd_pending *p, uint32_t s)
+{
+	struct gd_pend *e = &p->e[s];
+
+	unlink_slot(p, s);
+	gd_idmap_del(&p->map, e->id, p->e, sizeof(*p->e));
+	bit_set(p, e->seq32, 0);	/* low bits suffice: nbits < 2^32 */
+	e->next = p->free_head;
+	p->free_head = s;
+	p->count--;
+}
+
+void gd_pending_touch(struct gd_pending *p, uint32_t s, uint64_t now_ns)
+{
+	struct gd_pend *e = &p->e[s];
+
+	e->sent_ns = now_ns;
+	if (p->tail == s)
+		return;
+	unlink_slot(p, s);
+	e->next = GD_NONE;
+	e->prev = p->tail;
+	p->e[p->tail].next = s;
+	p->tail = s;
+}
+
+void gd_pending_clear_bit(struct gd_pending *p, unsigned bit)
+{
+	uint64_t m = (uint64_t)1 << bit;
+	uint32_t s;
+
+	for (s = p->head; s != GD_NONE; s = p->e[s].next)
+		if (p->e[s].acked & m) {
+			p->e[s].acked &= ~m;
+			p->e[s].nacks--;
+		}
+}
+
+uint64_t gd_pending_floor(struct gd_pending *p, uint64_t next_seq)
+{
+	if (p->count == 0) {
+		p->cursor = next_seq;
+		return next_seq;
+	}
+	while (p->cursor < p->top && !bit_get(p, p->cursor))
+		p->cursor++;
+	return p->cursor;
+}

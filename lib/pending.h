@@ -1,0 +1,89 @@
+/* The pending table of a publisher: every block sent and not yet resolved,
+ * with its acks, deadline and resend count. O(1) per block: a hash from id
+ * to slot, a deadline-ordered list (one timeout for all, so appending keeps
+ * it sorted and a resend moves the block to the tail), and a bitmap by
+ * sequence index that yields the floor (oldest unresolved index). */
+#ifndef GD_PENDING_H
+#define GD_PENDING_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idmap.h"
+
+struct gd_pend {
+	uint64_t id;		/* first: the idmap key */
+	uint64_t acked;		/* one bit per GD subscriber slot */
+	const uint8_t *data;
+	uint64_t sent_ns;	/* last (re)send; deadline = sent_ns + timeout */
+	uint32_t len;
+	uint32_t owner;		/* caller's tag (the buffer holding data) */
+	uint32_t prev, next;	/* deadline list; next links free slots */
+	uint32_t seq32;		/* low bits of the sequence index */
+	uint16_t resends;
+	uint16_t nacks;		/* acks counted (popcount of acked) */
+};
+
+struct gd_pending {
+	struct gd_pend *e;
+	uint32_t cap, count, free_head;
+	uint32_t head, tail;	/* deadline list */
+	struct gd_idmap map;
+	uint64_t timeout_ns;
+	/* floor: bit set = that seq is pending */
+	uint64_t *bits;
+	uint64_t nbits;		/* power of two */
+	uint64_t cursor;	/* no pending seq below this */
+	uint64_t top;		/* highest seq added + 1 */
+};
+
+int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint);
+void gd_pending_free(struct gd_pending *p);
+
+static inline struct gd_pend *gd_pending_at(struct gd_pending *p, uint32_t s)
+{
+	return &p->e[s];
+}
+static inline uint32_t gd_pending_find(const struct gd_pending *p, uint64_t id)
+{
+	return gd_idmap_get(&p->map, id, p->e, sizeof(*p->e));
+}
+/* Add a block; seq must be larger than any seq added before. Returns its
+ * slot, or GD_NONE when out of memory. The id must not be pending. */
+uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
+    const uint8_t *data, uint32_t len, uint32_t owner, uint64_t now_ns);
+/* Resolve (ACK or final NACK): forget the block. */
+void gd_pending_remove(struct gd_pending *p, uint32_t slot);
+/* Record an ack from GD slot bit; returns the number of distinct acks. */
+static inline unsigned gd_pending_ack(struct gd_pending *p, uint32_t slot,
+    unsigned bit)
+{
+	struct gd_pend *e = &p->e[slot];
+	uint64_t m = (uint64_t)1 << bit;
+	if ((e->acked & m) == 0) {
+		e->acked |= m;
+		e->nacks++;
+	}
+	return e->nacks;
+}
+/* Earliest deadline (ns), or 0 when nothing is pending. */
+static inline uint64_t gd_pending_deadline(const struct gd_pending *p)
+{
+	return p->head == GD_NONE ? 0 : p->e[p->head].sent_ns + p->timeout_ns;
+}
+/* Slot of a block whose deadline has passed at now, or GD_NONE. */
+static inline uint32_t gd_pending_expired(const struct gd_pending *p,
+    uint64_t now_ns)
+{
+	if (p->head == GD_NONE || p->e[p->head].sent_ns + p->timeout_ns > now_ns)
+		return GD_NONE;
+	return p->head;
+}
+/* The block was sent again at now: new deadline, to the tail. */
+void gd_pending_touch(struct gd_pending *p, uint32_t slot, uint64_t now_ns);
+/* Clear GD slot bit from every pending block (a slot changed owner). */
+void gd_pending_clear_bit(struct gd_pending *p, unsigned bit);
+/* Oldest sequence index still pending, or next_seq when none is. */
+uint64_t gd_pending_floor(struct gd_pending *p, uint64_t next_seq);
+
+#endif

@@ -1,0 +1,1058 @@
+/* The publisher: stdin records become blocks, stamped with id and sequence
+ * index, encoded once into a shared batch buffer and written to every
+ * subscriber; GD acknowledgements are counted per block in the pending
+ * table, and every outcome passes through resolve(), the one place a
+ * journal will hook in. All writes of an iteration leave in the prepare
+ * phase: blocks, the floor, status lines and control replies. */
+#include "pub.h"
+#include "ctl.h"
+#include "hist.h"
+#include "input.h"
+#include "log.h"
+#include "out.h"
+#include "parse.h"
+#include "pending.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BCAST_SIZE (256 * 1024)
+#define PARSE_BUDGET 16384		/* records per loop turn */
+#define BACKLOG_HIGH (64u << 20)	/* pause input above this per subscriber */
+#define BACKLOG_LOW (16u << 20)
+
+struct pub;
+
+struct sconn {
+	uv_tcp_t h;
+	struct pub *p;
+	struct sconn *next, **pprev;
+	struct gd_rbuf rb;
+	char name[256];
+	char addr[80];
+	int hello, want_data, slot, ack_status, closing;
+	uint64_t acks, blocks;
+	uv_shutdown_t sreq;
+};
+
+struct bcast {
+	uint32_t refs;
+	size_t len, cap;
+	uint8_t data[];
+};
+
+struct bwrite {
+	uv_write_t req;
+	struct bcast *b;
+	struct sconn *c;
+};
+
+struct snap {
+	uint64_t id, seq, time_ns;
+	const uint8_t *data;
+	uint32_t len;
+	struct gd_chunk *c;
+};
+
+struct pub {
+	const struct gd_conf *conf;
+	struct gd_pub_opts opt;
+	uv_loop_t loop;
+	uv_tcp_t srv;
+	uv_timer_t timer, ready_timer;
+	uv_idle_t idle;
+	uv_prepare_t prep;
+	uv_signal_t sigint, sigterm;
+	struct gd_ctl_srv ctl;
+	struct gd_input in;
+	struct gd_out status;
+	struct gd_pending pend;
+	int gd;				/* numSubs > 0 */
+	unsigned needed;
+	struct sconn *conns;
+	unsigned ndata, ngd;
+	struct sconn *slot_conn[GD_MAX_SUBS];
+	char slot_name[GD_MAX_SUBS][256];
+	struct bcast *cur;
+	struct gd_region *rq, *rq_tail;
+	size_t rpos;
+	uint64_t next_id, next_seq, line_no, floor_sent;
+	int eof, ready, finished, sigs, stop_code, paused_backlog;
+	char origin[300];
+	uint64_t epoch;
+	uint64_t now;			/* monotonic ns, per callback */
+	uint64_t t_start;
+	struct snap *snap;
+	uint32_t snap_n, snap_head;
+	struct gd_hist lat;
+	uint64_t n_pub, n_ack, n_nack, n_reject, n_resent, n_bytes, n_nosub,
+	    n_late_acks;
+};
+
+static void kick(struct pub *p);
+static void check_done(struct pub *p);
+static void on_timer(uv_timer_t *t);
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- status lines ---- */
+
+static void status_line(struct pub *p, const char *what, uint64_t id)
+{
+	uint8_t *d = gd_out_reserve(&p->status, 32);
+	int n;
+	if (d == NULL)
+		return;
+	n = snprintf((char *)d, 32, "%s %" PRIu64 "\n", what, id);
+	gd_out_commit(&p->status, (size_t)n);
+}
+
+static void reject(struct pub *p, const char *idtxt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void reject(struct pub *p, const char *idtxt, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	gd_out_write(&p->status, "REJECT ", 7);
+	gd_out_write(&p->status, idtxt, strlen(idtxt));
+	gd_out_write(&p->status, " ", 1);
+	gd_out_write(&p->status, why, strlen(why));
+	gd_out_write(&p->status, "\n", 1);
+	gd_err("REJECT %s: %s", idtxt, why);
+	p->n_reject++;
+}
+
+/* ---- broadcast ---- */
+
+static void bcast_free(struct bcast *b)
+{
+	free(b);
+}
+
+static void on_bwritten(uv_write_t *req, int status)
+{
+	struct bwrite *w = (struct bwrite *)req;
+	struct pub *p = w->c->p;
+
+	(void)status;
+	if (--w->b->refs == 0)
+		bcast_free(w->b);
+	free(w);
+	if (p->paused_backlog) {
+		struct sconn *c;
+		for (c = p->conns; c; c = c->next)
+			if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
+			    BACKLOG_LOW)
+				return;
+		p->paused_backlog = 0;
+		kick(p);
+	}
+}
+
+static void conn_write(struct sconn *c, struct bcast *b)
+{
+	struct bwrite *w = malloc(sizeof(*w));
+	uv_buf_t buf;
+
+	if (w == NULL)
+		return;
+	w->b = b;
+	w->c = c;
+	b->refs++;
+	buf = uv_buf_init((char *)b->data, (unsigned)b->len);
+	if (uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_bwritten) != 0) {
+		b->refs--;
+		free(w);
+	}
+}
+
+static void flush_bcast(struct pub *p)
+{
+	struct bcast *b = p->cur;
+	struct sconn *c;
+
+	if (b == NULL)
+		return;
+	p->cur = NULL;
+	b->refs++;		/* hold while handing out */
+	if (b->len > 0)
+		for (c = p->conns; c; c = c->next)
+			if (c->hello && c->want_data && !c->closing)
+				conn_write(c, b);
+	if (--b->refs == 0)
+		bcast_free(b);
+}
+
+static uint8_t *bcast_room(struct pub *p, size_t need)
+{
+	if (p->cur == NULL || p->cur->cap - p->cur->len < need) {
+		size_t cap = need > BCAST_SIZE ? need : BCAST_SIZE;
+		flush_bcast(p);
+		p->cur = malloc(sizeof(*p->cur) + cap);
+		if (p->cur == NULL)
+			return NULL;
+		p->cur->refs = 0;
+		p->cur->len = 0;
+		p->cur->cap = cap;
+	}
+	return p->cur->data + p->cur->len;
+}
+
+static void bcast_block(struct pub *p, const struct gd_block *b)
+{
+	uint8_t *d = bcast_room(p, GD_BLOCK_HDR + (size_t)b->len);
+	if (d != NULL)
+		p->cur->len += gd_wire_block(d, b);
+}
+
+static void bcast_ctrl(struct pub *p, uint8_t type, uint64_t v, int with_v)
+{
+	uint8_t *d = bcast_room(p, GD_WIRE_HDR + 8);
+	if (d != NULL)
+		p->cur->len += with_v ? gd_wire_u64(d, type, v) :
+		    gd_wire_empty(d, type);
+}
+
+/* ---- resolution: the one place every pending block's life ends ---- */
+
+static void resolve(struct pub *p, uint32_t slot, int acked)
+{
+	struct gd_pend *e = gd_pending_at(&p->pend, slot);
+
+	if (acked) {
+		status_line(p, "ACK", e->id);
+		gd_hist_add(&p->lat, (p->now - e->sent_ns) / 1000);
+		p->n_ack++;
+	} else {
+		status_line(p, "NACK", e->id);
+		p->n_nack++;
+	}
+	gd_chunk_unref(&p->in, gd_input_chunk(&p->in, e->owner));
+	gd_pending_remove(&p->pend, slot);
+	if (p->pend.count + 1 == (uint64_t)p->conf->max_pending)
+		kick(p);
+}
+
+static void arm_timer(struct pub *p)
+{
+	uint64_t d = gd_pending_deadline(&p->pend), ms;
+
+	if (d == 0 || uv_is_active((uv_handle_t *)&p->timer))
+		return;
+	ms = d > p->now ? (d - p->now + 999999) / 1000000 : 0;
+	uv_timer_start(&p->timer, on_timer, ms, 0);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+	uint32_t s;
+
+	p->now = uv_hrtime();
+	while ((s = gd_pending_expired(&p->pend, p->now)) != GD_NONE) {
+		struct gd_pend *e = gd_pending_at(&p->pend, s);
+		if (e->resends < p->conf->resend) {
+			struct gd_block b = { e->id, 0, real_ns(), GD_FL_RESENT,
+				e->len, e->data };
+			/* the sequence index is kept so --dedup index works */
+			b.seq = p->next_seq - ((uint32_t)p->next_seq - e->seq32);
+			e->resends++;
+			p->n_resent++;
+			bcast_block(p, &b);
+			gd_pending_touch(&p->pend, s, p->now);
+		} else {
+			resolve(p, s, 0);
+		}
+	}
+	arm_timer(p);
+	check_done(p);
+}
+
+/* ---- input ---- */
+
+static void snap_push(struct pub *p, const struct gd_block *b,
+    struct gd_chunk *c)
+{
+	struct snap *s;
+	uint32_t cap = (uint32_t)p->conf->snapshot;
+
+	if (cap == 0)
+		return;
+	if (p->snap_n == cap) {
+		s = &p->snap[p->snap_head];
+		gd_chunk_unref(&p->in, s->c);
+		p->snap_head = (p->snap_head + 1) % cap;
+		p->snap_n--;
+	}
+	s = &p->snap[(p->snap_head + p->snap_n) % cap];
+	s->id = b->id;
+	s->seq = b->seq;
+	s->time_ns = b->time_ns;
+	s->data = b->data;
+	s->len = b->len;
+	s->c = c;
+	gd_chunk_ref(c);
+	p->snap_n++;
+}
+
+static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
+    size_t len, int oversize, uint64_t tnow)
+{
+	struct gd_block b;
+	char idtxt[24];
+	const uint8_t *pl = rec;
+	size_t plen = len;
+
+	p->line_no++;
+	if (p->opt.ids) {
+		const uint8_t *tab = memchr(rec, '\t', len < 22 ? len : 22);
+		if (tab == NULL || gd_parse_u64n((const char *)rec,
+		    (size_t)(tab - rec), &b.id) != 0) {
+			reject(p, "-", "malformed line %" PRIu64
+			    ": expected ID<TAB>payload with a decimal ID",
+			    p->line_no);
+			return;
+		}
+		pl = tab + 1;
+		plen = len - (size_t)(tab + 1 - rec);
+	} else {
+		b.id = p->next_id++;
+	}
+	snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
+	if (oversize || plen > (size_t)p->conf->max_block) {
+		reject(p, idtxt, "block larger than GDpub_maxBlockSize (%" PRId64
+		    " bytes)", p->conf->max_block);
+		return;
+	}
+	if (p->gd && gd_pending_find(&p->pend, b.id) != GD_NONE) {
+		reject(p, idtxt, "invalid event block ID: %s is already pending",
+		    idtxt);
+		return;
+	}
+	b.seq = p->next_seq++;
+	b.time_ns = tnow;
+	b.flags = 0;
+	b.len = (uint32_t)plen;
+	b.data = pl;
+	bcast_block(p, &b);
+	if (p->gd) {
+		uint32_t s = gd_pending_add(&p->pend, b.id, b.seq, pl,
+		    (uint32_t)plen, c->idx, p->now);
+		if (s == GD_NONE) {
+			gd_err("out of memory for the pending table; stopping input");
+			p->eof = 1;
+			return;
+		}
+		gd_chunk_ref(c);
+	}
+	if (p->ndata == 0)
+		p->n_nosub++;
+	snap_push(p, &b, c);
+	p->n_pub++;
+	p->n_bytes += plen;
+}
+
+static int parse_paused(struct pub *p)
+{
+	if (p->sigs || p->finished)
+		return 1;
+	if (p->opt.wait_ready && !p->ready)
+		return 1;
+	if (p->gd && p->pend.count >= (uint64_t)p->conf->max_pending)
+		return 1;
+	return p->paused_backlog;
+}
+
+static void check_backlog(struct pub *p)
+{
+	struct sconn *c;
+	for (c = p->conns; c; c = c->next)
+		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
+		    BACKLOG_HIGH)
+			p->paused_backlog = 1;
+}
+
+static void parse_some(struct pub *p)
+{
+	unsigned budget = PARSE_BUDGET;
+	uint64_t tnow = real_ns();
+
+	p->now = uv_hrtime();
+	while (p->rq && budget > 0 && !parse_paused(p)) {
+		struct gd_region *r = p->rq;
+		const uint8_t *base = r->c ? r->c->data + r->off : NULL;
+
+		if (r->flags & GD_RG_ERROR) {
+			gd_err("cannot read standard input: %s", strerror(r->err));
+			p->eof = 1;
+		} else if (r->flags & GD_RG_EOF) {
+			p->eof = 1;
+		} else if (r->flags & GD_RG_OVERSIZE) {
+			record(p, r->c, base, r->len, 1, tnow);
+			budget--;
+		} else if (!(r->flags & GD_RG_CHUNK_DONE)) {
+			while (p->rpos < r->len && budget > 0 && !parse_paused(p)) {
+				const uint8_t *s = base + p->rpos;
+				const uint8_t *e = memchr(s, p->opt.delim,
+				    r->len - p->rpos);
+				size_t n = e ? (size_t)(e - s) : r->len - p->rpos;
+				record(p, r->c, s, n, 0, tnow);
+				p->rpos += n + (e ? 1 : 0);
+				budget--;
+			}
+			if (p->rpos < r->len)
+				break;
+		}
+		p->rq = r->next;
+		if (p->rq == NULL)
+			p->rq_tail = NULL;
+		p->rpos = 0;
+		gd_input_done(&p->in, r);
+	}
+	check_backlog(p);
+	arm_timer(p);
+	if (p->rq == NULL || parse_paused(p))
+		uv_idle_stop(&p->idle);
+	check_done(p);
+}
+
+static void on_idle(uv_idle_t *h)
+{
+	parse_some(h->data);
+}
+
+static void kick(struct pub *p)
+{
+	if (p->rq && !parse_paused(p))
+		uv_idle_start(&p->idle, on_idle);
+}
+
+static void on_input(struct gd_input *in)
+{
+	struct pub *p = in->data;
+	struct gd_region *r = gd_input_take(in);
+
+	if (r == NULL)
+		return;
+	if (p->sigs || p->finished) {	/* stopping: drop unread input */
+		while (r) {
+			struct gd_region *n = r->next;
+			gd_input_done(in, r);
+			r = n;
+		}
+		return;
+	}
+	if (p->rq_tail)
+		p->rq_tail->next = r;
+	else
+		p->rq = r;
+	while (r->next)
+		r = r->next;
+	p->rq_tail = r;
+	kick(p);
+}
+
+/* ---- subscriber connections ---- */
+
+static void conn_closed(uv_handle_t *h)
+{
+	struct sconn *c = h->data;
+	gd_rbuf_free(&c->rb);
+	free(c);
+}
+
+static void conn_close(struct sconn *c, const char *why)
+{
+	struct pub *p = c->p;
+
+	if (c->closing)
+		return;
+	c->closing = 1;
+	if (why)
+		gd_trace(1, "subscriber %s (%s) disconnected: %s",
+		    c->name[0] ? c->name : "?", c->addr, why);
+	if (c->hello && c->want_data)
+		p->ndata--;
+	if (c->slot >= 0) {
+		p->slot_conn[c->slot] = NULL;
+		p->ngd--;
+	}
+	*c->pprev = c->next;
+	if (c->next)
+		c->next->pprev = c->pprev;
+	uv_close((uv_handle_t *)&c->h, conn_closed);
+}
+
+static int take_slot(struct pub *p, const char *name)
+{
+	unsigned i, n = p->needed;
+	int any = -1, fresh = -1;
+
+	for (i = 0; i < n; i++) {
+		if (p->slot_conn[i] != NULL)
+			continue;
+		if (strcmp(p->slot_name[i], name) == 0)
+			return (int)i;
+		if (fresh < 0 && p->slot_name[i][0] == '\0')
+			fresh = (int)i;
+		if (any < 0)
+			any = (int)i;
+	}
+	if (fresh >= 0)
+		return fresh;
+	/* a new subscriber takes over a departed one's slot: its acks so far
+	 * were the old subscriber's, so they no longer count */
+	if (any >= 0)
+		gd_pending_clear_bit(&p->pend, (unsigned)any);
+	return any;
+}
+
+static void send_welcome(struct pub *p, struct sconn *c)
+{
+	struct gd_welcome w;
+	struct bcast *b;
+	size_t need = GD_WIRE_HDR + GD_CTRL_MAX;
+	uint32_t i;
+
+	for (i = 0; i < p->snap_n; i++)
+		need += GD_BLOCK_HDR + p->snap[(p->snap_head + i) %
+		    p->conf->snapshot].len;
+	b = malloc(sizeof(*b) + need);
+	if (b == NULL)
+		return;
+	b->refs = 0;
+	b->cap = need;
+	memset(&w, 0, sizeof(w));
+	w.version = GD_WIRE_VERSION;
+	w.ack_status = (unsigned)c->ack_status;
+	w.num_subs = p->needed;
+	w.max_block = (uint32_t)p->conf->max_block;
+	w.timeout_ms = (uint32_t)(p->conf->timeout * 1000);
+	w.epoch = p->epoch;
+	snprintf(w.origin, sizeof(w.origin), "%s", p->origin);
+	b->len = gd_wire_welcome(b->data, &w);
+	if (c->want_data)
+		for (i = 0; i < p->snap_n; i++) {
+			struct snap *s = &p->snap[(p->snap_head + i) %
+			    p->conf->snapshot];
+			struct gd_block blk = { s->id, s->seq, s->time_ns,
+				GD_FL_SNAPSHOT, s->len, s->data };
+			b->len += gd_wire_block(b->data + b->len, &blk);
+		}
+	b->refs++;
+	conn_write(c, b);
+	if (--b->refs == 0)
+		bcast_free(b);
+}
+
+static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
+{
+	struct sconn *o;
+	int st = GD_ACK_NONE;
+
+	snprintf(c->name, sizeof(c->name), "%s", h->name);
+	if (h->gd) {
+		st = GD_ACK_OK;
+		for (o = p->conns; o; o = o->next)
+			if (o != c && o->slot >= 0 && strcmp(o->name, c->name) == 0)
+				st = GD_ACK_NAME;
+		if (p->needed == 0)
+			st = GD_ACK_OFF;
+		else if (st == GD_ACK_OK && p->ngd >= p->needed)
+			st = GD_ACK_FULL;
+	}
+	c->ack_status = st;
+	if (st == GD_ACK_OK) {
+		c->slot = take_slot(p, c->name);
+		p->slot_conn[c->slot] = c;
+		snprintf(p->slot_name[c->slot], sizeof(p->slot_name[0]), "%s",
+		    c->name);
+		p->ngd++;
+		gd_trace(1, "subscriber %s (%s) connected: GD slot %d, %u of %u",
+		    c->name, c->addr, c->slot, p->ngd, p->needed);
+	} else if (st == GD_ACK_FULL || st == GD_ACK_NAME) {
+		gd_err("refused acknowledgement connection from %s (%s): %s",
+		    c->name, c->addr, st == GD_ACK_FULL ?
+		    "numSubs GD subscribers are already connected" :
+		    "a GD subscriber with this name is already connected");
+	} else {
+		gd_trace(1, "subscriber %s (%s) connected: %s", c->name,
+		    c->addr, st == GD_ACK_OFF ? "GD off at this publisher" :
+		    "receive only");
+	}
+	/* blocks batched so far go to the others; this one starts after */
+	flush_bcast(p);
+	c->want_data = h->want_data != 0;
+	send_welcome(p, c);
+	c->hello = 1;
+	if (c->want_data)
+		p->ndata++;
+	if (!p->ready && p->gd && p->ngd == p->needed) {
+		p->ready = 1;
+		gd_out_write(&p->status, "READY\n", 6);
+		uv_timer_stop(&p->ready_timer);
+		kick(p);
+	}
+	if (p->finished) {	/* late subscriber: tell it at once */
+		uint8_t buf[GD_WIRE_HDR];
+		struct bcast *b = malloc(sizeof(*b) + sizeof(buf));
+		if (b) {
+			b->refs = 1;
+			b->len = gd_wire_empty(b->data, GD_F_END);
+			conn_write(c, b);
+			if (--b->refs == 0)
+				bcast_free(b);
+		}
+	}
+}
+
+static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
+{
+	uint32_t i, n = f->len / 8;
+
+	if (c->slot < 0)
+		return;		/* not a GD subscriber: its acks do not count */
+	for (i = 0; i < n; i++) {
+		uint64_t id = gd_get64(f->body + 8 * i);
+		uint32_t s = gd_pending_find(&p->pend, id);
+		c->acks++;
+		if (s == GD_NONE) {
+			p->n_late_acks++;
+			continue;
+		}
+		if (gd_pending_ack(&p->pend, s, (unsigned)c->slot) >= p->needed)
+			resolve(p, s, 1);
+	}
+}
+
+static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	struct sconn *c = h->data;
+	uint8_t *ptr;
+	size_t n;
+
+	(void)hint;
+	if (gd_rbuf_space(&c->rb, 16384, &ptr, &n) != 0) {
+		b->base = NULL;
+		b->len = 0;
+		return;
+	}
+	b->base = (char *)ptr;
+	b->len = n;
+}
+
+static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+	struct sconn *c = st->data;
+	struct pub *p = c->p;
+	struct gd_frame f;
+	size_t used;
+	int rc;
+
+	(void)buf;
+	if (nread < 0) {
+		conn_close(c, nread == UV_EOF ? "connection closed" :
+		    uv_strerror((int)nread));
+		check_done(p);
+		return;
+	}
+	c->rb.len += (size_t)nread;
+	p->now = uv_hrtime();
+	while ((rc = gd_wire_next(c->rb.buf + c->rb.off, c->rb.len - c->rb.off,
+	    0, &f, &used)) == 1) {
+		c->rb.off += used;
+		if (f.type == GD_F_HELLO && !c->hello) {
+			struct gd_hello h;
+			if (gd_wire_get_hello(&f, &h) != 0 ||
+			    h.version != GD_WIRE_VERSION) {
+				gd_err("subscriber %s: unsupported protocol version",
+				    c->addr);
+				conn_close(c, NULL);
+				return;
+			}
+			on_hello(p, c, &h);
+		} else if (f.type == GD_F_ACK && c->hello) {
+			on_acks(p, c, &f);
+		} else if (f.type == GD_F_BYE) {
+			conn_close(c, "unsubscribed");
+			check_done(p);
+			return;
+		} else {
+			rc = -1;
+			break;
+		}
+	}
+	if (rc < 0) {
+		gd_err("subscriber %s (%s) sent a malformed frame; closing its connection",
+		    c->name[0] ? c->name : "?", c->addr);
+		conn_close(c, NULL);
+		check_done(p);
+		return;
+	}
+	gd_rbuf_compact(&c->rb);
+	arm_timer(p);
+	check_done(p);
+}
+
+static void on_accept(uv_stream_t *server, int status)
+{
+	struct pub *p = server->data;
+	struct sconn *c;
+	struct sockaddr_storage ss;
+	int len = sizeof(ss);
+	char host[64] = "?";
+
+	if (status < 0) {
+		gd_err("cannot accept a connection: %s", uv_strerror(status));
+		return;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || gd_rbuf_init(&c->rb, 65536) != 0) {
+		free(c);
+		return;
+	}
+	c->p = p;
+	c->slot = -1;
+	uv_tcp_init(&p->loop, &c->h);
+	c->h.data = c;
+	if (uv_accept(server, (uv_stream_t *)&c->h) != 0) {
+		uv_close((uv_handle_t *)&c->h, conn_closed);
+		return;
+	}
+	uv_tcp_nodelay(&c->h, 1);
+	if (uv_tcp_getpeername(&c->h, (struct sockaddr *)&ss, &len) == 0) {
+		int port = 0;
+		if (ss.ss_family == AF_INET) {
+			uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
+			port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+		} else {
+			uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
+			port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+		}
+		gd_fmt_hostport(c->addr, sizeof(c->addr), host, port);
+	}
+	c->next = p->conns;
+	if (c->next)
+		c->next->pprev = &c->next;
+	c->pprev = &p->conns;
+	p->conns = c;
+	uv_read_start((uv_stream_t *)&c->h, conn_alloc, conn_read);
+}
+
+/* ---- control socket ---- */
+
+static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	struct pub *p = user;
+	uint64_t now = uv_hrtime();
+
+	(void)len;
+	if (strcmp(line, "hello") == 0) {
+		gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
+	} else if (strcmp(line, "pending") == 0) {
+		uint32_t s;
+		gd_ctl_printf(cl, "pending %u\n", p->pend.count);
+		gd_ctl_printf(cl, "id\tkey\tacks\tneeded\tage\texpires_in\tresends\tsize\n");
+		for (s = p->pend.head; s != GD_NONE; s = p->pend.e[s].next) {
+			struct gd_pend *e = &p->pend.e[s];
+			double age = (double)(now - e->sent_ns) / 1e9;
+			double left = (double)(int64_t)(e->sent_ns +
+			    p->pend.timeout_ns - now) / 1e9;
+			gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\n",
+			    e->id, p->origin, e->id, e->nacks, p->needed, age,
+			    left < 0 ? 0 : left, e->resends, e->len);
+		}
+	} else if (strcmp(line, "stats") == 0) {
+		double up = (double)(now - p->t_start) / 1e9;
+		gd_ctl_printf(cl, "stats 1\n");
+		gd_ctl_printf(cl, "published\tack\tnack\treject\tresent\tpending\tbytes\tuptime\tlat_p50_us\tlat_p90_us\tlat_p99_us\tlat_max_us\n");
+		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+		    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64
+		    "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub, p->n_ack,
+		    p->n_nack, p->n_reject, p->n_resent, p->pend.count,
+		    p->n_bytes, up, gd_hist_pct(&p->lat, 50),
+		    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
+		    p->lat.max);
+	} else if (strcmp(line, "subs") == 0) {
+		struct sconn *c;
+		unsigned n = 0;
+		for (c = p->conns; c; c = c->next)
+			n++;
+		gd_ctl_printf(cl, "subs %u\n", n);
+		gd_ctl_printf(cl, "name\taddress\tgd\tstate\tqueue\tacks\n");
+		for (c = p->conns; c; c = c->next)
+			gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t%zu\t%" PRIu64 "\n",
+			    c->name[0] ? c->name : "-", c->addr,
+			    c->slot >= 0 ? "yes" : "no",
+			    !c->hello ? "connecting" :
+			    gd_ack_status_str(c->ack_status),
+			    uv_stream_get_write_queue_size((uv_stream_t *)&c->h),
+			    c->acks);
+	} else {
+		gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
+	}
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void on_prepare(uv_prepare_t *h)
+{
+	struct pub *p = h->data;
+
+	if (p->ndata > 0 && !p->finished) {
+		uint64_t f = p->gd ? gd_pending_floor(&p->pend, p->next_seq) :
+		    p->next_seq;
+		if (f != p->floor_sent) {
+			bcast_ctrl(p, GD_F_FLOOR, f, 1);
+			p->floor_sent = f;
+		}
+	}
+	flush_bcast(p);
+	gd_out_flush(&p->status);
+	gd_ctl_flush(&p->ctl);
+}
+
+static void conn_shut(uv_shutdown_t *req, int status)
+{
+	struct sconn *c = req->data;
+	(void)status;
+	conn_close(c, NULL);
+}
+
+static void close_all(struct pub *p)
+{
+	struct sconn *c, *n;
+
+	on_prepare(&p->prep);	/* last status lines and replies */
+	uv_close((uv_handle_t *)&p->prep, NULL);
+	gd_out_close(&p->status, NULL);
+	uv_close((uv_handle_t *)&p->srv, NULL);
+	uv_close((uv_handle_t *)&p->timer, NULL);
+	uv_close((uv_handle_t *)&p->ready_timer, NULL);
+	uv_close((uv_handle_t *)&p->idle, NULL);
+	uv_close((uv_handle_t *)&p->sigint, NULL);
+	uv_close((uv_handle_t *)&p->sigterm, NULL);
+	gd_ctl_close(&p->ctl);
+	gd_input_stop(&p->in);
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		c->sreq.data = c;
+		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, conn_shut) != 0)
+			conn_close(c, NULL);
+	}
+}
+
+static void check_done(struct pub *p)
+{
+	if (p->finished || !p->eof || p->rq != NULL || p->pend.count > 0)
+		return;
+	p->finished = 1;
+	if (p->ndata > 0) {
+		uint64_t f = p->next_seq;
+		if (f != p->floor_sent)
+			bcast_ctrl(p, GD_F_FLOOR, f, 1);
+		p->floor_sent = f;
+	}
+	bcast_ctrl(p, GD_F_END, 0, 0);
+	flush_bcast(p);
+	close_all(p);
+}
+
+static void on_ready_timeout(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+
+	gd_err("no READY within %g seconds: %u of %u GD subscribers connected",
+	    p->opt.wait_ready_s, p->ngd, p->needed);
+	p->stop_code = GD_EX_UNAVAILABLE;
+	p->eof = 1;
+	p->finished = 1;
+	close_all(p);
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct pub *p = h->data;
+	struct gd_region *r;
+
+	if (++p->sigs >= 2) {
+		gd_out_flush(&p->status);
+		gd_err("second %s: exiting with %u blocks pending",
+		    sig == SIGINT ? "SIGINT" : "SIGTERM", p->pend.count);
+		exit(sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+	}
+	gd_trace(0, "%s: no more input; waiting for %u pending blocks",
+	    sig == SIGINT ? "SIGINT" : "SIGTERM", p->pend.count);
+	while ((r = p->rq) != NULL) {
+		p->rq = r->next;
+		gd_input_done(&p->in, r);
+	}
+	p->rq_tail = NULL;
+	p->eof = 1;
+	uv_idle_stop(&p->idle);
+	check_done(p);
+}
+
+static int listen_on(struct pub *p)
+{
+	struct addrinfo hints, *res = NULL;
+	char port[16], host[GD_HOST_MAX];
+	const char *bind = p->conf->bind ? p->conf->bind : "127.0.0.1";
+	int rc;
+
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+	snprintf(port, sizeof(port), "%d", (int)p->conf->port);
+	if ((rc = getaddrinfo(bind, port, &hints, &res)) != 0) {
+		gd_err("cannot listen on %s port %s: %s", bind, port,
+		    gai_strerror(rc));
+		return GD_EX_UNAVAILABLE;
+	}
+	uv_tcp_init(&p->loop, &p->srv);
+	p->srv.data = p;
+	rc = uv_tcp_bind(&p->srv, res->ai_addr, 0);
+	if (rc == 0)
+		rc = uv_listen((uv_stream_t *)&p->srv, 128, on_accept);
+	freeaddrinfo(res);
+	if (rc != 0) {
+		gd_err("cannot listen on %s port %s: %s", bind, port,
+		    uv_strerror(rc));
+		return GD_EX_UNAVAILABLE;
+	}
+	/* the host written into keys */
+	if (p->conf->host)
+		snprintf(host, sizeof(host), "%s", p->conf->host);
+	else if (strcmp(bind, "0.0.0.0") == 0 || strcmp(bind, "::") == 0) {
+		if (gethostname(host, sizeof(host)) != 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+	} else
+		snprintf(host, sizeof(host), "%s", bind);
+	gd_fmt_hostport(p->origin, sizeof(p->origin), host, (int)p->conf->port);
+	return 0;
+}
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
+{
+	struct pub *p = calloc(1, sizeof(*p));
+	char path[108];
+	size_t chunk;
+	int rc;
+
+	if (p == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	p->conf = conf;
+	p->opt = *opt;
+	p->gd = conf->num_subs > 0;
+	p->needed = (unsigned)conf->num_subs;
+	p->next_id = 1;
+	p->next_seq = 1;
+	p->epoch = real_ns();
+	uv_loop_init(&p->loop);
+	p->t_start = p->now = uv_hrtime();
+	if ((rc = gd_ctl_path_pub(conf, path, sizeof(path))) != 0)
+		goto out;
+	if ((rc = listen_on(p)) != 0)
+		goto out;
+	if ((rc = gd_ctl_listen(&p->ctl, &p->loop, path, ctl_line, p)) != 0) {
+		uv_close((uv_handle_t *)&p->srv, NULL);
+		goto out;
+	}
+	if (gd_pending_init(&p->pend, (uint64_t)(conf->timeout * 1e9),
+	    (uint32_t)(conf->max_pending < 65536 ? conf->max_pending : 65536)) != 0 ||
+	    (conf->snapshot > 0 && (p->snap = calloc((size_t)conf->snapshot,
+	    sizeof(*p->snap))) == NULL)) {
+		gd_err("out of memory");
+		rc = GD_EX_FAIL;
+		gd_ctl_close(&p->ctl);
+		uv_close((uv_handle_t *)&p->srv, NULL);
+		goto out;
+	}
+	gd_out_open(&p->status, &p->loop, 1);
+	uv_timer_init(&p->loop, &p->timer);
+	uv_timer_init(&p->loop, &p->ready_timer);
+	uv_idle_init(&p->loop, &p->idle);
+	uv_prepare_init(&p->loop, &p->prep);
+	uv_signal_init(&p->loop, &p->sigint);
+	uv_signal_init(&p->loop, &p->sigterm);
+	p->timer.data = p->ready_timer.data = p->idle.data = p->prep.data = p;
+	p->sigint.data = p->sigterm.data = p;
+	uv_prepare_start(&p->prep, on_prepare);
+	uv_signal_start(&p->sigint, on_signal, SIGINT);
+	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
+	if (opt->wait_ready == 2)
+		uv_timer_start(&p->ready_timer, on_ready_timeout,
+		    (uint64_t)(opt->wait_ready_s * 1000), 0);
+	if (!p->gd && opt->wait_ready)
+		p->ready = 1;	/* nothing to wait for with numSubs=0 */
+	p->in.data = p;
+	chunk = (size_t)conf->max_block + 64;
+	if (chunk < (1u << 20))
+		chunk = 1u << 20;
+	if ((rc = gd_input_start(&p->in, &p->loop, 0, opt->delim, chunk,
+	    on_input)) != 0) {
+		gd_err("cannot start reading standard input: %s", uv_strerror(rc));
+		rc = GD_EX_FAIL;
+		p->finished = 1;
+		close_all(p);
+	}
+	gd_trace(1, "listening on %s, numSubs=%u, timeout=%gs", p->origin,
+	    p->needed, conf->timeout);
+	uv_run(&p->loop, UV_RUN_DEFAULT);
+	if (rc == 0)
+		rc = p->stop_code ? p->stop_code :
+		    (p->n_nack || p->n_reject) ? GD_EX_FAIL : GD_EX_OK;
+	if (p->n_nosub > 0 && !p->gd)
+		gd_warn("%" PRIu64 " of %" PRIu64 " blocks were published while no subscriber was connected",
+		    p->n_nosub, p->n_pub);
+	gd_trace(1, "published %" PRIu64 ", ACK %" PRIu64 ", NACK %" PRIu64
+	    ", REJECT %" PRIu64 ", resent %" PRIu64, p->n_pub, p->n_ack,
+	    p->n_nack, p->n_reject, p->n_resent);
+	while (p->snap_n > 0) {
+		gd_chunk_unref(&p->in, p->snap[p->snap_head].c);
+		p->snap_head = (p->snap_head + 1) % (uint32_t)conf->snapshot;
+		p->snap_n--;
+	}
+	free(p->snap);
+	gd_pending_free(&p->pend);
+out:
+	uv_walk(&p->loop, walk_close, NULL);
+	uv_run(&p->loop, UV_RUN_DEFAULT);
+	if (uv_loop_close(&p->loop) != 0)
+		gd_trace(1, "event loop closed with open handles");
+	free(p->in.tab);
+	free(p->cur);
+	free(p);
+	return rc;
+}

@@ -1,0 +1,19 @@
+/* The publisher engine behind gdpub: reads blocks, serves them to
+ * subscribers, counts acknowledgements and reports READY/ACK/NACK/REJECT. */
+#ifndef GD_PUB_H
+#define GD_PUB_H
+
+#include "conf.h"
+
+struct gd_pub_opts {
+	int ids;		/* --ids: ID<TAB>payload */
+	char delim;		/* '\n', or '\0' with -0 */
+	int wait_ready;		/* 0 no, 1 until READY, 2 until READY or wait_ready_s */
+	double wait_ready_s;
+};
+
+/* Runs until the input ends and every block is resolved; returns the
+ * SPEC exit code. */
+int gd_pub_run(const struct gd_conf *c, const struct gd_pub_opts *o);
+
+#endif

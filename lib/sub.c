@@ -1,0 +1,791 @@
+/* The subscriber: one connection per publisher carries blocks in and acks
+ * out. Each block passes the dedup set once: new ones are written on
+ * stdout and wait for gdack; duplicates of acknowledged ones are acked
+ * again, so resends always resolve. gdack's requests arrive on the control
+ * socket; acks, stdout and replies leave together in the prepare phase. */
+#include "sub.h"
+#include "ctl.h"
+#include "dedup.h"
+#include "key.h"
+#include "log.h"
+#include "out.h"
+#include "parse.h"
+#include "wire.h"
+
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define OUT_HIGH (8u << 20)	/* stop reading publishers above this backlog */
+#define ACKS_PER_FRAME 32768
+
+enum pstate { PS_IDLE, PS_RESOLVING, PS_CONNECTING, PS_WELCOME, PS_ACTIVE,
+	PS_ENDED };
+
+struct sub;
+
+struct pconn {
+	struct sub *s;
+	uv_tcp_t h;
+	int h_open, reading;
+	uv_connect_t creq;
+	uv_getaddrinfo_t gai;
+	uv_timer_t retry;
+	uv_shutdown_t sreq;
+	struct gd_hostport hp;
+	char addr[300];		/* HOST:PORT as configured */
+	char origin[300];	/* as the publisher stamps its keys */
+	size_t origin_len;
+	int state, attempts, ack_status;
+	uint64_t epoch;
+	uint32_t max_block;
+	struct gd_rbuf rb;
+	struct gd_dedup dd;
+	uint64_t *acks;
+	size_t nacks, capacks;
+	uint64_t n_recv, n_unique, n_dup, n_acked, n_snap;
+};
+
+struct sub {
+	const struct gd_conf *conf;
+	struct gd_sub_opts opt;
+	uv_loop_t loop;
+	uv_prepare_t prep;
+	uv_timer_t linger;
+	uv_signal_t sigint, sigterm;
+	struct gd_ctl_srv ctl;
+	struct gd_out out;
+	struct pconn *pc;
+	size_t npc, nended;
+	uint64_t unacked;	/* written on stdout, not yet acknowledged */
+	uint64_t emitted;
+	int closing, done, sigs, code, out_paused;
+	char name[256];
+};
+
+static void finish(struct sub *s, int code);
+static void begin_close(struct sub *s, const char *why);
+static void start_connect(struct pconn *pc);
+
+/* ---- publisher connections ---- */
+
+static void free_write(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);	/* the frame follows the request in the same block */
+}
+
+static void pc_retry_cb(uv_timer_t *t)
+{
+	start_connect(t->data);
+}
+
+static void schedule_retry(struct pconn *pc)
+{
+	pc->state = PS_IDLE;
+	uv_timer_start(&pc->retry, pc_retry_cb,
+	    (uint64_t)(pc->s->conf->retry_int * 1000), 0);
+}
+
+static void attempt_failed(struct pconn *pc, const char *why)
+{
+	struct sub *s = pc->s;
+	int64_t max = s->conf->max_retries;
+
+	pc->attempts++;
+	if (max < 0) {
+		gd_err("cannot connect to %s: %s (attempt %d)", pc->addr, why,
+		    pc->attempts);
+	} else {
+		if (max == 0)
+			max = 1;
+		gd_err("cannot connect to %s: %s (attempt %d of %" PRId64 ")",
+		    pc->addr, why, pc->attempts, max);
+		if (pc->attempts >= max) {
+			gd_err("giving up on publisher %s after %d attempts",
+			    pc->addr, pc->attempts);
+			finish(s, GD_EX_UNAVAILABLE);
+			return;
+		}
+	}
+	schedule_retry(pc);
+}
+
+static void pc_closed(uv_handle_t *h)
+{
+	struct pconn *pc = h->data;
+	pc->h_open = 0;
+	if (pc->s->done)
+		return;
+	if (pc->state == PS_CONNECTING)
+		return;		/* attempt_failed already ran */
+	if (pc->state != PS_ENDED)
+		schedule_retry(pc);
+}
+
+static void pc_close(struct pconn *pc)
+{
+	if (!pc->h_open || uv_is_closing((uv_handle_t *)&pc->h))
+		return;
+	pc->reading = 0;
+	uv_close((uv_handle_t *)&pc->h, pc_closed);
+}
+
+static void pc_lost(struct pconn *pc, const char *why)
+{
+	if (pc->state == PS_ACTIVE || pc->state == PS_WELCOME) {
+		gd_err("lost connection to publisher %s: %s; reconnecting",
+		    pc->addr, why);
+		pc->attempts = 0;
+	}
+	if (pc->state != PS_ENDED)
+		pc->state = PS_IDLE;
+	pc_close(pc);
+}
+
+static void emit(struct sub *s, struct pconn *pc, const struct gd_block *b,
+    const char *flags)
+{
+	size_t need = pc->origin_len + 32 + b->len;
+	uint8_t *d = gd_out_reserve(&s->out, need);
+	size_t n = 0;
+
+	if (d == NULL) {
+		gd_err("out of memory writing block %s/%" PRIu64, pc->origin, b->id);
+		finish(s, GD_EX_FAIL);
+		return;
+	}
+	if (s->opt.format == GD_OUT_LINE) {
+		memcpy(d, pc->origin, pc->origin_len);
+		n = pc->origin_len;
+		n += (size_t)snprintf((char *)d + n, 32, "/%" PRIu64 "%s%s\t",
+		    b->id, flags[0] ? "/" : "", flags);
+	}
+	if (b->len)
+		memcpy(d + n, b->data, b->len);
+	n += b->len;
+	d[n++] = (uint8_t)s->opt.delim;
+	gd_out_commit(&s->out, n);
+}
+
+static void queue_ack(struct pconn *pc, uint64_t id)
+{
+	if (pc->nacks == pc->capacks) {
+		size_t ncap = pc->capacks ? pc->capacks * 2 : 1024;
+		uint64_t *n = realloc(pc->acks, ncap * sizeof(*n));
+		if (n == NULL)
+			return;	/* the block will be resent and acked again */
+		pc->acks = n;
+		pc->capacks = ncap;
+	}
+	pc->acks[pc->nacks++] = id;
+}
+
+static int acks_refused(const struct pconn *pc)
+{
+	return pc->ack_status == GD_ACK_FULL || pc->ack_status == GD_ACK_NAME;
+}
+
+static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
+{
+	uint32_t slot;
+	struct gd_dent *e;
+	int gd = s->conf->gd && pc->ack_status == GD_ACK_OK;
+
+	pc->n_recv++;
+	if (b->flags & GD_FL_SNAPSHOT) {
+		/* snapshot blocks are history: shown, never deduped or acked */
+		pc->n_snap++;
+		if (!s->closing)
+			emit(s, pc, b, b->flags & GD_FL_RESENT ? "rs" : "s");
+		return;
+	}
+	slot = gd_dedup_find(&pc->dd, b->id);
+	if (slot != GD_NONE) {
+		e = gd_dedup_at(&pc->dd, slot);
+		pc->n_dup++;
+		if (e->state == GD_DS_ACKED && gd) {
+			queue_ack(pc, b->id);	/* its ack was lost: ack again */
+			return;
+		}
+		if (s->conf->dedup != GD_DEDUP_NONE || s->closing)
+			return;
+		emit(s, pc, b, b->flags & GD_FL_RESENT ? "r" : "");
+		return;
+	}
+	if (s->closing)
+		return;		/* stdout is closed: the block stays unacked */
+	if (acks_refused(pc) && s->conf->gd)
+		gd_err("block %s/%" PRIu64 " received but cannot be acknowledged: "
+		    "publisher %s %s", pc->origin, b->id, pc->addr,
+		    gd_ack_status_str(pc->ack_status));
+	if (memchr(b->data, s->opt.delim, b->len) != NULL) {
+		gd_err("block %s/%" PRIu64 " cannot be written in %s format: its "
+		    "payload contains %s; not acknowledged", pc->origin, b->id,
+		    s->opt.format == GD_OUT_LINE ? "line" : "payload",
+		    s->opt.delim ? "a newline (use -0)" : "a NUL byte");
+		gd_dedup_add(&pc->dd, b->id, b->seq, GD_DS_DONE);
+		return;
+	}
+	if (gd_dedup_add(&pc->dd, b->id, b->seq, gd ? GD_DS_EMITTED :
+	    GD_DS_DONE) == GD_NONE) {
+		gd_err("out of memory for the duplicate filter");
+		finish(s, GD_EX_FAIL);
+		return;
+	}
+	pc->n_unique++;
+	if (gd)
+		s->unacked++;
+	emit(s, pc, b, b->flags & GD_FL_RESENT ? "r" : "");
+	s->emitted++;
+	if (s->opt.count && s->emitted >= s->opt.count)
+		begin_close(s, NULL);
+}
+
+static void on_welcome(struct sub *s, struct pconn *pc,
+    const struct gd_welcome *w)
+{
+	int first = pc->origin_len == 0;
+
+	if (!first && strcmp(pc->origin, w->origin) != 0)
+		gd_warn("publisher %s now stamps its keys %s (was %s)",
+		    pc->addr, w->origin, pc->origin);
+	snprintf(pc->origin, sizeof(pc->origin), "%s", w->origin);
+	pc->origin_len = strlen(pc->origin);
+	pc->max_block = w->max_block;
+	pc->epoch = w->epoch;
+	pc->ack_status = (int)w->ack_status;
+	pc->state = PS_ACTIVE;
+	pc->attempts = 0;
+	if (acks_refused(pc) && s->conf->gd)
+		gd_err("publisher %s refused the acknowledgement connection: %s",
+		    pc->addr, gd_ack_status_str(pc->ack_status) + 9);
+	else if (pc->ack_status == GD_ACK_OFF && s->conf->gd && first)
+		gd_warn("publisher %s runs with numSubs=0: its blocks need no "
+		    "acknowledgement", pc->addr);
+	gd_trace(1, "connected to publisher %s (%s), acknowledgements %s",
+	    pc->addr, pc->origin, gd_ack_status_str(pc->ack_status));
+}
+
+static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+	struct pconn *pc = h->data;
+	uint8_t *p;
+	size_t n;
+
+	(void)hint;
+	if (gd_rbuf_space(&pc->rb, 65536, &p, &n) != 0) {
+		b->base = NULL;
+		b->len = 0;
+		return;
+	}
+	b->base = (char *)p;
+	b->len = n;
+}
+
+static void pc_pause_all(struct sub *s, int pause)
+{
+	size_t i;
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		if (!pc->reading)
+			continue;
+		if (pause)
+			uv_read_stop((uv_stream_t *)&pc->h);
+	}
+	s->out_paused = pause;
+}
+
+static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+
+static void on_out_drain(struct gd_out *o, int err)
+{
+	struct sub *s = o->data;
+	size_t i;
+
+	(void)err;
+	if (!s->out_paused)
+		return;
+	s->out_paused = 0;
+	for (i = 0; i < s->npc; i++)
+		if (s->pc[i].reading)
+			uv_read_start((uv_stream_t *)&s->pc[i].h, pc_alloc, pc_read);
+}
+
+static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
+{
+	struct pconn *pc = st->data;
+	struct sub *s = pc->s;
+	struct gd_frame f;
+	size_t used;
+	int rc;
+
+	(void)buf;
+	if (nread < 0) {
+		pc_lost(pc, nread == UV_EOF ? "connection closed by the publisher" :
+		    uv_strerror((int)nread));
+		return;
+	}
+	pc->rb.len += (size_t)nread;
+	while ((rc = gd_wire_next(pc->rb.buf + pc->rb.off,
+	    pc->rb.len - pc->rb.off, pc->max_block ? pc->max_block : (1u << 30),
+	    &f, &used)) == 1) {
+		pc->rb.off += used;
+		if (f.type == GD_F_BLOCK && pc->state == PS_ACTIVE) {
+			struct gd_block b;
+			gd_wire_get_block(&f, &b);
+			on_block(s, pc, &b);
+			if (s->done)
+				return;
+		} else if (f.type == GD_F_WELCOME && pc->state == PS_WELCOME) {
+			struct gd_welcome w;
+			if (gd_wire_get_welcome(&f, &w) != 0 ||
+			    w.version != GD_WIRE_VERSION) {
+				gd_err("publisher %s speaks an unsupported protocol version",
+				    pc->addr);
+				finish(s, GD_EX_UNAVAILABLE);
+				return;
+			}
+			on_welcome(s, pc, &w);
+		} else if (f.type == GD_F_FLOOR && f.len == 8) {
+			gd_dedup_prune(&pc->dd, gd_get64(f.body));
+		} else if (f.type == GD_F_END) {
+			gd_trace(1, "publisher %s ended its stream", pc->addr);
+			pc->state = PS_ENDED;
+			s->nended++;
+			pc_close(pc);
+			if (s->nended == s->npc)
+				begin_close(s, NULL);
+			return;
+		} else {
+			rc = -1;
+			break;
+		}
+	}
+	if (rc < 0) {
+		gd_err("publisher %s sent a malformed frame; reconnecting", pc->addr);
+		pc->state = PS_IDLE;
+		pc_close(pc);
+		return;
+	}
+	gd_rbuf_compact(&pc->rb);
+	if (gd_out_backlog(&s->out) > OUT_HIGH && !s->out_paused)
+		pc_pause_all(s, 1);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct pconn *pc = req->data;
+	struct sub *s = pc->s;
+	struct gd_hello h;
+	uv_buf_t b;
+	uv_write_t *w;
+
+	if (s->done)
+		return;
+	if (status < 0) {
+		pc_close(pc);
+		attempt_failed(pc, uv_strerror(status));
+		return;
+	}
+	pc->state = PS_WELCOME;
+	uv_tcp_nodelay(&pc->h, 1);
+	memset(&h, 0, sizeof(h));
+	h.version = GD_WIRE_VERSION;
+	h.gd = s->conf->gd ? 1 : 0;
+	h.want_data = 1;
+	snprintf(h.name, sizeof(h.name), "%s", s->name);
+	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
+	if (w == NULL) {
+		finish(s, GD_EX_FAIL);
+		return;
+	}
+	b = uv_buf_init((char *)(w + 1), (unsigned)gd_wire_hello((uint8_t *)(w + 1), &h));
+	if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
+	    free_write) != 0)
+		free(w);
+	pc->rb.len = pc->rb.off = 0;
+	pc->reading = 1;
+	if (!s->out_paused)
+		uv_read_start((uv_stream_t *)&pc->h, pc_alloc, pc_read);
+}
+
+static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
+{
+	struct pconn *pc = req->data;
+	struct sub *s = pc->s;
+	int rc;
+
+	if (s->done) {
+		uv_freeaddrinfo(res);
+		return;
+	}
+	if (status < 0) {
+		attempt_failed(pc, uv_strerror(status));
+		return;
+	}
+	uv_tcp_init(&s->loop, &pc->h);
+	pc->h.data = pc;
+	pc->h_open = 1;
+	pc->state = PS_CONNECTING;
+	pc->creq.data = pc;
+	rc = uv_tcp_connect(&pc->creq, &pc->h, res->ai_addr, on_connect);
+	uv_freeaddrinfo(res);
+	if (rc != 0) {
+		pc_close(pc);
+		attempt_failed(pc, uv_strerror(rc));
+	}
+}
+
+static void start_connect(struct pconn *pc)
+{
+	struct addrinfo hints;
+	char port[16];
+	int rc;
+
+	if (pc->s->done)
+		return;
+	if (pc->h_open) {	/* the last attempt's handle is still closing */
+		schedule_retry(pc);
+		return;
+	}
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	snprintf(port, sizeof(port), "%d", pc->hp.port);
+	pc->state = PS_RESOLVING;
+	pc->gai.data = pc;
+	rc = uv_getaddrinfo(&pc->s->loop, &pc->gai, on_resolved, pc->hp.host,
+	    port, &hints);
+	if (rc != 0)
+		attempt_failed(pc, uv_strerror(rc));
+}
+
+/* ---- acknowledgements from gdack ---- */
+
+static struct pconn *find_origin(struct sub *s, const char *o, size_t n)
+{
+	size_t i;
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		if ((pc->origin_len == n && memcmp(pc->origin, o, n) == 0) ||
+		    (strlen(pc->addr) == n && memcmp(pc->addr, o, n) == 0))
+			return pc;
+	}
+	return NULL;
+}
+
+/* NULL when acknowledged, else why not */
+static const char *ack_key(struct sub *s, const char *key, size_t len)
+{
+	struct pconn *pc;
+	size_t olen;
+	uint64_t id;
+	int flags;
+	uint32_t slot;
+	struct gd_dent *e;
+
+	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
+		return "malformed key (expected HOST:PORT/ID)";
+	if (flags & GD_FL_SNAPSHOT)
+		return NULL;	/* snapshot blocks need no acknowledgement */
+	if ((pc = find_origin(s, key, olen)) == NULL)
+		return "not a publisher of this gdsub";
+	if (!s->conf->gd)
+		return "gdsub runs with --no-gd";
+	slot = gd_dedup_find(&pc->dd, id);
+	if (slot == GD_NONE)
+		return "unknown key: no such block is waiting for acknowledgement";
+	e = gd_dedup_at(&pc->dd, slot);
+	if (pc->ack_status == GD_ACK_OFF)
+		return NULL;
+	if (acks_refused(pc))
+		return "the publisher refused this gdsub's acknowledgement connection";
+	if (e->state == GD_DS_DONE)
+		return "the block was not written on stdout";
+	if (pc->state == PS_ENDED)
+		return "the publisher has ended its stream";
+	if (e->state == GD_DS_EMITTED) {
+		e->state = GD_DS_ACKED;
+		s->unacked--;
+	}
+	queue_ack(pc, id);
+	pc->n_acked++;
+	return NULL;
+}
+
+static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	struct sub *s = user;
+
+	if (cl->left > 0) {
+		const char *why = ack_key(s, line, len);
+		if (why == NULL) {
+			cl->ok++;
+		} else {
+			char buf[GD_CTL_LINE + 128];
+			int n = snprintf(buf, sizeof(buf), "%s\t%s\n", line, why);
+			cl->failed++;
+			if (cl->faillen + (size_t)n > cl->failcap) {
+				size_t ncap = cl->failcap ? cl->failcap * 2 : 4096;
+				char *nb;
+				while (ncap < cl->faillen + (size_t)n)
+					ncap *= 2;
+				if ((nb = realloc(cl->fail, ncap)) == NULL)
+					return -1;
+				cl->fail = nb;
+				cl->failcap = ncap;
+			}
+			memcpy(cl->fail + cl->faillen, buf, (size_t)n);
+			cl->faillen += (size_t)n;
+		}
+		if (--cl->left == 0) {
+			gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
+			    cl->failed);
+			gd_ctl_reply(cl, cl->fail, cl->faillen);
+			cl->faillen = 0;
+			if (s->closing && s->unacked == 0)
+				finish(s, GD_EX_OK);
+		}
+		return 0;
+	}
+	if (strncmp(line, "ack ", 4) == 0) {
+		int64_t n;
+		if (gd_parse_i64(line + 4, 0, GD_CTL_MAX_KEYS, &n) != 0) {
+			gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
+			return -1;
+		}
+		cl->ok = cl->failed = 0;
+		cl->left = (uint64_t)n;
+		if (n == 0)
+			gd_ctl_printf(cl, "ack 0 0\n");
+	} else if (strcmp(line, "hello") == 0) {
+		gd_ctl_printf(cl, "hello gdsub %d\n", GD_CTL_PROTO);
+	} else if (strcmp(line, "subs") == 0 || strcmp(line, "stats") == 0) {
+		size_t i;
+		static const char *const st[] = { "waiting", "resolving",
+			"connecting", "handshake", "connected", "ended" };
+		gd_ctl_printf(cl, "%s %zu\n", line, s->npc);
+		gd_ctl_printf(cl, "publisher\torigin\tstate\tattempts\tacks\treceived\tunique\tduplicates\tacked\n");
+		for (i = 0; i < s->npc; i++) {
+			struct pconn *pc = &s->pc[i];
+			gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
+			    "\t%" PRIu64 "\t%" PRIu64 "\n", pc->addr,
+			    pc->origin_len ? pc->origin : "-", st[pc->state],
+			    pc->attempts, gd_ack_status_str(pc->ack_status),
+			    pc->n_recv, pc->n_unique, pc->n_dup, pc->n_acked);
+		}
+	} else {
+		gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
+	}
+	return 0;
+}
+
+/* ---- lifecycle ---- */
+
+static void flush_acks(struct sub *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		size_t off = 0;
+		if (pc->nacks == 0 || pc->state != PS_ACTIVE)
+			continue;
+		while (off < pc->nacks) {
+			size_t n = pc->nacks - off, k;
+			uv_write_t *w;
+			uint8_t *d;
+			uv_buf_t b;
+			if (n > ACKS_PER_FRAME)
+				n = ACKS_PER_FRAME;
+			w = malloc(sizeof(*w) + GD_WIRE_HDR + 8 * n);
+			if (w == NULL)
+				break;
+			d = (uint8_t *)(w + 1);
+			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(8 * n));
+			for (k = 0; k < n; k++)
+				gd_put64(d + GD_WIRE_HDR + 8 * k, pc->acks[off + k]);
+			b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + 8 * n));
+			if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
+			    free_write) != 0)
+				free(w);
+			off += n;
+		}
+		pc->nacks = 0;
+	}
+}
+
+static void on_prepare(uv_prepare_t *h)
+{
+	struct sub *s = h->data;
+
+	flush_acks(s);
+	gd_out_flush(&s->out);
+	gd_ctl_flush(&s->ctl);
+}
+
+static void on_linger(uv_timer_t *t)
+{
+	struct sub *s = t->data;
+	gd_warn("%" PRIu64 " blocks written on stdout were not acknowledged "
+	    "within --linger %g seconds", s->unacked, s->opt.linger);
+	finish(s, GD_EX_OK);
+}
+
+static void out_closed(uv_handle_t *h)
+{
+	(void)h;
+}
+
+static void begin_close(struct sub *s, const char *why)
+{
+	if (s->closing)
+		return;
+	s->closing = 1;
+	if (why)
+		gd_trace(1, "closing standard output: %s", why);
+	gd_out_close(&s->out, out_closed);
+	if (s->unacked == 0 || !s->conf->gd) {
+		finish(s, GD_EX_OK);
+		return;
+	}
+	uv_timer_start(&s->linger, on_linger, (uint64_t)(s->opt.linger * 1000), 0);
+}
+
+static void pc_shut(uv_shutdown_t *req, int status)
+{
+	struct pconn *pc = req->data;
+	(void)status;
+	pc_close(pc);
+}
+
+static void finish(struct sub *s, int code)
+{
+	size_t i;
+
+	if (s->done)
+		return;
+	s->done = 1;
+	s->code = code;
+	flush_acks(s);
+	gd_ctl_flush(&s->ctl);
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		uv_timer_stop(&pc->retry);
+		uv_close((uv_handle_t *)&pc->retry, NULL);
+		if (pc->state == PS_RESOLVING)
+			uv_cancel((uv_req_t *)&pc->gai);
+		if (pc->h_open && !uv_is_closing((uv_handle_t *)&pc->h)) {
+			pc->sreq.data = pc;
+			if (pc->state != PS_ACTIVE || uv_shutdown(&pc->sreq,
+			    (uv_stream_t *)&pc->h, pc_shut) != 0)
+				pc_close(pc);
+		}
+	}
+	uv_close((uv_handle_t *)&s->prep, NULL);
+	uv_close((uv_handle_t *)&s->linger, NULL);
+	uv_close((uv_handle_t *)&s->sigint, NULL);
+	uv_close((uv_handle_t *)&s->sigterm, NULL);
+	gd_ctl_close(&s->ctl);
+	gd_out_close(&s->out, out_closed);
+}
+
+static void on_out_error(struct gd_out *o, int err)
+{
+	struct sub *s = o->data;
+	gd_trace(1, "standard output: %s", uv_strerror(err));
+	begin_close(s, "its reader is gone");
+}
+
+static void on_signal(uv_signal_t *h, int sig)
+{
+	struct sub *s = h->data;
+
+	if (++s->sigs >= 2) {
+		gd_err("second %s: exiting with %" PRIu64 " blocks unacknowledged",
+		    sig == SIGINT ? "SIGINT" : "SIGTERM", s->unacked);
+		exit(sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+	}
+	begin_close(s, sig == SIGINT ? "SIGINT" : "SIGTERM");
+}
+
+static void walk_close(uv_handle_t *h, void *arg)
+{
+	(void)arg;
+	if (!uv_is_closing(h))
+		uv_close(h, NULL);
+}
+
+int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
+{
+	struct sub *s = calloc(1, sizeof(*s));
+	char path[108];
+	size_t i;
+	int rc;
+
+	if (s == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	s->conf = conf;
+	s->opt = *opt;
+	gd_sub_identity(conf, s->name, sizeof(s->name));
+	uv_loop_init(&s->loop);
+	if ((rc = gd_ctl_path_sub(conf, path, sizeof(path))) != 0 ||
+	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
+		goto out;
+	s->pc = calloc(conf->npubs, sizeof(*s->pc));
+	if (s->pc == NULL) {
+		rc = GD_EX_FAIL;
+		gd_ctl_close(&s->ctl);
+		goto out;
+	}
+	s->npc = conf->npubs;
+	gd_out_open(&s->out, &s->loop, 1);
+	s->out.data = s;
+	s->out.on_error = on_out_error;
+	s->out.on_drain = on_out_drain;
+	uv_prepare_init(&s->loop, &s->prep);
+	uv_timer_init(&s->loop, &s->linger);
+	uv_signal_init(&s->loop, &s->sigint);
+	uv_signal_init(&s->loop, &s->sigterm);
+	s->prep.data = s->linger.data = s->sigint.data = s->sigterm.data = s;
+	uv_prepare_start(&s->prep, on_prepare);
+	uv_signal_start(&s->sigint, on_signal, SIGINT);
+	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		pc->s = s;
+		pc->hp = conf->pubs[i];
+		gd_fmt_hostport(pc->addr, sizeof(pc->addr), pc->hp.host,
+		    pc->hp.port);
+		pc->ack_status = conf->gd ? GD_ACK_OK : GD_ACK_NONE;
+		uv_timer_init(&s->loop, &pc->retry);
+		pc->retry.data = pc;
+		if (gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
+		    gd_dedup_init(&pc->dd) != 0) {
+			gd_err("out of memory");
+			finish(s, GD_EX_FAIL);
+			break;
+		}
+		start_connect(pc);
+	}
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	rc = s->code;
+out:
+	uv_walk(&s->loop, walk_close, NULL);
+	uv_run(&s->loop, UV_RUN_DEFAULT);
+	uv_loop_close(&s->loop);
+	for (i = 0; s->pc && i < s->npc; i++) {
+		gd_rbuf_free(&s->pc[i].rb);
+		gd_dedup_free(&s->pc[i].dd);
+		free(s->pc[i].acks);
+	}
+	free(s->pc);
+	free(s);
+	return rc;
+}

@@ -1,0 +1,22 @@
+/* The subscriber engine behind gdsub: connects to every publisher, drops
+ * duplicates, writes blocks on stdout and acknowledges what gdack reports
+ * as processed. */
+#ifndef GD_SUB_H
+#define GD_SUB_H
+
+#include <stdint.h>
+
+#include "conf.h"
+
+enum gd_sub_format { GD_OUT_LINE, GD_OUT_PAYLOAD };
+
+struct gd_sub_opts {
+	int format;
+	char delim;		/* '\n', or '\0' with -0 */
+	uint64_t count;		/* -C: exit after this many unique blocks; 0 none */
+	double linger;		/* seconds to wait for acks once stdout closed */
+};
+
+int gd_sub_run(const struct gd_conf *c, const struct gd_sub_opts *o);
+
+#endif

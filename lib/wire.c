@@ -1,0 +1,186 @@
+/* Frame decoding and control-frame encoding; block encoding is inline in
+ * wire.h because it sits on the publisher's hot path. */
+#include "wire.h"
+
+#include <stdlib.h>
+
+const char *gd_ack_status_str(int st)
+{
+	switch (st) {
+	case GD_ACK_OK: return "accepted";
+	case GD_ACK_NONE: return "not requested";
+	case GD_ACK_FULL: return "refused: the publisher already has numSubs GD subscribers";
+	case GD_ACK_NAME: return "refused: a subscriber with this name is already connected";
+	case GD_ACK_OFF: return "refused: the publisher runs with numSubs=0 (GD off)";
+	}
+	return "refused";
+}
+
+int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
+    struct gd_frame *f, size_t *used)
+{
+	uint32_t blen;
+	uint8_t type;
+
+	if (len < GD_WIRE_HDR)
+		return 0;
+	blen = gd_get32(buf);
+	type = buf[4];
+	if (type == 0 || type > GD_F_MAX || buf[6] != 0 || buf[7] != 0)
+		return -1;
+	if (type == GD_F_BLOCK) {
+		if (blen < 24 || blen - 24 > max_block)
+			return -1;
+	} else if (blen > GD_CTRL_MAX * 64) {
+		return -1;	/* acks may batch many ids, others are small */
+	} else if (type != GD_F_ACK && blen > GD_CTRL_MAX) {
+		return -1;
+	}
+	if (type == GD_F_ACK && blen % 8 != 0)
+		return -1;
+	if (len - GD_WIRE_HDR < blen)
+		return 0;
+	f->type = type;
+	f->flags = buf[5];
+	f->len = blen;
+	f->body = buf + GD_WIRE_HDR;
+	*used = GD_WIRE_HDR + (size_t)blen;
+	return 1;
+}
+
+int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b)
+{
+	if (f->type != GD_F_BLOCK || f->len < 24)
+		return -1;
+	b->id = gd_get64(f->body);
+	b->seq = gd_get64(f->body + 8);
+	b->time_ns = gd_get64(f->body + 16);
+	b->flags = f->flags;
+	b->len = f->len - 24;
+	b->data = f->body + 24;
+	return 0;
+}
+
+static void get_str(char *dst, size_t sz, const uint8_t *p, size_t n)
+{
+	size_t i;
+	if (n >= sz)
+		n = sz - 1;
+	for (i = 0; i < n; i++)	/* printable only: these strings reach logs */
+		dst[i] = (p[i] >= 0x20 && p[i] < 0x7f) ? (char)p[i] : '?';
+	dst[n] = '\0';
+}
+
+int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h)
+{
+	if (f->type != GD_F_HELLO || f->len < 4)
+		return -1;
+	h->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
+	h->gd = f->body[2];
+	h->want_data = f->body[3];
+	get_str(h->name, sizeof(h->name), f->body + 4, f->len - 4);
+	return 0;
+}
+
+int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w)
+{
+	if (f->type != GD_F_WELCOME || f->len < 24)
+		return -1;
+	w->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
+	w->ack_status = f->body[2];
+	w->num_subs = gd_get32(f->body + 4);
+	w->max_block = gd_get32(f->body + 8);
+	w->timeout_ms = gd_get32(f->body + 12);
+	w->epoch = gd_get64(f->body + 16);
+	get_str(w->origin, sizeof(w->origin), f->body + 24, f->len - 24);
+	return 0;
+}
+
+size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h)
+{
+	size_t n = strnlen(h->name, sizeof(h->name) - 1);
+	uint8_t *b = dst + GD_WIRE_HDR;
+	b[0] = (uint8_t)h->version;
+	b[1] = (uint8_t)(h->version >> 8);
+	b[2] = (uint8_t)h->gd;
+	b[3] = (uint8_t)h->want_data;
+	memcpy(b + 4, h->name, n);
+	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(4 + n));
+	return GD_WIRE_HDR + 4 + n;
+}
+
+size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w)
+{
+	size_t n = strnlen(w->origin, sizeof(w->origin) - 1);
+	uint8_t *b = dst + GD_WIRE_HDR;
+	b[0] = (uint8_t)w->version;
+	b[1] = (uint8_t)(w->version >> 8);
+	b[2] = (uint8_t)w->ack_status;
+	b[3] = 0;
+	gd_put32(b + 4, w->num_subs);
+	gd_put32(b + 8, w->max_block);
+	gd_put32(b + 12, w->timeout_ms);
+	gd_put64(b + 16, w->epoch);
+	memcpy(b + 24, w->origin, n);
+	gd_wire_hdr(dst, GD_F_WELCOME, 0, (uint32_t)(24 + n));
+	return GD_WIRE_HDR + 24 + n;
+}
+
+size_t gd_wire_u64(uint8_t *dst, uint8_t type, uint64_t v)
+{
+	gd_wire_hdr(dst, type, 0, 8);
+	gd_put64(dst + GD_WIRE_HDR, v);
+	return GD_WIRE_HDR + 8;
+}
+
+size_t gd_wire_empty(uint8_t *dst, uint8_t type)
+{
+	gd_wire_hdr(dst, type, 0, 0);
+	return GD_WIRE_HDR;
+}
+
+int gd_rbuf_init(struct gd_rbuf *r, size_t cap)
+{
+	r->buf = malloc(cap);
+	r->cap = r->buf ? cap : 0;
+	r->len = r->off = 0;
+	return r->buf ? 0 : -1;
+}
+
+void gd_rbuf_free(struct gd_rbuf *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->cap = r->len = r->off = 0;
+}
+
+void gd_rbuf_compact(struct gd_rbuf *r)
+{
+	if (r->off == 0)
+		return;
+	if (r->off < r->len)
+		memmove(r->buf, r->buf + r->off, r->len - r->off);
+	r->len -= r->off;
+	r->off = 0;
+}
+
+int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p, size_t *n)
+{
+	if (r->cap - r->len < min) {
+		gd_rbuf_compact(r);
+		if (r->cap - r->len < min) {
+			size_t ncap = r->cap ? r->cap : 4096;
+			uint8_t *nb;
+			while (ncap - r->len < min)
+				ncap *= 2;
+			nb = realloc(r->buf, ncap);
+			if (nb == NULL)
+				return -1;
+			r->buf = nb;
+			r->cap = ncap;
+		}
+	}
+	*p = r->buf + r->len;
+	*n = r->cap - r->len;
+	return 0;
+}

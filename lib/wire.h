@@ -1,0 +1,142 @@
+/* The wire codec between gdpub and gdsub: length-prefixed frames with a
+ * fixed 8-byte header, little-endian integers. Blocks carry id, sequence
+ * index and publish time; acks carry many ids per frame. Every decoder
+ * checks lengths against an explicit bound before touching the body. */
+#ifndef GD_WIRE_H
+#define GD_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define GD_WIRE_VERSION 1
+#define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
+#define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
+#define GD_CTRL_MAX 4096		/* bound on every non-block frame body */
+
+enum gd_ftype {
+	GD_F_HELLO = 1,		/* sub -> pub: version, gd, want data, name */
+	GD_F_WELCOME = 2,	/* pub -> sub: version, ack status, limits, origin */
+	GD_F_BLOCK = 3,		/* pub -> sub: one event block */
+	GD_F_ACK = 4,		/* sub -> pub: n x u64 id */
+	GD_F_FLOOR = 5,		/* pub -> sub: every seq below this is resolved */
+	GD_F_END = 6,		/* pub -> sub: the stream has ended */
+	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
+	GD_F_MAX = 7
+};
+
+/* block flags */
+#define GD_FL_RESENT 0x01
+#define GD_FL_SNAPSHOT 0x02
+
+/* WELCOME ack status */
+enum gd_ack_status {
+	GD_ACK_OK = 0,		/* this connection counts as a GD subscriber */
+	GD_ACK_NONE = 1,	/* subscriber asked for no acknowledgements */
+	GD_ACK_FULL = 2,	/* refused: numSubs GD subscribers already */
+	GD_ACK_NAME = 3,	/* refused: a subscriber of that name is connected */
+	GD_ACK_OFF = 4,		/* refused: the publisher runs with numSubs=0 */
+};
+const char *gd_ack_status_str(int st);
+
+struct gd_frame {
+	uint8_t type;
+	uint8_t flags;
+	uint32_t len;		/* body length */
+	const uint8_t *body;
+};
+
+struct gd_block {
+	uint64_t id;
+	uint64_t seq;
+	uint64_t time_ns;
+	uint8_t flags;
+	uint32_t len;
+	const uint8_t *data;
+};
+
+struct gd_hello {
+	unsigned version, gd, want_data;
+	char name[256];
+};
+
+struct gd_welcome {
+	unsigned version, ack_status;
+	uint32_t num_subs, max_block, timeout_ms;
+	uint64_t epoch;
+	char origin[300];
+};
+
+static inline void gd_put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)v; p[1] = (uint8_t)(v >> 8);
+	p[2] = (uint8_t)(v >> 16); p[3] = (uint8_t)(v >> 24);
+}
+static inline void gd_put64(uint8_t *p, uint64_t v)
+{
+	gd_put32(p, (uint32_t)v);
+	gd_put32(p + 4, (uint32_t)(v >> 32));
+}
+static inline uint32_t gd_get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+	    (uint32_t)p[3] << 24;
+}
+static inline uint64_t gd_get64(const uint8_t *p)
+{
+	return (uint64_t)gd_get32(p) | (uint64_t)gd_get32(p + 4) << 32;
+}
+
+static inline void gd_wire_hdr(uint8_t *p, uint8_t type, uint8_t flags,
+    uint32_t len)
+{
+	gd_put32(p, len);
+	p[4] = type;
+	p[5] = flags;
+	p[6] = p[7] = 0;
+}
+
+/* Encode a block frame at dst (GD_BLOCK_HDR + len bytes); returns size. */
+static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
+{
+	gd_wire_hdr(dst, GD_F_BLOCK, b->flags, 24 + b->len);
+	gd_put64(dst + 8, b->id);
+	gd_put64(dst + 16, b->seq);
+	gd_put64(dst + 24, b->time_ns);
+	if (b->len)
+		memcpy(dst + GD_BLOCK_HDR, b->data, b->len);
+	return GD_BLOCK_HDR + (size_t)b->len;
+}
+
+/* Next frame in buf[0..len). Returns 1 and fills *f and *used, 0 when more
+ * bytes are needed, -1 when the frame is malformed (unknown type, reserved
+ * bits set, or a body over max_block+24 for blocks / GD_CTRL_MAX for the
+ * rest, and for acks not a multiple of 8). */
+int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
+    struct gd_frame *f, size_t *used);
+
+int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b);
+int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h);
+int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w);
+
+/* Encoders for control frames; dst must hold GD_WIRE_HDR + GD_CTRL_MAX. */
+size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h);
+size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w);
+size_t gd_wire_u64(uint8_t *dst, uint8_t type, uint64_t v);
+size_t gd_wire_empty(uint8_t *dst, uint8_t type);
+
+/* A receive buffer for one connection: frames are parsed in place and the
+ * partial tail moved to the front. It grows only for a frame larger than
+ * its size, up to the frame bound. */
+struct gd_rbuf {
+	uint8_t *buf;
+	size_t cap, len, off;
+};
+int gd_rbuf_init(struct gd_rbuf *r, size_t cap);
+void gd_rbuf_free(struct gd_rbuf *r);
+/* Space to read into (at least min bytes; grows or compacts). */
+int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p, size_t *n);
+/* Drop consumed bytes at the front, keep the rest. */
+void gd_rbuf_compact(struct gd_rbuf *r);
+
+#endif

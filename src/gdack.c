@@ -1,0 +1,135 @@
+/* gdack: acknowledge the blocks a pipeline has finished with, through the
+ * gdsub that emitted them. */
+#include "ack.h"
+#include "cli.h"
+#include "log.h"
+#include "parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: gdack [-c FILE] [--ctl PATH] [-0] [--tee] [KEY ...] < blocks\n"
+"Acknowledge each block whose key (HOST:PORT/ID) starts a line on stdin,\n"
+"or the keys given as arguments, through the gdsub started with the same\n"
+"config and options.\n"
+"\n"
+"  -c, --config FILE     the gdsub's config file (finds its control socket)\n"
+"      --ctl PATH        gdsub's control socket, instead of deriving it\n"
+"      --name NAME       the gdsub's --name, if it was given one\n"
+"  -P, --pub HOST:PORT   the gdsub's --pub options, if it ran without -c\n"
+"  -f, --format FORMAT   input format: line (default)\n"
+"  -0, --null            records end with NUL instead of newline\n"
+"      --tee             copy the input to stdout once acknowledged\n"
+"      --wait SECS       wait this long for gdsub (default 10)\n"
+"  -v, --verbose         report counts on stderr\n"
+"  -q, --quiet           errors only\n"
+"  -h, --help            show this help\n"
+"  -V, --version         show the version\n"
+"\n"
+"Not supported yet (refused): -f frame.\n"
+"See gdack(1), gdsub(1).\n";
+
+enum { O_CTL = 256, O_NAME, O_TEE, O_WAIT };
+
+static const char shortopts[] = ":c:P:f:0vqhV";
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "ctl", required_argument, NULL, O_CTL },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "pub", required_argument, NULL, 'P' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "null", no_argument, NULL, '0' },
+	{ "tee", no_argument, NULL, O_TEE },
+	{ "wait", required_argument, NULL, O_WAIT },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+int main(int argc, char **argv)
+{
+	struct gd_conf conf;
+	struct gd_ack_opts opt;
+	int ch, rc, verbose = 0, quiet = 0;
+
+	gd_cli_init(argv[0]);
+	gd_conf_init(&conf, GD_FAM_SUB);
+	memset(&opt, 0, sizeof(opt));
+	opt.delim = '\n';
+	opt.wait = 10;
+	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	if (rc != 0) {
+		gd_conf_free(&conf);
+		return rc < 0 ? 0 : rc;
+	}
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': case 'h': case 'V':
+			break;
+		case O_CTL:
+			opt.ctl = optarg;
+			break;
+		case O_NAME:
+			rc = gd_conf_set_opt(&conf, "GDsub_name", "--name", optarg);
+			break;
+		case 'P':
+			rc = gd_conf_set_opt(&conf, "GDsub_pub", "--pub", optarg);
+			break;
+		case 'f':
+			if (strcmp(optarg, "line") == 0)
+				break;
+			if (strcmp(optarg, "frame") == 0)
+				gd_usage_err("-f frame is not supported yet in this version of gdkit");
+			else
+				gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
+				    optarg);
+			rc = GD_EX_USAGE;
+			break;
+		case '0':
+			opt.delim = '\0';
+			break;
+		case O_TEE:
+			opt.tee = 1;
+			break;
+		case O_WAIT:
+			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.wait) != 0) {
+				gd_usage_err("invalid value '%s' for --wait: expected seconds",
+				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		default:
+			rc = gd_cli_bad_option(ch, argv);
+			break;
+		}
+		if (rc != 0)
+			goto out;
+	}
+	if (verbose && quiet) {
+		gd_usage_err("cannot use -v and -q together");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	gd_log_level(quiet ? -1 : verbose);
+	if (opt.ctl == NULL && conf.path == NULL && conf.name == NULL &&
+	    conf.npubs == 0 && conf.sub_ctl == NULL) {
+		gd_usage_err("cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	opt.keys = argv + optind;
+	opt.nkeys = argc - optind;
+	rc = gd_ack_run(&conf, &opt);
+out:
+	gd_conf_free(&conf);
+	return rc;
+}

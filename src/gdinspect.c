@@ -1,0 +1,109 @@
+/* gdinspect: show what a running gdpub or gdsub holds. */
+#include "cli.h"
+#include "inspect.h"
+#include "log.h"
+#include "parse.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: gdinspect [-c FILE] [--ctl PATH] [--json] [--watch SECS] COMMAND\n"
+"Ask a running gdpub or gdsub (found from its config file) what it holds.\n"
+"\n"
+"Commands:\n"
+"  pending   each pending block at a gdpub: id, key, acks, needed, age,\n"
+"            expires_in, resends, size\n"
+"  subs      each subscriber connection at a gdpub, or publisher at a gdsub\n"
+"  stats     counters\n"
+"\n"
+"  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
+"      --ctl PATH      the program's control socket, instead of deriving it\n"
+"      --json          one JSON object per line\n"
+"      --watch SECS    repeat every SECS seconds (clears a terminal)\n"
+"  -h, --help          show this help\n"
+"  -V, --version       show the version\n"
+"\n"
+"Not supported yet (refused): journal, decode, measure.\n"
+"See gdinspect(1).\n";
+
+enum { O_CTL = 256, O_JSON, O_WATCH };
+
+static const char shortopts[] = ":c:hV";
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "ctl", required_argument, NULL, O_CTL },
+	{ "json", no_argument, NULL, O_JSON },
+	{ "watch", required_argument, NULL, O_WATCH },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+int main(int argc, char **argv)
+{
+	struct gd_conf conf;
+	struct gd_inspect_opts opt;
+	int ch, rc;
+
+	gd_cli_init(argv[0]);
+	gd_conf_init(&conf, GD_FAM_ANY);
+	memset(&opt, 0, sizeof(opt));
+	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	if (rc != 0) {
+		gd_conf_free(&conf);
+		return rc < 0 ? 0 : rc;
+	}
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': case 'h': case 'V':
+			break;
+		case O_CTL:
+			opt.ctl = optarg;
+			break;
+		case O_JSON:
+			opt.json = 1;
+			break;
+		case O_WATCH:
+			if (gd_parse_dur(optarg, 0.05, 86400, &opt.watch) != 0) {
+				gd_usage_err("invalid value '%s' for --watch: expected seconds from 0.05",
+				    optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			break;
+		default:
+			rc = gd_cli_bad_option(ch, argv);
+			goto out;
+		}
+	}
+	if (optind >= argc) {
+		gd_usage_err("no command given (pending, subs or stats)");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	opt.cmd = argv[optind];
+	if (argc - optind > 1) {
+		gd_usage_err("unexpected argument '%s' after %s", argv[optind + 1],
+		    opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0 ||
+	    strcmp(opt.cmd, "measure") == 0) {
+		gd_usage_err("'%s' is not supported yet in this version of gdkit",
+		    opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (strcmp(opt.cmd, "pending") != 0 && strcmp(opt.cmd, "subs") != 0 &&
+	    strcmp(opt.cmd, "stats") != 0) {
+		gd_usage_err("unknown command '%s' (pending, subs or stats)", opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	rc = gd_inspect_run(&conf, &opt);
+out:
+	gd_conf_free(&conf);
+	return rc;
+}

@@ -1,0 +1,183 @@
+/* gdpub: read event blocks on stdin, publish them with guaranteed
+ * delivery, report READY, ACK, NACK and REJECT on stdout. */
+#include "cli.h"
+#include "log.h"
+#include "parse.h"
+#include "pub.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: gdpub [-c FILE] [-p PORT] [options] < blocks\n"
+"Publish blocks read on stdin; one status line per outcome on stdout:\n"
+"READY, ACK ID, NACK ID, REJECT ID|- REASON.\n"
+"\n"
+"  -c, --config FILE        read GDpub_* keys from FILE (options override)\n"
+"  -p, --port PORT          TCP port for subscribers (GDpub_port, required)\n"
+"  -t, --timeout SECONDS    NACK a block not acked in time (default 10)\n"
+"  -n, --num-subs N         acks needed per block; 0 turns GD off (default 0)\n"
+"      --bind ADDR          listen address (default 127.0.0.1)\n"
+"      --host NAME          host written into keys (default: bind address)\n"
+"      --max-pending N      stop reading stdin at N pending (default 65536)\n"
+"      --max-block-size N   REJECT larger blocks (default 1048576)\n"
+"      --resend N           resend a timed-out block N times first (default 0)\n"
+"      --snapshot N         replay the last N blocks to new subscribers\n"
+"      --ctl PATH           control socket for gdinspect (default derived)\n"
+"  -f, --format FORMAT      input format: line (default)\n"
+"  -I, --ids                input lines are ID<TAB>payload\n"
+"  -0, --null               records end with NUL instead of newline\n"
+"      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"  -v, --verbose            trace connections on stderr (-vv more)\n"
+"  -q, --quiet              errors only\n"
+"  -h, --help               show this help\n"
+"  -V, --version            show the version\n"
+"\n"
+"Not supported yet (refused): --journal, --fsync, --auth-key-file,\n"
+"--cluster, --role, -o/--output, --status, -f frame.\n"
+"See gdpub(1), gdkit.conf(5).\n";
+
+enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
+	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS };
+
+static const char shortopts[] = ":c:p:t:n:f:I0o:vqhV";
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "num-subs", required_argument, NULL, 'n' },
+	{ "bind", required_argument, NULL, O_BIND },
+	{ "host", required_argument, NULL, O_HOST },
+	{ "max-pending", required_argument, NULL, O_MAXPEND },
+	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
+	{ "resend", required_argument, NULL, O_RESEND },
+	{ "snapshot", required_argument, NULL, O_SNAPSHOT },
+	{ "journal", required_argument, NULL, O_JOURNAL },
+	{ "fsync", required_argument, NULL, O_FSYNC },
+	{ "ctl", required_argument, NULL, O_CTL },
+	{ "auth-key-file", required_argument, NULL, O_AUTH },
+	{ "cluster", required_argument, NULL, O_CLUSTER },
+	{ "role", required_argument, NULL, O_ROLE },
+	{ "format", required_argument, NULL, 'f' },
+	{ "ids", no_argument, NULL, 'I' },
+	{ "null", no_argument, NULL, '0' },
+	{ "wait-ready", optional_argument, NULL, O_WAIT },
+	{ "output", required_argument, NULL, 'o' },
+	{ "status", required_argument, NULL, O_STATUS },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/* option -> config key, for the options that are config keys */
+static const struct { int ch; const char *opt, *key; } keyopts[] = {
+	{ 'p', "--port", "GDpub_port" },
+	{ 't', "--timeout", "GDpub_timeout" },
+	{ 'n', "--num-subs", "GDpub_numSubs" },
+	{ O_BIND, "--bind", "GDpub_bind" },
+	{ O_HOST, "--host", "GDpub_host" },
+	{ O_MAXPEND, "--max-pending", "GDpub_maxPending" },
+	{ O_MAXBLOCK, "--max-block-size", "GDpub_maxBlockSize" },
+	{ O_RESEND, "--resend", "GDpub_resend" },
+	{ O_SNAPSHOT, "--snapshot", "GDpub_snapshot" },
+	{ O_JOURNAL, "--journal", "GDpub_journal" },
+	{ O_FSYNC, "--fsync", "GDpub_fsync" },
+	{ O_CTL, "--ctl", "GDpub_ctl" },
+	{ O_AUTH, "--auth-key-file", "GDpub_authKeyFile" },
+	{ O_CLUSTER, "--cluster", "GDpub_cluster" },
+	{ O_ROLE, "--role", "GDpub_role" },
+};
+
+int main(int argc, char **argv)
+{
+	struct gd_conf conf;
+	struct gd_pub_opts opt = { 0, '\n', 0, 0 };
+	int ch, rc, verbose = 0, quiet = 0;
+	size_t i;
+
+	gd_cli_init(argv[0]);
+	gd_conf_init(&conf, GD_FAM_PUB);
+	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	if (rc != 0) {
+		gd_conf_free(&conf);
+		return rc < 0 ? 0 : rc;
+	}
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		for (i = 0; i < sizeof(keyopts) / sizeof(keyopts[0]); i++)
+			if (keyopts[i].ch == ch)
+				break;
+		if (i < sizeof(keyopts) / sizeof(keyopts[0])) {
+			if ((rc = gd_conf_set_opt(&conf, keyopts[i].key,
+			    keyopts[i].opt, optarg)) != 0)
+				goto out;
+			continue;
+		}
+		switch (ch) {
+		case 'c': case 'h': case 'V':
+			break;
+		case 'f':
+			if (strcmp(optarg, "line") == 0)
+				break;
+			if (strcmp(optarg, "frame") == 0)
+				gd_usage_err("-f frame is not supported yet in this version of gdkit");
+			else
+				gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
+				    optarg);
+			rc = GD_EX_USAGE;
+			goto out;
+		case 'I':
+			opt.ids = 1;
+			break;
+		case '0':
+			opt.delim = '\0';
+			break;
+		case O_WAIT:
+			opt.wait_ready = 1;
+			if (optarg) {
+				if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
+				    &opt.wait_ready_s) != 0) {
+					gd_usage_err("invalid value '%s' for --wait-ready: expected seconds",
+					    optarg);
+					rc = GD_EX_USAGE;
+					goto out;
+				}
+				opt.wait_ready = 2;
+			}
+			break;
+		case 'o': case O_STATUS:
+			gd_usage_err("%s is not supported yet in this version of gdkit (stream mode)",
+			    ch == 'o' ? "-o/--output" : "--status");
+			rc = GD_EX_USAGE;
+			goto out;
+		case 'v':
+			verbose++;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		default:
+			rc = gd_cli_bad_option(ch, argv);
+			goto out;
+		}
+	}
+	if (optind < argc) {
+		gd_usage_err("unexpected argument '%s': blocks are read on stdin",
+		    argv[optind]);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (verbose && quiet) {
+		gd_usage_err("cannot use -v and -q together");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	gd_log_level(quiet ? -1 : verbose);
+	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
+		goto out;
+	rc = gd_pub_run(&conf, &opt);
+out:
+	gd_conf_free(&conf);
+	return rc;
+}

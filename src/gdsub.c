@@ -1,0 +1,202 @@
+/* gdsub: subscribe to publishers, write their blocks on stdout, hold the
+ * acknowledgement connection that gdack uses. */
+#include "cli.h"
+#include "log.h"
+#include "parse.h"
+#include "sub.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char usage[] =
+"usage: gdsub [-c FILE] [-P HOST:PORT ...] [options] > blocks\n"
+"Subscribe to every publisher and write each unique block on stdout as\n"
+"KEY[/FLAGS]<TAB>payload; acknowledge with gdack once processed.\n"
+"\n"
+"  -c, --config FILE          read GDsub_* keys from FILE (options override)\n"
+"  -P, --pub HOST:PORT        a publisher (GDsub_pub, repeatable, required)\n"
+"      --retry-interval SECS  between connection attempts (default 1)\n"
+"      --max-retries N        attempts before giving up; -1 forever (default 10)\n"
+"      --name NAME            identity at the publishers (default derived)\n"
+"      --no-gd                receive only: no acknowledgement connection\n"
+"      --ctl PATH             control socket for gdack (default derived)\n"
+"      --dedup MODE           id (default) or none\n"
+"  -f, --format FORMAT        line (default) or payload\n"
+"  -0, --null                 end each record with NUL instead of newline\n"
+"  -C, --count N              exit after N unique blocks\n"
+"      --linger SECS          wait for acks after stdout closed (default 10)\n"
+"  -v, --verbose              trace connections on stderr (-vv more)\n"
+"  -q, --quiet                errors only\n"
+"  -h, --help                 show this help\n"
+"  -V, --version              show the version\n"
+"\n"
+"Not supported yet (refused): --state, --dedup index, --consecutive,\n"
+"--auth-key-file, --qos, -i/--input, -f frame.\n"
+"See gdsub(1), gdkit.conf(5).\n";
+
+enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER };
+
+static const char shortopts[] = ":c:P:f:0C:i:vqhV";
+static const struct option longopts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "pub", required_argument, NULL, 'P' },
+	{ "retry-interval", required_argument, NULL, O_RETRY },
+	{ "max-retries", required_argument, NULL, O_MAXRETRY },
+	{ "name", required_argument, NULL, O_NAME },
+	{ "no-gd", no_argument, NULL, O_NOGD },
+	{ "ctl", required_argument, NULL, O_CTL },
+	{ "state", required_argument, NULL, O_STATE },
+	{ "dedup", required_argument, NULL, O_DEDUP },
+	{ "consecutive", no_argument, NULL, O_CONSEC },
+	{ "auth-key-file", required_argument, NULL, O_AUTH },
+	{ "qos", required_argument, NULL, O_QOS },
+	{ "format", required_argument, NULL, 'f' },
+	{ "null", no_argument, NULL, '0' },
+	{ "count", required_argument, NULL, 'C' },
+	{ "linger", required_argument, NULL, O_LINGER },
+	{ "input", required_argument, NULL, 'i' },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "quiet", no_argument, NULL, 'q' },
+	{ "help", no_argument, NULL, 'h' },
+	{ "version", no_argument, NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+static const struct { int ch; const char *opt, *key; } keyopts[] = {
+	{ 'P', "--pub", "GDsub_pub" },
+	{ O_RETRY, "--retry-interval", "GDsub_retryInt" },
+	{ O_MAXRETRY, "--max-retries", "GDsub_maxRetries" },
+	{ O_NAME, "--name", "GDsub_name" },
+	{ O_CTL, "--ctl", "GDsub_ctl" },
+	{ O_STATE, "--state", "GDsub_state" },
+	{ O_DEDUP, "--dedup", "GDsub_dedup" },
+	{ O_AUTH, "--auth-key-file", "GDsub_authKeyFile" },
+};
+
+/* --qos NAME=VALUE, IceStorm's per-subscription settings */
+static int set_qos(struct gd_conf *c, const char *arg)
+{
+	static const struct { const char *name, *key; } q[] = {
+		{ "reliability", "GDsub_reliability" },
+		{ "retryCount", "GDsub_retryCount" },
+		{ "connectionCached", "GDsub_connectionCached" },
+		{ "locatorCacheTimeout", "GDsub_locatorCacheTimeout" },
+	};
+	const char *eq = strchr(arg, '=');
+	size_t i;
+
+	for (i = 0; eq && i < sizeof(q) / sizeof(q[0]); i++)
+		if (strlen(q[i].name) == (size_t)(eq - arg) &&
+		    strncmp(arg, q[i].name, (size_t)(eq - arg)) == 0)
+			return gd_conf_set_opt(c, q[i].key, "--qos", eq + 1);
+	gd_usage_err("invalid value '%s' for --qos: expected reliability=, "
+	    "retryCount=, connectionCached= or locatorCacheTimeout=", arg);
+	return GD_EX_USAGE;
+}
+
+int main(int argc, char **argv)
+{
+	struct gd_conf conf;
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10 };
+	int ch, rc, verbose = 0, quiet = 0;
+	int64_t n;
+	size_t i;
+
+	gd_cli_init(argv[0]);
+	gd_conf_init(&conf, GD_FAM_SUB);
+	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	if (rc != 0) {
+		gd_conf_free(&conf);
+		return rc < 0 ? 0 : rc;
+	}
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		for (i = 0; i < sizeof(keyopts) / sizeof(keyopts[0]); i++)
+			if (keyopts[i].ch == ch)
+				break;
+		if (i < sizeof(keyopts) / sizeof(keyopts[0])) {
+			if ((rc = gd_conf_set_opt(&conf, keyopts[i].key,
+			    keyopts[i].opt, optarg)) != 0)
+				goto out;
+			continue;
+		}
+		switch (ch) {
+		case 'c': case 'h': case 'V':
+			break;
+		case O_NOGD:
+			rc = gd_conf_set_opt(&conf, "GDsub_gd", "--no-gd", "0");
+			break;
+		case O_CONSEC:
+			rc = gd_conf_set_opt(&conf, "GDsub_consecutive",
+			    "--consecutive", "1");
+			break;
+		case O_QOS:
+			rc = set_qos(&conf, optarg);
+			break;
+		case 'f':
+			if (strcmp(optarg, "line") == 0)
+				opt.format = GD_OUT_LINE;
+			else if (strcmp(optarg, "payload") == 0)
+				opt.format = GD_OUT_PAYLOAD;
+			else {
+				if (strcmp(optarg, "frame") == 0)
+					gd_usage_err("-f frame is not supported yet in this version of gdkit");
+				else
+					gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload' or 'frame'",
+					    optarg);
+				rc = GD_EX_USAGE;
+			}
+			break;
+		case '0':
+			opt.delim = '\0';
+			break;
+		case 'C':
+			if (gd_parse_i64(optarg, 1, INT64_MAX, &n) != 0) {
+				gd_usage_err("invalid value '%s' for --count: expected a positive integer",
+				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			opt.count = (uint64_t)n;
+			break;
+		case O_LINGER:
+			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.linger) != 0) {
+				gd_usage_err("invalid value '%s' for --linger: expected seconds",
+				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			break;
+		case 'i':
+			gd_usage_err("-i/--input is not supported yet in this version of gdkit (stream mode)");
+			rc = GD_EX_USAGE;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		case 'q':
+			quiet = 1;
+			break;
+		default:
+			rc = gd_cli_bad_option(ch, argv);
+			break;
+		}
+		if (rc != 0)
+			goto out;
+	}
+	if (optind < argc) {
+		gd_usage_err("unexpected argument '%s'", argv[optind]);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (verbose && quiet) {
+		gd_usage_err("cannot use -v and -q together");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	gd_log_level(quiet ? -1 : verbose);
+	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
+		goto out;
+	rc = gd_sub_run(&conf, &opt);
+out:
+	gd_conf_free(&conf);
+	return rc;
+}
