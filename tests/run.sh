@@ -1,0 +1,59 @@
+#!/bin/sh
+# Run every suite and sum them: C unit tests (each prints "N passed, N
+# failed"), bats tests of the programs (TAP), and mandoc -Tlint of every
+# man page. The last line is the total; the exit status is non-zero on any
+# failure. Usage: run.sh UNIT_TEST_NAME... (binaries in $UNIT_DIR)
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+pass=0 fail=0 skip=0
+log=${TMPDIR:-/tmp}/gdkit-check.$$
+trap 'rm -f "$log"' EXIT
+
+count() { # suite name, passed, failed
+	echo "== $1: $2 passed, $3 failed"
+	pass=$((pass + $2)); fail=$((fail + $3))
+}
+
+for t in "$@"; do
+	"$UNIT_DIR/$t" >"$log" 2>&1
+	rc=$?
+	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
+	p=${line%% passed*}; f=${line#*, }; f=${f%% failed*}
+	if [ -z "$line" ]; then p=0; f=1; fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+	[ "$f" -ne 0 ] && { cat "$log"; echo "unit $t exited $rc"; }
+	count "unit $t" "$p" "$f"
+done
+
+if [ -d "$top/tests/cli" ]; then
+	GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$top/tests/cli" >"$log" 2>&1
+	p=$(grep -c '^ok ' "$log")
+	f=$(grep -c '^not ok ' "$log")
+	s=$(grep -c '^ok .* # skip' "$log")
+	if [ "$f" -ne 0 ] || ! grep -q '^1\.\.' "$log"; then
+		cat "$log"
+		[ "$f" -eq 0 ] && f=1
+	else
+		grep '# skip' "$log"
+	fi
+	skip=$((skip + s))
+	count "bats" "$((p - s))" "$f"
+fi
+
+p=0 f=0
+for m in "$top"/man/*.[0-9]; do
+	[ -e "$m" ] || continue
+	if out=$(mandoc -Tlint -W warning "$m" 2>&1) && [ -z "$out" ]; then
+		p=$((p + 1))
+	else
+		echo "$out"; f=$((f + 1))
+	fi
+done
+count "mandoc -Tlint" "$p" "$f"
+
+if [ "$skip" -gt 0 ]; then
+	echo "$pass passed, $fail failed, $skip skipped"
+else
+	echo "$pass passed, $fail failed"
+fi
+[ "$fail" -eq 0 ]
