@@ -5,6 +5,7 @@
 #include "ctl.h"
 #include "key.h"
 #include "log.h"
+#include "out.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -134,6 +135,7 @@ static int run_stdin(struct ack *a)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
+	gd_pipe_grow(0);
 	while (!eof && rc == 0) {
 		ssize_t r;
 		size_t off = 0, done;

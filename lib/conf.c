@@ -43,7 +43,7 @@ static const struct key keys[] = {
 	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1 },
 	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1 },
 	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1 },
-	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 30, NULL, 1 },
+	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1 },
 	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1 },
 	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 1000, NULL, 1 },
 	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1 },

@@ -280,6 +280,8 @@ void gd_ctl_close(struct gd_ctl_srv *s)
 
 int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len)
 {
+	if (len == 0)
+		return 0;
 	if (cl->outlen + len > cl->outcap) {
 		size_t ncap = cl->outcap ? cl->outcap : 4096;
 		char *n;

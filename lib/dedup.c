@@ -23,7 +23,7 @@ static int grow(struct gd_dedup *d)
 	uint32_t ncap = d->cap ? d->cap * 2 : 1024, i;
 	struct gd_dent *n;
 
-	if (ncap <= d->cap || ncap >= GD_NONE)
+	if (ncap <= d->cap || ncap > GD_IDMAP_MAX_SLOTS)
 		return -1;
 	n = realloc(d->e, (size_t)ncap * sizeof(*n));
 	if (n == NULL)

@@ -1,4 +1,4 @@
-/* id -> slot hash (see idmap.h). Fibonacci hashing spreads sequential ids. */
+/* id -> slot hash (see idmap.h). */
 #include "idmap.h"
 
 #include <stdlib.h>
@@ -11,9 +11,32 @@ static inline uint64_t key_at(const void *base, size_t stride, uint32_t slot)
 	return k;
 }
 
+#define SLOT_MASK GD_IDMAP_MAX_SLOTS
+#define EMPTY UINT32_MAX	/* tag 63 with slot SLOT_MASK: never a slot */
+
+static inline uint64_t mix(uint64_t key)
+{
+	return key * 0x9E3779B97F4A7C15ull;
+}
+
+/* Runs of 64 consecutive ids land in consecutive buckets (ids mostly
+ * arrive and resolve in order, so lookups walk memory sequentially instead
+ * of missing the cache every time); the runs themselves are scattered by a
+ * multiplicative hash so patterned ids do not pile up. */
+static inline uint32_t home_of(const struct gd_idmap *m, uint64_t key)
+{
+	return ((uint32_t)(mix(key >> 6) >> m->shift) + (uint32_t)(key & 63)) &
+	    m->mask;
+}
+
+static inline uint32_t tag(uint64_t h)
+{
+	return (uint32_t)((h >> 8) & 63) << GD_IDMAP_SLOT_BITS;
+}
+
 static inline uint32_t hash(const struct gd_idmap *m, uint64_t key)
 {
-	return (uint32_t)((key * 0x9E3779B97F4A7C15ull) >> m->shift);
+	return home_of(m, key);
 }
 
 static int alloc_table(struct gd_idmap *m, unsigned bits)
@@ -47,11 +70,13 @@ void gd_idmap_free(struct gd_idmap *m)
 uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
     const void *base, size_t stride)
 {
-	uint32_t i = hash(m, key), s;
+	uint64_t h = mix(key);
+	uint32_t i = home_of(m, key), b, t = tag(h);
 
-	while ((s = m->t[i]) != GD_NONE) {
-		if (key_at(base, stride, s) == key)
-			return s;
+	while ((b = m->t[i]) != EMPTY) {
+		if ((b & ~SLOT_MASK) == t &&
+		    key_at(base, stride, b & SLOT_MASK) == key)
+			return b & SLOT_MASK;
 		i = (i + 1) & m->mask;
 	}
 	return GD_NONE;
@@ -59,15 +84,18 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 
 static void insert(struct gd_idmap *m, uint64_t key, uint32_t slot)
 {
-	uint32_t i = hash(m, key);
-	while (m->t[i] != GD_NONE)
+	uint64_t h = mix(key);
+	uint32_t i = home_of(m, key);
+	while (m->t[i] != EMPTY)
 		i = (i + 1) & m->mask;
-	m->t[i] = slot;
+	m->t[i] = tag(h) | slot;
 }
 
 int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride)
 {
+	if (slot >= SLOT_MASK)
+		return -1;
 	if ((uint64_t)(m->count + 1) * 2 > (uint64_t)m->mask + 1) {
 		struct gd_idmap n;
 		uint32_t i;
@@ -75,8 +103,9 @@ int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
 		if (bits > 31 || alloc_table(&n, bits) != 0)
 			return -1;
 		for (i = 0; i <= m->mask; i++)
-			if (m->t[i] != GD_NONE)
-				insert(&n, key_at(base, stride, m->t[i]), m->t[i]);
+			if (m->t[i] != EMPTY)
+				insert(&n, key_at(base, stride, m->t[i] & SLOT_MASK),
+				    m->t[i] & SLOT_MASK);
 		free(m->t);
 		m->t = n.t;
 		m->mask = n.mask;
@@ -92,9 +121,10 @@ void gd_idmap_del(struct gd_idmap *m, uint64_t key, const void *base,
 {
 	uint32_t i = hash(m, key), j, s;
 
-	while ((s = m->t[i]) != GD_NONE && key_at(base, stride, s) != key)
+	while ((s = m->t[i]) != EMPTY &&
+	    key_at(base, stride, s & SLOT_MASK) != key)
 		i = (i + 1) & m->mask;
-	if (s == GD_NONE)
+	if (s == EMPTY)
 		return;
 	m->count--;
 	/* backward shift: move later entries of the run into the hole */
@@ -102,14 +132,14 @@ void gd_idmap_del(struct gd_idmap *m, uint64_t key, const void *base,
 	for (;;) {
 		uint32_t h;
 		j = (j + 1) & m->mask;
-		if ((s = m->t[j]) == GD_NONE)
+		if ((s = m->t[j]) == EMPTY)
 			break;
-		h = hash(m, key_at(base, stride, s));
+		h = hash(m, key_at(base, stride, s & SLOT_MASK));
 		/* s may move to i only if its home h is not in (i, j] */
 		if (((j - h) & m->mask) >= ((j - i) & m->mask)) {
 			m->t[i] = s;
 			i = j;
 		}
 	}
-	m->t[i] = GD_NONE;
+	m->t[i] = EMPTY;
 }

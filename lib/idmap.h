@@ -1,4 +1,4 @@
-/* An open-addressing hash from 64-bit ids to 32-bit slot numbers. It keeps
+/* An open-addressing hash from 64-bit ids to slot numbers (< 2^26). It keeps
  * only the slot: the id lives in the caller's array (first field of each
  * element), so a pending block costs 4-8 bytes here. Linear probing with
  * backward-shift deletion: no tombstones, lookups stay short. */
@@ -9,6 +9,10 @@
 #include <stdint.h>
 
 #define GD_NONE UINT32_MAX
+/* Buckets hold a 26-bit slot and a 6-bit tag from the hash, so a probe
+ * that misses rarely touches the caller's array (no cache miss). */
+#define GD_IDMAP_SLOT_BITS 26
+#define GD_IDMAP_MAX_SLOTS ((1u << GD_IDMAP_SLOT_BITS) - 1)
 
 struct gd_idmap {
 	uint32_t *t;

@@ -1,8 +1,10 @@
 /* Output stream (see out.h). */
+#define _GNU_SOURCE	/* F_SETPIPE_SZ */
 #include "out.h"
 #include "ctl.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -17,6 +19,13 @@ struct wreq {
 	uint8_t *buf;
 };
 
+void gd_pipe_grow(int fd)
+{
+	/* a larger pipe lets the next stage take bigger batches; the kernel
+	 * caps this at /proc/sys/fs/pipe-max-size and failure is harmless */
+	(void)fcntl(fd, F_SETPIPE_SZ, 1 << 20);
+}
+
 int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 {
 	int rc = 0;
@@ -30,6 +39,7 @@ int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 		o->async = 1;
 		break;
 	case UV_NAMED_PIPE:
+		gd_pipe_grow(fd);
 		if ((rc = uv_pipe_init(loop, &o->h.pipe, 0)) == 0)
 			rc = uv_pipe_open(&o->h.pipe, fd);
 		o->async = 1;

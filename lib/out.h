@@ -32,6 +32,8 @@ struct gd_out {
 	void *data;
 };
 
+/* Ask for a 1 MiB pipe buffer if fd is a pipe (best effort). */
+void gd_pipe_grow(int fd);
 int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd);
 /* Room for n more bytes; returns a pointer to write them, then commit. */
 uint8_t *gd_out_reserve(struct gd_out *o, size_t n);

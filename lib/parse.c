@@ -101,3 +101,17 @@ int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port)
 		n = snprintf(buf, sz, "%s:%d", host, port);
 	return n < 0 ? 0 : (n >= (int)sz ? (int)sz - 1 : n);
 }
+
+size_t gd_u64toa(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	return n;
+}

@@ -11,6 +11,9 @@ int gd_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* decimal digits only, 0 .. 2^64-1; len-bounded, no NUL needed */
 int gd_parse_u64n(const char *s, size_t len, uint64_t *out);
 int gd_parse_u64(const char *s, uint64_t *out);
+/* decimal digits of v into buf (at least 20 bytes), no NUL; returns the
+ * length. For hot paths where printf is too slow. */
+size_t gd_u64toa(char *buf, uint64_t v);
 /* seconds, may be fractional ("0.25"); finite, within [min, max] */
 int gd_parse_dur(const char *s, double min, double max, double *out);
 /* "HOST:PORT" or "[V6]:PORT"; host copied without brackets */

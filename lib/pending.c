@@ -32,7 +32,7 @@ static int grow_slots(struct gd_pending *p)
 	uint32_t ncap = p->cap ? p->cap * 2 : 1024, i;
 	struct gd_pend *n;
 
-	if (ncap <= p->cap || ncap >= GD_NONE)
+	if (ncap <= p->cap || ncap > GD_IDMAP_MAX_SLOTS)
 		return -1;
 	n = realloc(p->e, (size_t)ncap * sizeof(*n));
 	if (n == NULL)

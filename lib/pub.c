@@ -113,12 +113,15 @@ static uint64_t real_ns(void)
 
 static void status_line(struct pub *p, const char *what, uint64_t id)
 {
-	uint8_t *d = gd_out_reserve(&p->status, 32);
-	int n;
+	size_t wl = strlen(what), n;
+	uint8_t *d = gd_out_reserve(&p->status, wl + 22);
 	if (d == NULL)
 		return;
-	n = snprintf((char *)d, 32, "%s %" PRIu64 "\n", what, id);
-	gd_out_commit(&p->status, (size_t)n);
+	memcpy(d, what, wl);
+	d[wl] = ' ';
+	n = wl + 1 + gd_u64toa((char *)d + wl + 1, id);
+	d[n++] = '\n';
+	gd_out_commit(&p->status, n);
 }
 
 static void reject(struct pub *p, const char *idtxt, const char *fmt, ...)
@@ -336,13 +339,15 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 	} else {
 		b.id = p->next_id++;
 	}
-	snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
 	if (oversize || plen > (size_t)p->conf->max_block) {
+		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
 		reject(p, idtxt, "block larger than GDpub_maxBlockSize (%" PRId64
 		    " bytes)", p->conf->max_block);
 		return;
 	}
-	if (p->gd && gd_pending_find(&p->pend, b.id) != GD_NONE) {
+	/* ids gdpub assigns are above every pending one: no lookup needed */
+	if (p->gd && p->opt.ids && gd_pending_find(&p->pend, b.id) != GD_NONE) {
+		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
 		reject(p, idtxt, "invalid event block ID: %s is already pending",
 		    idtxt);
 		return;

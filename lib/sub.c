@@ -160,8 +160,14 @@ static void emit(struct sub *s, struct pconn *pc, const struct gd_block *b,
 	if (s->opt.format == GD_OUT_LINE) {
 		memcpy(d, pc->origin, pc->origin_len);
 		n = pc->origin_len;
-		n += (size_t)snprintf((char *)d + n, 32, "/%" PRIu64 "%s%s\t",
-		    b->id, flags[0] ? "/" : "", flags);
+		d[n++] = '/';
+		n += gd_u64toa((char *)d + n, b->id);
+		if (flags[0]) {
+			d[n++] = '/';
+			while (*flags)
+				d[n++] = (uint8_t)*flags++;
+		}
+		d[n++] = '\t';
 	}
 	if (b->len)
 		memcpy(d + n, b->data, b->len);
