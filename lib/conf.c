@@ -23,6 +23,7 @@ struct key {
 	double min, max;
 	const char *const *enums;
 	int supported;		/* 0: refused with "not supported yet" unless default */
+	int none_ok;		/* string whose default is "none" */
 };
 
 static const char *const fsync_names[] = { "always", "batch", "never", NULL };
@@ -38,43 +39,43 @@ static const char *const rel_names[] = { "", "ordered", NULL };
 #define DAY (86400.0 * 365)
 
 static const struct key keys[] = {
-	{ "GDpub_port", "--port", P, K_INT, O(port), 1, 65535, NULL, 1 },
-	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1 },
-	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1 },
-	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1 },
-	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1 },
-	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1 },
-	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1 },
-	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 1000, NULL, 1 },
-	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1 },
-	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 0 },
-	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 0 },
-	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1 },
-	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 0 },
-	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 0 },
-	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0 },
-	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0 },
-	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 0 },
-	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 0 },
-	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 0 },
-	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 0 },
-	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 0 },
-	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 0 },
+	{ "GDpub_port", "--port", P, K_INT, O(port), 1, 65535, NULL, 1, 0 },
+	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1, 0 },
+	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1, 0 },
+	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1, 0 },
+	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1, 0 },
+	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1, 0 },
+	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1, 0 },
+	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 1000, NULL, 1, 0 },
+	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1, 0 },
+	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 0, 1 },
+	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 0, 0 },
+	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1, 0 },
+	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 0, 1 },
+	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 0, 0 },
+	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0, 0 },
+	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0, 0 },
+	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 0, 0 },
+	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 0, 1 },
+	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 0, 0 },
+	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 0, 0 },
+	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 0, 0 },
+	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 0, 0 },
 
-	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1 },
-	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1 },
-	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1 },
-	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1 },
-	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1 },
-	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1 },
-	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 0 },
-	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1 },
-	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 0 },
-	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 0 },
-	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0 },
-	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0 },
-	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 0 },
-	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 0 },
+	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0 },
+	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0 },
+	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1, 0 },
+	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1, 0 },
+	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1, 0 },
+	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1, 0 },
+	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 0, 1 },
+	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0 },
+	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 0, 0 },
+	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 0, 1 },
+	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0, 0 },
+	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0, 0 },
+	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 0, 0 },
+	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 0, 0 },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -215,6 +216,11 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 		*(int64_t *)p = (int64_t)i;
 		return 0;
 	case K_STR:
+		if (k->none_ok && strcmp(v, "none") == 0) {
+			free(*(char **)p);	/* "none" is the default: unset */
+			*(char **)p = NULL;
+			return 0;
+		}
 		if (*v == '\0' || strlen(v) > 4096) {
 			snprintf(why, whysz, "expected a non-empty value of at most 4096 bytes");
 			return -1;
@@ -240,10 +246,12 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 			snprintf(why, whysz, "too many publishers (at most 1024)");
 			return -1;
 		}
-		n = realloc(c->pubs, (c->npubs + 1) * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		c->pubs = n;
+		if ((c->npubs & (c->npubs - 1)) == 0) {	/* 0, 1, 2, 4 ...: grow */
+			n = realloc(c->pubs, (c->npubs ? c->npubs * 2 : 1) * sizeof(*n));
+			if (n == NULL)
+				return -1;
+			c->pubs = n;
+		}
 		c->pubs[c->npubs++] = hp;
 		return 0;
 	}
@@ -269,10 +277,14 @@ static char *reader(char *str, int num, void *stream)
 	struct load_ctx *x = stream;
 	int ch, n = 0;
 
-	if (feof(x->fp))
+	if (feof(x->fp) || ferror(x->fp))
 		return NULL;
 	while ((ch = getc(x->fp)) != EOF && ch != '\n') {
-		if (n < num - 2)
+		/* inih would take an indented line as the continuation of the
+		 * previous value; a config line is never that here */
+		if (n == 0 && (ch == ' ' || ch == '\t'))
+			continue;
+		if (n < num - 3)	/* room for "\n" and NUL, and one to spare */
 			str[n++] = (char)ch;
 		else if (x->long_line == 0)
 			x->long_line = x->line + 1;

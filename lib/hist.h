@@ -5,7 +5,7 @@
 
 #include <stdint.h>
 
-#define GD_HIST_BUCKETS (16 + 16 * 40)
+#define GD_HIST_BUCKETS (16 + 16 * 60)	/* up to 2^64 - 1 */
 
 struct gd_hist {
 	uint64_t n, max, sum;

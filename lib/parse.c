@@ -52,8 +52,21 @@ int gd_parse_dur(const char *s, double min, double max, double *out)
 	char *end;
 	double v;
 
-	if (s == NULL || *s == '\0' || (*s != '-' && *s != '.' &&
-	    (*s < '0' || *s > '9')))
+	const char *q;
+	int dots = 0, digits = 0;
+
+	if (s == NULL)
+		return -1;
+	/* plain decimal only: no hex, exponents, inf or nan */
+	for (q = s + (*s == '-'); *q; q++) {
+		if (*q == '.')
+			dots++;
+		else if (*q >= '0' && *q <= '9')
+			digits++;
+		else
+			return -1;
+	}
+	if (digits == 0 || dots > 1)
 		return -1;
 	errno = 0;
 	v = strtod(s, &end);

@@ -111,6 +111,14 @@ static uint64_t real_ns(void)
 
 /* ---- status lines ---- */
 
+static void on_status_error(struct gd_out *o, int err)
+{
+	(void)o;
+	gd_err("cannot write status lines on standard output: %s; "
+	    "publishing goes on, outcomes are no longer reported",
+	    uv_strerror(err));
+}
+
 static void status_line(struct pub *p, const char *what, uint64_t id)
 {
 	size_t wl = strlen(what), n;
@@ -1005,6 +1013,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		goto out;
 	}
 	gd_out_open(&p->status, &p->loop, 1);
+	p->status.on_error = on_status_error;
 	uv_timer_init(&p->loop, &p->timer);
 	uv_timer_init(&p->loop, &p->ready_timer);
 	uv_idle_init(&p->loop, &p->idle);

@@ -110,8 +110,9 @@ static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
 
 /* Next frame in buf[0..len). Returns 1 and fills *f and *used, 0 when more
  * bytes are needed, -1 when the frame is malformed (unknown type, reserved
- * bits set, or a body over max_block+24 for blocks / GD_CTRL_MAX for the
- * rest, and for acks not a multiple of 8). */
+ * bits set, a body over max_block+24 for blocks, over GD_CTRL_MAX*64 for
+ * acks (up to 32768 ids) or GD_CTRL_MAX for the rest, or an ack body that
+ * is not a multiple of 8). */
 int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
     struct gd_frame *f, size_t *used);
 

@@ -1,0 +1,663 @@
+/* Unit tests of lib/wire.c: frame encoders and decoders round trip, the
+ * frame splitter (gd_wire_next) asks for more bytes at every truncation
+ * point and refuses malformed headers, and the receive buffer grows and
+ * compacts. Prefixes are copied into exact-size heap buffers so the
+ * sanitizer build catches any read past the bytes given. */
+#include "wire.h"
+#include "unit.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXB 1048576u
+
+static uint8_t buf[GD_WIRE_HDR + GD_CTRL_MAX + 64];
+
+/* gd_wire_next on a private copy of the first n bytes of p */
+static int next_copy(const uint8_t *p, size_t n, uint32_t max_block,
+    struct gd_frame *f, size_t *used)
+{
+	uint8_t *c = malloc(n ? n : 1);
+	int rc;
+	if (n)
+		memcpy(c, p, n);
+	rc = gd_wire_next(c, n, max_block, f, used);
+	free(c);
+	return rc;
+}
+
+/* every strict prefix of a frame needs more bytes; the whole is 1 */
+static int all_prefixes_need_more(const uint8_t *p, size_t n, uint32_t max_block)
+{
+	struct gd_frame f;
+	size_t k, used;
+	for (k = 0; k < n; k++)
+		if (next_copy(p, k, max_block, &f, &used) != 0) {
+			printf("  prefix %zu of %zu did not ask for more\n", k, n);
+			return 0;
+		}
+	return 1;
+}
+
+TEST(header_layout)
+{
+	uint8_t h[8];
+	gd_wire_hdr(h, GD_F_ACK, 0x5a, 0x01020304);
+	ASSERT_EQ(h[0], 0x04);
+	ASSERT_EQ(h[1], 0x03);
+	ASSERT_EQ(h[2], 0x02);
+	ASSERT_EQ(h[3], 0x01);
+	ASSERT_EQ(h[4], GD_F_ACK);
+	ASSERT_EQ(h[5], 0x5a);
+	ASSERT_EQ(h[6], 0);
+	ASSERT_EQ(h[7], 0);
+	gd_put64(h, 0x0807060504030201ull);
+	ASSERT_EQ(h[0], 1);
+	ASSERT_EQ(h[7], 8);
+	ASSERT_U64(gd_get64(h), 0x0807060504030201ull);
+	ASSERT_U64(gd_get32(h + 4), 0x08070605u);
+}
+
+TEST(block_round_trip)
+{
+	static const char payload[] = "hello, world\n";
+	struct gd_block b = { 0x0102030405060708ull, UINT64_MAX,
+		1700000000123456789ull, GD_FL_RESENT | GD_FL_SNAPSHOT,
+		(uint32_t)strlen(payload), (const uint8_t *)payload };
+	struct gd_block o;
+	struct gd_frame f;
+	size_t n, used = 0;
+
+	n = gd_wire_block(buf, &b);
+	ASSERT_EQ(n, GD_BLOCK_HDR + strlen(payload));
+	/* exact bytes of the header and the id */
+	ASSERT_EQ(gd_get32(buf), 24 + strlen(payload));
+	ASSERT_EQ(buf[4], GD_F_BLOCK);
+	ASSERT_EQ(buf[5], GD_FL_RESENT | GD_FL_SNAPSHOT);
+	ASSERT_EQ(buf[8], 0x08);
+	ASSERT_EQ(buf[15], 0x01);
+	ASSERT_EQ(next_copy(buf, n, MAXB, &f, &used), 1);
+	ASSERT_EQ(gd_wire_next(buf, n, MAXB, &f, &used), 1);
+	ASSERT_EQ(used, n);
+	ASSERT_EQ(f.type, GD_F_BLOCK);
+	ASSERT_EQ(f.len, 24 + strlen(payload));
+	ASSERT(f.body == buf + GD_WIRE_HDR);
+	ASSERT_EQ(gd_wire_get_block(&f, &o), 0);
+	ASSERT_U64(o.id, b.id);
+	ASSERT_U64(o.seq, b.seq);
+	ASSERT_U64(o.time_ns, b.time_ns);
+	ASSERT_EQ(o.flags, GD_FL_RESENT | GD_FL_SNAPSHOT);
+	ASSERT_EQ(o.len, strlen(payload));
+	ASSERT(memcmp(o.data, payload, o.len) == 0);
+	ASSERT(all_prefixes_need_more(buf, n, MAXB));
+}
+
+TEST(block_empty_payload_and_flags)
+{
+	static const uint8_t flags[] = { 0, GD_FL_RESENT, GD_FL_SNAPSHOT,
+		GD_FL_RESENT | GD_FL_SNAPSHOT };
+	size_t i;
+
+	for (i = 0; i < sizeof(flags); i++) {
+		struct gd_block b = { i + 1, 0, 0, flags[i], 0, NULL }, o;
+		struct gd_frame f;
+		size_t n, used;
+
+		memset(&o, 0xaa, sizeof(o));
+		n = gd_wire_block(buf, &b);
+		ASSERT_EQ(n, GD_BLOCK_HDR);
+		ASSERT_EQ(gd_wire_next(buf, n, MAXB, &f, &used), 1);
+		ASSERT_EQ(used, GD_BLOCK_HDR);
+		ASSERT_EQ(gd_wire_get_block(&f, &o), 0);
+		ASSERT_U64(o.id, i + 1);
+		ASSERT_U64(o.seq, 0);
+		ASSERT_U64(o.time_ns, 0);
+		ASSERT_EQ(o.flags, flags[i]);
+		ASSERT_EQ(o.len, 0);
+		ASSERT(all_prefixes_need_more(buf, n, MAXB));
+	}
+	/* max_block 0 still allows an empty block */
+	{
+		struct gd_block b = { 1, 2, 3, 0, 0, NULL };
+		struct gd_frame f;
+		size_t used;
+		size_t n = gd_wire_block(buf, &b);
+		ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	}
+}
+
+TEST(block_payload_at_max)
+{
+	uint32_t max = 1000;
+	uint8_t *big = malloc(GD_BLOCK_HDR + max + 1), *data = malloc(max + 1);
+	struct gd_block b = { 7, 8, 9, 0, max, data }, o;
+	struct gd_frame f;
+	size_t n, used;
+	uint32_t i;
+
+	for (i = 0; i <= max; i++)
+		data[i] = (uint8_t)(i * 31);
+	n = gd_wire_block(big, &b);
+	ASSERT_EQ(n, GD_BLOCK_HDR + max);
+	ASSERT_EQ(next_copy(big, n, max, &f, &used), 1);
+	ASSERT_EQ(gd_wire_next(big, n, max, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_block(&f, &o), 0);
+	ASSERT_EQ(o.len, max);
+	ASSERT(memcmp(o.data, data, max) == 0);
+	/* one byte more than max_block: refused from the header alone */
+	b.len = max + 1;
+	n = gd_wire_block(big, &b);
+	ASSERT_EQ(gd_wire_next(big, n, max, &f, &used), -1);
+	ASSERT_EQ(next_copy(big, GD_WIRE_HDR, max, &f, &used), -1);
+	free(big);
+	free(data);
+}
+
+TEST(hello_round_trip)
+{
+	struct gd_hello h = { GD_WIRE_VERSION, 1, 0, "sub-a" }, o;
+	struct gd_frame f;
+	size_t n, used;
+
+	n = gd_wire_hello(buf, &h);
+	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 5);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(used, n);
+	ASSERT_EQ(f.type, GD_F_HELLO);
+	memset(&o, 0x55, sizeof(o));
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(o.version, GD_WIRE_VERSION);
+	ASSERT_EQ(o.gd, 1);
+	ASSERT_EQ(o.want_data, 0);
+	ASSERT_STR(o.name, "sub-a");
+	ASSERT(all_prefixes_need_more(buf, n, 0));
+
+	/* version 0x1234, empty name */
+	h.version = 0x1234;
+	h.gd = 0;
+	h.want_data = 1;
+	h.name[0] = '\0';
+	n = gd_wire_hello(buf, &h);
+	ASSERT_EQ(n, GD_WIRE_HDR + 4);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(o.version, 0x1234);
+	ASSERT_EQ(o.gd, 0);
+	ASSERT_EQ(o.want_data, 1);
+	ASSERT_STR(o.name, "");
+
+	/* longest name: 255 bytes */
+	memset(h.name, 'n', sizeof(h.name));
+	h.name[255] = '\0';
+	n = gd_wire_hello(buf, &h);
+	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 255);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(strlen(o.name), 255);
+	ASSERT_STR(o.name, h.name);
+}
+
+TEST(hello_decoder_bounds)
+{
+	uint8_t body[600];
+	struct gd_frame f = { GD_F_HELLO, 0, 0, body };
+	struct gd_hello o;
+
+	memset(body, 0, sizeof(body));
+	f.len = 3;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	f.type = GD_F_WELCOME;
+	f.len = 10;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	/* a name over 255 bytes is cut, control bytes become '?' */
+	f.type = GD_F_HELLO;
+	body[0] = 1;
+	memset(body + 4, 'x', 400);
+	body[4] = '\n';
+	body[5] = 0x7f;
+	body[6] = 0x80;
+	f.len = 404;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(strlen(o.name), 255);
+	ASSERT(strncmp(o.name, "???xxx", 6) == 0);
+}
+
+TEST(welcome_round_trip)
+{
+	struct gd_welcome w, o;
+	struct gd_frame f;
+	size_t n, used;
+
+	memset(&w, 0, sizeof(w));
+	w.version = GD_WIRE_VERSION;
+	w.ack_status = GD_ACK_FULL;
+	w.num_subs = 64;
+	w.max_block = 0xfffffff0u;
+	w.timeout_ms = 10000;
+	w.epoch = 0x1122334455667788ull;
+	strcpy(w.origin, "[::1]:7001");
+	n = gd_wire_welcome(buf, &w);
+	ASSERT_EQ(n, GD_WIRE_HDR + 24 + 10);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(used, n);
+	ASSERT_EQ(f.type, GD_F_WELCOME);
+	memset(&o, 0x55, sizeof(o));
+	ASSERT_EQ(gd_wire_get_welcome(&f, &o), 0);
+	ASSERT_EQ(o.version, GD_WIRE_VERSION);
+	ASSERT_EQ(o.ack_status, GD_ACK_FULL);
+	ASSERT_EQ(o.num_subs, 64);
+	ASSERT_U64(o.max_block, 0xfffffff0u);
+	ASSERT_EQ(o.timeout_ms, 10000);
+	ASSERT_U64(o.epoch, 0x1122334455667788ull);
+	ASSERT_STR(o.origin, "[::1]:7001");
+	ASSERT(all_prefixes_need_more(buf, n, 0));
+
+	/* longest origin: 299 bytes */
+	memset(w.origin, 'o', sizeof(w.origin));
+	w.origin[299] = '\0';
+	n = gd_wire_welcome(buf, &w);
+	ASSERT_EQ(n, GD_WIRE_HDR + 24 + 299);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_welcome(&f, &o), 0);
+	ASSERT_STR(o.origin, w.origin);
+
+	/* too short, wrong type */
+	f.len = 23;
+	ASSERT_EQ(gd_wire_get_welcome(&f, &o), -1);
+	f.len = 24;
+	f.type = GD_F_HELLO;
+	ASSERT_EQ(gd_wire_get_welcome(&f, &o), -1);
+}
+
+TEST(ack_status_strings)
+{
+	ASSERT_STR(gd_ack_status_str(GD_ACK_OK), "accepted");
+	ASSERT_STR(gd_ack_status_str(GD_ACK_NONE), "not requested");
+	ASSERT(strstr(gd_ack_status_str(GD_ACK_FULL), "numSubs") != NULL);
+	ASSERT(strstr(gd_ack_status_str(GD_ACK_NAME), "name") != NULL);
+	ASSERT(strstr(gd_ack_status_str(GD_ACK_OFF), "numSubs=0") != NULL);
+	ASSERT_STR(gd_ack_status_str(99), "refused");
+}
+
+TEST(u64_and_empty_frames)
+{
+	struct gd_frame f;
+	size_t n, used;
+
+	n = gd_wire_u64(buf, GD_F_FLOOR, 0xdeadbeefcafef00dull);
+	ASSERT_EQ(n, GD_WIRE_HDR + 8);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(used, n);
+	ASSERT_EQ(f.type, GD_F_FLOOR);
+	ASSERT_EQ(f.flags, 0);
+	ASSERT_EQ(f.len, 8);
+	ASSERT_U64(gd_get64(f.body), 0xdeadbeefcafef00dull);
+	ASSERT(all_prefixes_need_more(buf, n, 0));
+
+	n = gd_wire_u64(buf, GD_F_ACK, 42);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_ACK);
+	ASSERT_U64(gd_get64(f.body), 42);
+
+	n = gd_wire_empty(buf, GD_F_END);
+	ASSERT_EQ(n, GD_WIRE_HDR);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(used, GD_WIRE_HDR);
+	ASSERT_EQ(f.type, GD_F_END);
+	ASSERT_EQ(f.len, 0);
+	ASSERT(all_prefixes_need_more(buf, n, 0));
+
+	n = gd_wire_empty(buf, GD_F_BYE);
+	ASSERT_EQ(next_copy(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_BYE);
+}
+
+TEST(ack_frame_many_ids)
+{
+	uint8_t a[GD_WIRE_HDR + 8 * 5];
+	struct gd_frame f;
+	size_t used;
+	unsigned i;
+
+	gd_wire_hdr(a, GD_F_ACK, 0, 8 * 5);
+	for (i = 0; i < 5; i++)
+		gd_put64(a + GD_WIRE_HDR + 8 * i, 1000 + i);
+	ASSERT_EQ(next_copy(a, sizeof(a), 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_next(a, sizeof(a), 0, &f, &used), 1);
+	ASSERT_EQ(f.len, 40);
+	for (i = 0; i < 5; i++)
+		ASSERT_U64(gd_get64(f.body + 8 * i), 1000 + i);
+	ASSERT(all_prefixes_need_more(a, sizeof(a), 0));
+	/* an empty ack is well-formed */
+	gd_wire_hdr(a, GD_F_ACK, 0, 0);
+	ASSERT_EQ(next_copy(a, GD_WIRE_HDR, 0, &f, &used), 1);
+	ASSERT_EQ(f.len, 0);
+}
+
+/* header only: what gd_wire_next says about a frame of this shape */
+static int hdr_verdict(uint8_t type, uint32_t len, uint32_t max_block)
+{
+	uint8_t h[GD_WIRE_HDR];
+	struct gd_frame f;
+	size_t used;
+	gd_wire_hdr(h, type, 0, len);
+	return next_copy(h, sizeof(h), max_block, &f, &used);
+}
+
+TEST(malformed_headers)
+{
+	uint8_t h[GD_WIRE_HDR];
+	struct gd_frame f;
+	size_t used;
+	unsigned t;
+
+	/* unknown types, even with an empty body */
+	ASSERT_EQ(hdr_verdict(0, 0, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_MAX + 1, 0, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(0xff, 8, MAXB), -1);
+	for (t = GD_F_MAX + 1; t < 256; t++)
+		if (hdr_verdict((uint8_t)t, 0, MAXB) != -1)
+			FAILF("type %u accepted", t);
+	/* every known type with an empty body is complete (blocks need 24) */
+	for (t = 1; t <= GD_F_MAX; t++)
+		ASSERT_EQ(hdr_verdict((uint8_t)t, 0, MAXB), t == GD_F_BLOCK ? -1 : 1);
+	/* reserved bytes */
+	gd_wire_hdr(h, GD_F_END, 0, 0);
+	h[6] = 1;
+	ASSERT_EQ(next_copy(h, sizeof(h), MAXB, &f, &used), -1);
+	h[6] = 0;
+	h[7] = 0x80;
+	ASSERT_EQ(next_copy(h, sizeof(h), MAXB, &f, &used), -1);
+	h[7] = 0;
+	ASSERT_EQ(next_copy(h, sizeof(h), MAXB, &f, &used), 1);
+	/* the flags byte is free on any frame */
+	h[5] = 0xff;
+	ASSERT_EQ(next_copy(h, sizeof(h), MAXB, &f, &used), 1);
+	ASSERT_EQ(f.flags, 0xff);
+	/* block body below its 24-byte header, above max_block + 24 */
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 23, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 24, MAXB), 0);	/* body not here yet */
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 25, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 24 + MAXB, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 24 + MAXB + 1, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 25, 0), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, UINT32_MAX, UINT32_MAX - 24), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, UINT32_MAX, MAXB), -1);
+	/* acks: multiples of 8 only */
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 4, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 12, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 7, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 16, MAXB), 0);
+	/* acks batch up to GD_CTRL_MAX * 64 bytes (32768 ids, gdsub's
+	 * ACKS_PER_FRAME); other control frames GD_CTRL_MAX */
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, UINT32_MAX - 7, MAXB), -1);
+	for (t = 1; t <= GD_F_MAX; t++) {
+		if (t == GD_F_BLOCK || t == GD_F_ACK)
+			continue;
+		if (hdr_verdict((uint8_t)t, GD_CTRL_MAX, MAXB) != 0)
+			FAILF("type %u body GD_CTRL_MAX refused", t);
+		if (hdr_verdict((uint8_t)t, GD_CTRL_MAX + 1, MAXB) != -1)
+			FAILF("type %u body GD_CTRL_MAX+1 accepted", t);
+		if (hdr_verdict((uint8_t)t, UINT32_MAX, MAXB) != -1)
+			FAILF("type %u body 4 GiB accepted", t);
+	}
+	/* a malformed header is refused even before its body arrives, but a
+	 * partial header only ever asks for more */
+	gd_wire_hdr(h, 0, 0, 0);
+	ASSERT_EQ(next_copy(h, 7, MAXB, &f, &used), 0);
+	ASSERT_EQ(next_copy(h, 0, MAXB, &f, &used), 0);
+}
+
+TEST(ack_at_bound_complete)
+{
+	size_t n = GD_WIRE_HDR + GD_CTRL_MAX * 64;
+	uint8_t *a = calloc(1, n);
+	struct gd_frame f;
+	size_t used;
+
+	gd_wire_hdr(a, GD_F_ACK, 0, GD_CTRL_MAX * 64);
+	gd_put64(a + n - 8, 77);
+	ASSERT_EQ(gd_wire_next(a, n - 1, 0, &f, &used), 0);
+	ASSERT_EQ(gd_wire_next(a, n, 0, &f, &used), 1);
+	ASSERT_EQ(used, n);
+	ASSERT_U64(gd_get64(f.body + f.len - 8), 77);
+	free(a);
+}
+
+TEST(control_frame_at_bound_complete)
+{
+	size_t n = GD_WIRE_HDR + GD_CTRL_MAX;
+	uint8_t *a = calloc(1, n);
+	struct gd_frame f;
+	struct gd_welcome o;
+	size_t used;
+
+	gd_wire_hdr(a, GD_F_WELCOME, 0, GD_CTRL_MAX);
+	memset(a + GD_WIRE_HDR + 24, 'z', GD_CTRL_MAX - 24);
+	ASSERT_EQ(next_copy(a, n - 1, 0, &f, &used), 0);
+	ASSERT_EQ(next_copy(a, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_next(a, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_welcome(&f, &o), 0);
+	ASSERT_EQ(strlen(o.origin), sizeof(o.origin) - 1);	/* cut, terminated */
+	free(a);
+}
+
+TEST(back_to_back)
+{
+	static uint8_t s[8192];
+	static const char p1[] = "first", p2[] = "second block";
+	struct gd_hello h = { GD_WIRE_VERSION, 1, 1, "me" };
+	struct gd_welcome w;
+	struct gd_block b1 = { 1, 10, 100, 0, 5, (const uint8_t *)p1 };
+	struct gd_block b2 = { 2, 11, 101, GD_FL_RESENT, 12, (const uint8_t *)p2 };
+	struct gd_block b3 = { 3, 12, 102, 0, 0, NULL };
+	struct gd_block o;
+	struct gd_frame f;
+	static const uint8_t want[] = { GD_F_HELLO, GD_F_WELCOME, GD_F_BLOCK,
+		GD_F_BLOCK, GD_F_BLOCK, GD_F_ACK, GD_F_FLOOR, GD_F_END };
+	size_t n = 0, off = 0, used, i = 0, partial;
+	int rc;
+
+	memset(&w, 0, sizeof(w));
+	w.version = GD_WIRE_VERSION;
+	strcpy(w.origin, "o");
+	n += gd_wire_hello(s + n, &h);
+	n += gd_wire_welcome(s + n, &w);
+	n += gd_wire_block(s + n, &b1);
+	n += gd_wire_block(s + n, &b2);
+	n += gd_wire_block(s + n, &b3);
+	n += gd_wire_u64(s + n, GD_F_ACK, 2);
+	n += gd_wire_u64(s + n, GD_F_FLOOR, 12);
+	n += gd_wire_empty(s + n, GD_F_END);
+	/* and half of another block */
+	partial = n;
+	n += gd_wire_block(s + n, &b2);
+	n -= 10;
+
+	while ((rc = gd_wire_next(s + off, n - off, MAXB, &f, &used)) == 1) {
+		ASSERT(i < sizeof(want));
+		if (i >= sizeof(want))
+			break;
+		ASSERT_EQ(f.type, want[i]);
+		ASSERT(f.body == s + off + GD_WIRE_HDR);
+		if (f.type == GD_F_BLOCK) {
+			ASSERT_EQ(gd_wire_get_block(&f, &o), 0);
+			ASSERT_U64(o.id, i - 1);
+			ASSERT_U64(o.seq, 9 + (i - 1));
+			if (o.id == 2) {
+				ASSERT_EQ(o.flags, GD_FL_RESENT);
+				ASSERT(memcmp(o.data, p2, 12) == 0);
+			}
+			if (o.id == 3)
+				ASSERT_EQ(o.len, 0);
+		}
+		off += used;
+		i++;
+	}
+	ASSERT_EQ(rc, 0);
+	ASSERT_EQ(i, sizeof(want));
+	ASSERT_EQ(off, partial);
+
+	/* a malformed frame in the middle stops the walk with -1 */
+	s[partial + 4] = 0;
+	ASSERT_EQ(gd_wire_next(s + partial, n - partial, MAXB, &f, &used), -1);
+}
+
+TEST(rbuf_space_and_compact)
+{
+	struct gd_rbuf r;
+	uint8_t *p;
+	size_t n;
+	unsigned i;
+
+	ASSERT_EQ(gd_rbuf_init(&r, 64), 0);
+	ASSERT_EQ(r.cap, 64);
+	ASSERT_EQ(r.len, 0);
+	ASSERT_EQ(r.off, 0);
+
+	/* enough room: nothing moves */
+	ASSERT_EQ(gd_rbuf_space(&r, 16, &p, &n), 0);
+	ASSERT(p == r.buf);
+	ASSERT_EQ(n, 64);
+	for (i = 0; i < 48; i++)
+		p[i] = (uint8_t)i;
+	r.len = 48;
+	r.off = 40;			/* 40 bytes consumed, 8 left */
+	ASSERT_EQ(gd_rbuf_space(&r, 16, &p, &n), 0);
+	ASSERT(p == r.buf + 48);	/* 16 free at the end: no compaction */
+	ASSERT_EQ(n, 16);
+	ASSERT_EQ(r.off, 40);
+
+	/* 32 wanted: compaction alone makes room, no growth */
+	ASSERT_EQ(gd_rbuf_space(&r, 32, &p, &n), 0);
+	ASSERT_EQ(r.cap, 64);
+	ASSERT_EQ(r.off, 0);
+	ASSERT_EQ(r.len, 8);
+	ASSERT(p == r.buf + 8);
+	ASSERT_EQ(n, 56);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(r.buf[i], 40 + i);
+
+	/* 100 wanted: grows (doubling), keeps the data */
+	ASSERT_EQ(gd_rbuf_space(&r, 100, &p, &n), 0);
+	ASSERT_EQ(r.cap, 128);
+	ASSERT(n >= 100);
+	ASSERT(p == r.buf + 8);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(r.buf[i], 40 + i);
+	memset(p, 0xee, n);	/* the whole space is writable */
+	ASSERT_EQ(gd_rbuf_space(&r, 1000, &p, &n), 0);
+	ASSERT_EQ(r.cap, 1024);
+	ASSERT_EQ(n, 1016);
+	memset(p, 0xdd, n);
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(r.buf[i], 40 + i);
+
+	/* compact with everything consumed, and with nothing consumed */
+	r.off = r.len;
+	gd_rbuf_compact(&r);
+	ASSERT_EQ(r.len, 0);
+	ASSERT_EQ(r.off, 0);
+	r.len = 5;
+	gd_rbuf_compact(&r);
+	ASSERT_EQ(r.len, 5);
+
+	gd_rbuf_free(&r);
+	ASSERT(r.buf == NULL);
+	ASSERT_EQ(r.cap, 0);
+	ASSERT_EQ(r.len, 0);
+	/* a freed (cap 0) buffer starts again at 4096 */
+	ASSERT_EQ(gd_rbuf_space(&r, 10, &p, &n), 0);
+	ASSERT_EQ(r.cap, 4096);
+	ASSERT_EQ(n, 4096);
+	gd_rbuf_free(&r);
+}
+
+/* Frames streamed through an rbuf in uneven chunks, as a connection's
+ * read callback does: read into space, walk frames, compact. */
+TEST(rbuf_stream)
+{
+	enum { NB = 3000 };
+	uint8_t *stream = malloc((size_t)NB * (GD_BLOCK_HDR + 700));
+	uint8_t payload[700];
+	size_t slen = 0, pos = 0, used;
+	uint32_t seed = 12345;
+	uint64_t want = 0;
+	struct gd_rbuf r;
+	struct gd_frame f;
+	struct gd_block b;
+	unsigned i;
+	int rc = 0;
+
+	for (i = 0; i < sizeof(payload); i++)
+		payload[i] = (uint8_t)(i ^ 0x5a);
+	for (i = 0; i < NB; i++) {
+		seed = seed * 1103515245u + 12345u;
+		b.id = i;
+		b.seq = i;
+		b.time_ns = i;
+		b.flags = 0;
+		b.len = (seed >> 16) % 700;
+		b.data = payload;
+		slen += gd_wire_block(stream + slen, &b);
+	}
+	ASSERT_EQ(gd_rbuf_init(&r, 256), 0);
+	while (pos < slen) {
+		uint8_t *p;
+		size_t n, take;
+		ASSERT_EQ(gd_rbuf_space(&r, 128, &p, &n), 0);
+		seed = seed * 1103515245u + 12345u;
+		take = 1 + (seed >> 16) % 1500;
+		if (take > n)
+			take = n;
+		if (take > slen - pos)
+			take = slen - pos;
+		memcpy(p, stream + pos, take);
+		pos += take;
+		r.len += take;
+		while ((rc = gd_wire_next(r.buf + r.off, r.len - r.off, 700, &f,
+		    &used)) == 1) {
+			r.off += used;
+			if (gd_wire_get_block(&f, &b) != 0 || b.id != want ||
+			    memcmp(b.data, payload, b.len) != 0) {
+				FAILF("block %" PRIu64 " garbled", want);
+				rc = -1;
+				break;
+			}
+			want++;
+		}
+		if (rc < 0)
+			break;
+		gd_rbuf_compact(&r);
+	}
+	ASSERT_EQ(rc, 0);
+	ASSERT_U64(want, NB);
+	ASSERT_EQ(r.len, 0);
+	ASSERT(r.cap <= 4096);	/* grew only as far as one frame needed */
+	gd_rbuf_free(&r);
+	free(stream);
+}
+
+int main(void)
+{
+	RUN(header_layout);
+	RUN(block_round_trip);
+	RUN(block_empty_payload_and_flags);
+	RUN(block_payload_at_max);
+	RUN(hello_round_trip);
+	RUN(hello_decoder_bounds);
+	RUN(welcome_round_trip);
+	RUN(ack_status_strings);
+	RUN(u64_and_empty_frames);
+	RUN(ack_frame_many_ids);
+	RUN(malformed_headers);
+	RUN(ack_at_bound_complete);
+	RUN(control_frame_at_bound_complete);
+	RUN(back_to_back);
+	RUN(rbuf_space_and_compact);
+	RUN(rbuf_stream);
+	return UNIT_DONE();
+}
