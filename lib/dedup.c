@@ -52,7 +52,8 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	e = &d->e[s];
 	d->free_head = e->fnext;
 	e->seq = seq;
-	e->state = state;
+	e->state = (uint16_t)state;
+	e->extra = 0;
 	e->fnext = GD_NONE;
 	if (d->ftail != GD_NONE)
 		d->e[d->ftail].fnext = s;

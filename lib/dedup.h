@@ -20,7 +20,8 @@ struct gd_dent {
 	uint64_t id;		/* first: the idmap key */
 	uint64_t seq;
 	uint32_t fnext;		/* arrival order; free list */
-	uint32_t state;
+	uint16_t state;
+	uint16_t extra;		/* --dedup none: copies emitted again, unacked */
 };
 
 struct gd_dedup {

@@ -287,6 +287,8 @@ static void on_timer(uv_timer_t *t)
 			b.seq = p->next_seq - ((uint32_t)p->next_seq - e->seq32);
 			e->resends++;
 			p->n_resent++;
+			gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
+			    e->id, e->resends, p->conf->resend);
 			bcast_block(p, &b);
 			gd_pending_touch(&p->pend, s, p->now);
 		} else {
@@ -416,6 +418,7 @@ static void parse_some(struct pub *p)
 		if (r->flags & GD_RG_ERROR) {
 			gd_err("cannot read standard input: %s", strerror(r->err));
 			p->eof = 1;
+			p->stop_code = GD_EX_IOERR;
 		} else if (r->flags & GD_RG_EOF) {
 			p->eof = 1;
 		} else if (r->flags & GD_RG_OVERSIZE) {
@@ -779,6 +782,7 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 	uint64_t now = uv_hrtime();
 
 	(void)len;
+	gd_trace(2, "control request '%.64s'", line);
 	if (strcmp(line, "hello") == 0) {
 		gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
 	} else if (strcmp(line, "pending") == 0) {
@@ -811,13 +815,18 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 		for (c = p->conns; c; c = c->next)
 			n++;
 		gd_ctl_printf(cl, "subs %u\n", n);
-		gd_ctl_printf(cl, "name\taddress\tgd\tstate\tqueue\tacks\n");
+		/* qos and failures: per-subscription QoS is not supported yet,
+		 * so every subscriber has the default and no failure count */
+		gd_ctl_printf(cl, "name\taddress\tgd\tstate\tqos\tqueue\tfailures\tacks\n");
 		for (c = p->conns; c; c = c->next)
-			gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t%zu\t%" PRIu64 "\n",
+			gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t-\t%zu\t0\t%" PRIu64 "\n",
 			    c->name[0] ? c->name : "-", c->addr,
 			    c->slot >= 0 ? "yes" : "no",
 			    !c->hello ? "connecting" :
-			    gd_ack_status_str(c->ack_status),
+			    c->ack_status == GD_ACK_OK ? "active" :
+			    c->ack_status == GD_ACK_NONE ? "receive-only" :
+			    c->ack_status == GD_ACK_OFF ? "active, GD off" :
+			    "acknowledgements refused",
 			    uv_stream_get_write_queue_size((uv_stream_t *)&c->h),
 			    c->acks);
 	} else {

@@ -218,6 +218,14 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
 		}
 		if (s->conf->dedup != GD_DEDUP_NONE || s->closing)
 			return;
+		/* at-least-once: the copy goes out too and needs its own ack */
+		if (e->state == GD_DS_EMITTED && e->extra < UINT16_MAX) {
+			e->extra++;
+			s->unacked++;
+		} else if (e->state != GD_DS_DONE || gd ||
+		    memchr(b->data, s->opt.delim, b->len) != NULL) {
+			return;	/* receive-only copies go out; others never */
+		}
 		emit(s, pc, b, b->flags & GD_FL_RESENT ? "r" : "");
 		return;
 	}
@@ -255,6 +263,26 @@ static void on_welcome(struct sub *s, struct pconn *pc,
 {
 	int first = pc->origin_len == 0;
 
+	if (!first && w->epoch != pc->epoch) {
+		/* the publisher restarted: its ids start over, so what we
+		 * remember of the old run would swallow new blocks */
+		uint64_t waiting = 0;
+		uint32_t i;
+		for (i = pc->dd.fhead; i != GD_NONE; i = pc->dd.e[i].fnext)
+			if (pc->dd.e[i].state == GD_DS_EMITTED)
+				waiting += 1u + pc->dd.e[i].extra;
+		gd_warn("publisher %s restarted; forgetting its earlier blocks "
+		    "(%" PRIu64 " written on stdout were not acknowledged)",
+		    pc->addr, waiting);
+		s->unacked -= waiting;
+		gd_dedup_free(&pc->dd);
+		if (gd_dedup_init(&pc->dd) != 0) {
+			gd_err("out of memory");
+			finish(s, GD_EX_FAIL);
+			return;
+		}
+		pc->nacks = 0;
+	}
 	if (!first && strcmp(pc->origin, w->origin) != 0)
 		gd_warn("publisher %s now stamps its keys %s (was %s)",
 		    pc->addr, w->origin, pc->origin);
@@ -501,20 +529,23 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 		return "not a publisher of this gdsub";
 	if (!s->conf->gd)
 		return "gdsub runs with --no-gd";
+	if (pc->ack_status == GD_ACK_OFF)
+		return NULL;	/* numSubs=0: nothing to acknowledge */
+	if (acks_refused(pc))
+		return "the publisher refused this gdsub's acknowledgement connection";
 	slot = gd_dedup_find(&pc->dd, id);
 	if (slot == GD_NONE)
 		return "unknown key: no such block is waiting for acknowledgement";
 	e = gd_dedup_at(&pc->dd, slot);
-	if (pc->ack_status == GD_ACK_OFF)
-		return NULL;
-	if (acks_refused(pc))
-		return "the publisher refused this gdsub's acknowledgement connection";
 	if (e->state == GD_DS_DONE)
 		return "the block was not written on stdout";
 	if (pc->state == PS_ENDED)
 		return "the publisher has ended its stream";
 	if (e->state == GD_DS_EMITTED) {
-		e->state = GD_DS_ACKED;
+		if (e->extra > 0)
+			e->extra--;	/* one of several copies (--dedup none) */
+		else
+			e->state = GD_DS_ACKED;
 		s->unacked--;
 	}
 	queue_ack(pc, id);
@@ -581,7 +612,8 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 			gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
 			    "\t%" PRIu64 "\t%" PRIu64 "\n", pc->addr,
 			    pc->origin_len ? pc->origin : "-", st[pc->state],
-			    pc->attempts, gd_ack_status_str(pc->ack_status),
+			    pc->attempts, pc->origin_len == 0 ? "-" :
+			    gd_ack_status_str(pc->ack_status),
 			    pc->n_recv, pc->n_unique, pc->n_dup, pc->n_acked);
 		}
 	} else {
@@ -621,6 +653,7 @@ static void flush_acks(struct sub *s)
 				free(w);
 			off += n;
 		}
+		gd_trace(2, "sent %zu acknowledgements to %s", pc->nacks, pc->addr);
 		pc->nacks = 0;
 	}
 }
@@ -751,6 +784,10 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		goto out;
 	}
 	s->npc = conf->npubs;
+	if (opt->format == GD_OUT_PAYLOAD && conf->gd)
+		gd_warn("-f payload writes no keys, so gdack cannot acknowledge "
+		    "these blocks and the publishers will NACK them; use --no-gd "
+		    "if nothing acknowledges");
 	gd_out_open(&s->out, &s->loop, 1);
 	s->out.data = s;
 	s->out.on_error = on_out_error;

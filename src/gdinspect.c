@@ -83,15 +83,15 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	opt.cmd = argv[optind];
-	if (argc - optind > 1) {
-		gd_usage_err("unexpected argument '%s' after %s", argv[optind + 1],
+	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0 ||
+	    strcmp(opt.cmd, "measure") == 0) {
+		gd_usage_err("'%s' is not supported yet in this version of gdkit",
 		    opt.cmd);
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0 ||
-	    strcmp(opt.cmd, "measure") == 0) {
-		gd_usage_err("'%s' is not supported yet in this version of gdkit",
+	if (argc - optind > 1) {
+		gd_usage_err("unexpected argument '%s' after %s", argv[optind + 1],
 		    opt.cmd);
 		rc = GD_EX_USAGE;
 		goto out;

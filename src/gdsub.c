@@ -127,8 +127,8 @@ int main(int argc, char **argv)
 			rc = gd_conf_set_opt(&conf, "GDsub_gd", "--no-gd", "0");
 			break;
 		case O_CONSEC:
-			rc = gd_conf_set_opt(&conf, "GDsub_consecutive",
-			    "--consecutive", "1");
+			gd_usage_err("--consecutive is not supported yet in this version of gdkit");
+			rc = GD_EX_USAGE;
 			break;
 		case O_QOS:
 			rc = set_qos(&conf, optarg);

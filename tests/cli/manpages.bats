@@ -1,0 +1,126 @@
+#!/usr/bin/env bats
+# The man pages do not drift from the programs: every long option that
+# --help names is documented in the program's page (as "Fl -name" on an
+# .It line of the mdoc source, so it has an entry of its own and not only a
+# mention in the SYNOPSIS), every config key of the contract is in
+# gdkit.conf(5), --help goes to stdout and exits 0, and mandoc -Tlint is
+# silent.
+load helpers
+bats_require_minimum_version 1.5.0
+
+MANDIR="$BATS_TEST_DIRNAME/../../man"
+PROGS="gdpub gdsub gdack gdinspect"
+PAGES="gdpub.1 gdsub.1 gdack.1 gdinspect.1 gdkit.conf.5 gdkit.7"
+
+# SPEC §3, the contract's config keys
+SPEC_KEYS="GDpub_port GDpub_timeout GDpub_numSubs GDpub_bind GDpub_host
+GDpub_maxPending GDpub_maxBlockSize GDpub_resend GDpub_snapshot
+GDpub_journal GDpub_fsync GDpub_ctl GDpub_authKeyFile GDpub_discardInterval
+GDpub_sendTimeout GDpub_sendQueueSizeMax GDpub_sendQueueSizeMaxPolicy
+GDpub_cluster GDpub_role GDpub_preAckTimerInterval
+GDpub_tentativePreAckTimeout GDpub_confirmedPreAckTimeout
+GDsub_pub GDsub_retryInt GDsub_maxRetries GDsub_name GDsub_gd GDsub_ctl
+GDsub_state GDsub_dedup GDsub_consecutive GDsub_authKeyFile
+GDsub_reliability GDsub_retryCount GDsub_connectionCached
+GDsub_locatorCacheTimeout"
+
+# check_long_options PROG: each --option in PROG --help is "Fl -option" on
+# an .It line of man/PROG.1; prints the missing ones and fails if any.
+check_long_options() {
+	local prog=$1 page="$MANDIR/$1.1" opt missing=""
+	run --separate-stderr "$prog" --help
+	[ "$status" -eq 0 ] || { echo "$prog --help exited $status"; return 1; }
+	local opts
+	opts=$(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$output" | sort -u)
+	[ -n "$opts" ] || { echo "no long options found in $prog --help"; return 1; }
+	for opt in $opts; do
+		grep -Eq -- "^\.It .*Fl -${opt#--}([^a-z0-9-]|\$)" "$page" ||
+			missing="$missing $opt"
+	done
+	[ -z "$missing" ] || { echo "$page lacks:$missing"; return 1; }
+}
+
+# check_short_options PROG: each "-x," option in PROG --help is "Fl x" on
+# an .It line of man/PROG.1.
+check_short_options() {
+	local prog=$1 page="$MANDIR/$1.1" o missing=""
+	run --separate-stderr "$prog" --help
+	[ "$status" -eq 0 ] || return 1
+	for o in $(grep -oE -- '^ +-[a-zA-Z0-9],' <<<"$output" | tr -d ' ,-'); do
+		grep -Eq -- "^\.It (.* )?Fl $o([^a-zA-Z0-9-]|\$)" "$page" ||
+			missing="$missing -$o"
+	done
+	[ -z "$missing" ] || { echo "$page lacks:$missing"; return 1; }
+}
+
+@test "every man page exists" {
+	for p in $PAGES; do
+		[ -f "$MANDIR/$p" ] || { echo "missing man/$p"; return 1; }
+	done
+}
+
+@test "--help prints to stdout only and exits 0" {
+	for prog in $PROGS; do
+		run --separate-stderr "$prog" --help
+		[ "$status" -eq 0 ] || { echo "$prog --help exited $status"; return 1; }
+		[ -n "$output" ] || { echo "$prog --help printed nothing on stdout"; return 1; }
+		[ -z "$stderr" ] || { echo "$prog --help wrote to stderr: $stderr"; return 1; }
+		[[ "${lines[0]}" == "usage: $prog "* ]] ||
+			{ echo "$prog --help does not start with its usage: ${lines[0]}"; return 1; }
+	done
+}
+
+@test "gdpub.1 documents every long option of gdpub --help" {
+	check_long_options gdpub
+}
+
+@test "gdsub.1 documents every long option of gdsub --help" {
+	check_long_options gdsub
+}
+
+@test "gdack.1 documents every long option of gdack --help" {
+	check_long_options gdack
+}
+
+@test "gdinspect.1 documents every long option of gdinspect --help" {
+	check_long_options gdinspect
+}
+
+@test "each program's page documents its short options" {
+	for prog in $PROGS; do
+		check_short_options "$prog"
+	done
+}
+
+@test "gdkit.conf.5 documents every config key of the contract" {
+	local k missing=""
+	for k in $SPEC_KEYS; do
+		grep -Eq -- "Li $k( |\$)" "$MANDIR/gdkit.conf.5" || missing="$missing $k"
+	done
+	[ -z "$missing" ] || { echo "gdkit.conf.5 lacks:$missing"; return 1; }
+}
+
+@test "gdkit.conf.5 documents every key in lib/conf.c's table" {
+	local k keys missing=""
+	keys=$(grep -oE '^\s*\{ "GD(pub|sub)_[A-Za-z]+"' \
+	    "$BATS_TEST_DIRNAME/../../lib/conf.c" | grep -oE 'GD(pub|sub)_[A-Za-z]+')
+	[ -n "$keys" ] || { echo "no keys found in lib/conf.c"; return 1; }
+	for k in $keys; do
+		grep -Eq -- "Li $k( |\$)" "$MANDIR/gdkit.conf.5" || missing="$missing $k"
+	done
+	[ -z "$missing" ] || { echo "gdkit.conf.5 lacks:$missing"; return 1; }
+}
+
+@test "mandoc -Tlint -W warning is silent for every page" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local p bad=0
+	for p in $PAGES; do
+		run mandoc -Tlint -W warning "$MANDIR/$p"
+		if [ "$status" -ne 0 ] || [ -n "$output" ]; then
+			echo "man/$p (exit $status):"
+			echo "$output"
+			bad=1
+		fi
+	done
+	[ "$bad" -eq 0 ]
+}
