@@ -70,3 +70,143 @@ has_line() {
 count_lines() {
 	grep -Ec -- "$2" "$1" 2>/dev/null || true
 }
+
+# sub_conf FILE PORT [LINE...]: a subscriber config for the gdpub on
+# 127.0.0.1:PORT that retries quickly for a long time, plus extra LINEs
+sub_conf() {
+	local f=$1 port=$2
+	shift 2
+	{
+		printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port"
+		[ $# -eq 0 ] || printf '%s\n' "$@"
+	} > "$f"
+}
+
+# ack_pipeline NAME [GDSUB-OPTS]: spawn `gdsub -c NAME.ini | gdack -c NAME.ini
+# --tee > NAME.out`; stderr goes to NAME.sub.err and NAME.ack.err, and
+# "SUB-STATUS ACK-STATUS" to NAME.rc once both have exited.
+ack_pipeline() {
+	spawn "gdsub -c $1.ini ${2:-} 2> $1.sub.err | gdack -c $1.ini --tee > $1.out 2> $1.ack.err; echo \${PIPESTATUS[*]} > $1.rc"
+}
+
+# feed_open FIFO: make FIFO and hold it open read-write on fd 7 (which does
+# not wait for a reader), so a gdpub reading FIFO gets input when the test
+# writes to fd 7 and end of input at feed_close. Commands spawned while it
+# is open must not keep a copy: spawn them with `spawn CMD 7>&-`.
+feed_open() {
+	mkfifo "$1"
+	exec 7<>"$1"
+}
+
+feed_close() {
+	exec 7>&-
+}
+
+# nlines FILE: number of newline-terminated lines in FILE (0 if missing)
+nlines() {
+	if [ -e "$1" ]; then wc -l < "$1"; else echo 0; fi
+}
+
+# lines_at_least FILE N: true once FILE has N lines or more
+lines_at_least() {
+	[ "$(nlines "$1")" -ge "$2" ]
+}
+
+# file_is FILE TEXT: true when FILE holds exactly TEXT (e.g. an exit status)
+file_is() {
+	[ -e "$1" ] && [ "$(cat "$1")" = "$2" ]
+}
+
+# keys PORT ID...: the keys 127.0.0.1:PORT/ID, one a line
+keys() {
+	local port=$1 id
+	shift
+	for id; do
+		printf '127.0.0.1:%s/%s\n' "$port" "$id"
+	done
+}
+
+# statuses WORD ID...: gdpub status lines "WORD ID", one a line
+statuses() {
+	local w=$1 id
+	shift
+	for id; do
+		printf '%s %s\n' "$w" "$id"
+	done
+}
+
+# expect_fail CODE LINE... -- CMD...: run CMD with stdin from /dev/null,
+# bounded by $EXPECT_TIMEOUT seconds (default 30); check that it exits
+# CODE, writes nothing on stdout and exactly the lines LINE... on stderr.
+expect_fail() {
+	local code=$1 want
+	local -a lines=()
+	shift
+	while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+		lines+=("$1")
+		shift
+	done
+	shift
+	want=$(printf '%s\n' "${lines[@]}")
+	run --separate-stderr timeout "${EXPECT_TIMEOUT:-30}" "$@" </dev/null
+	if [ "$status" -ne "$code" ] || [ -n "$output" ] || [ "$stderr" != "$want" ]; then
+		printf 'command: %s\nexpected status %s, got %s\n' "$*" "$code" "$status"
+		printf 'expected stderr:\n%s\ngot stderr:\n%s\n' "$want" "$stderr"
+		printf 'got stdout:\n%s\n' "$output"
+		return 1
+	fi
+}
+
+# expect_usage PROG LINE -- CMD...: a command-line error: exit 64, LINE
+# then "try 'PROG --help'" on stderr, nothing on stdout.
+expect_usage() {
+	local prog=$1 line=$2
+	shift 3
+	expect_fail 64 "$prog: $line" "try '$prog --help'" -- "$@"
+}
+
+# pub_sock PORT: the control socket gdpub derives for PORT
+pub_sock() {
+	echo "$XDG_RUNTIME_DIR/gdkit/pub-$1.sock"
+}
+
+# sub_sock: the one gdsub control socket in this test's directory
+sub_sock() {
+	local s
+	s=$(compgen -G "$XDG_RUNTIME_DIR/gdkit/sub-*.sock") || return 1
+	[ "$(wc -l <<<"$s")" -eq 1 ] && [ -S "$s" ] && echo "$s"
+}
+
+# has_lines FILE N: true when FILE has exactly N lines
+has_lines() {
+	[ -f "$1" ] && [ "$(wc -l <"$1")" -eq "$2" ]
+}
+
+# ctl_talk SOCKET [LINES]: send stdin to a control socket and print the
+# reply, up to LINES lines (default: until the server closes), for at most
+# 10 seconds; a reset by the server counts as its close.
+ctl_talk() {
+	python3 -c '
+import socket, sys, time
+want = int(sys.argv[2]) if len(sys.argv) > 2 else -1
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.settimeout(10)
+s.connect(sys.argv[1])
+try:
+    s.sendall(sys.stdin.buffer.read())
+except (BrokenPipeError, ConnectionResetError):
+    pass
+got, end = b"", time.monotonic() + 10
+while want < 0 or got.count(b"\n") < want:
+    if time.monotonic() > end:
+        sys.exit("ctl_talk: timed out; got %r" % got)
+    try:
+        b = s.recv(65536)
+    except ConnectionResetError:
+        break
+    if not b:
+        break
+    got += b
+sys.stdout.buffer.write(got)
+' "$@"
+}

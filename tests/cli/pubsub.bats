@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # End-to-end publish -> subscribe -> acknowledge.
 load helpers
+bats_require_minimum_version 1.5.0
 
 @test "1000 blocks reach a GD pipeline in order and are all ACKed" {
 	port=$(free_port)
@@ -15,4 +16,511 @@ load helpers
 	[ "$(cat ack.rc)" -eq 0 ]
 	cut -f2- out.txt | cmp - in.txt
 	[ "$(head -n 1 out.txt | cut -f1)" = "127.0.0.1:$port/1" ]
+}
+
+@test "1000 blocks through two GD pipelines (numSubs=2): each ACKed once, both get all" {
+	port=$(free_port)
+	sub_conf s1.ini "$port"
+	sub_conf s2.ini "$port"
+	ack_pipeline s1
+	ack_pipeline s2
+	seq 1 1000 > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 2 --wait-ready=10 < in.txt
+	assert_success
+	assert_line --index 0 READY
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1000 ]
+	[ -z "$(grep '^ACK ' <<<"$output" | sort | uniq -d)" ]
+	diff <(grep '^ACK ' <<<"$output" | cut -d' ' -f2 | sort -n) in.txt
+	refute_line --regexp '^(NACK|REJECT)'
+	wait_until 10 test -s s1.rc
+	wait_until 10 test -s s2.rc
+	[ "$(cat s1.rc)" = "0 0" ]
+	[ "$(cat s2.rc)" = "0 0" ]
+	cut -f2- s1.out | cmp - in.txt
+	cut -f2- s2.out | cmp - in.txt
+}
+
+@test "blocks that no subscriber acknowledges are NACKed after the timeout; exit 1" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > out.txt 2> sub.err"	# no gdack: nothing is acked
+	seq 1 5 > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.3 --wait-ready=10 < in.txt
+	assert_failure 1
+	assert_equal "$output" "$(printf 'READY\nNACK 1\nNACK 2\nNACK 3\nNACK 4\nNACK 5')"
+	# the subscriber did receive them: it is the acknowledgement that lacked
+	wait_until 5 lines_at_least out.txt 5
+	cut -f2- out.txt | cmp - in.txt
+}
+
+@test "--ids: a block whose ID is already pending is REJECTed, the first one is NACKed" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > out.txt 2> sub.err"	# never acks
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 --ids --wait-ready=10 \
+		< <(printf '5\ta\n5\tb\n')
+	assert_failure 1
+	assert_equal "$output" "$(printf 'READY\nREJECT 5 invalid event block ID: 5 is already pending\nNACK 5')"
+	assert_equal "$stderr" "gdpub: REJECT 5: invalid event block ID: 5 is already pending"
+	# only the first block was published
+	wait_until 5 lines_at_least out.txt 1
+	assert_equal "$(cat out.txt)" "$(printf '127.0.0.1:%s/5\ta' "$port")"
+}
+
+@test "--ids: a malformed line is REJECTed as '-', the rest goes on; exit 1" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	printf '7\tseven\nno tab here\nx1\tbad id\n9\tnine\n' > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --ids --wait-ready=10 < in.txt
+	assert_failure 1
+	assert_line --index 0 READY
+	assert_line 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID'
+	assert_line 'REJECT - malformed line 3: expected ID<TAB>payload with a decimal ID'
+	assert_line 'ACK 7'
+	assert_line 'ACK 9'
+	[ "${#lines[@]}" -eq 5 ]
+	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID\ngdpub: REJECT -: malformed line 3: expected ID<TAB>payload with a decimal ID')"
+	wait_until 10 file_is s.rc "0 0"
+	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/7\tseven\n127.0.0.1:%s/9\tnine' "$port" "$port")"
+}
+
+@test "a block over --max-block-size is REJECTed with its ID, the rest goes on; exit 1" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	# block 4 (3 MB) is also longer than gdpub's input buffer
+	{
+		printf 'short\n0123456789ABCDEFG\nexactly-16-bytes\n'
+		head -c 3000000 /dev/zero | tr '\0' x
+		printf '\nok\n'
+	} > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --max-block-size 16 --wait-ready=10 < in.txt
+	assert_failure 1
+	assert_line --index 0 READY
+	# REJECT comes when the block is read, ACKs when acks come: sort
+	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 3\nACK 5\nREADY\nREJECT 2 block larger than GDpub_maxBlockSize (16 bytes)\nREJECT 4 block larger than GDpub_maxBlockSize (16 bytes)')"
+	assert_equal "$stderr" "$(printf 'gdpub: REJECT 2: block larger than GDpub_maxBlockSize (16 bytes)\ngdpub: REJECT 4: block larger than GDpub_maxBlockSize (16 bytes)')"
+	wait_until 10 file_is s.rc "0 0"
+	assert_equal "$(cut -f2- s.out)" "$(printf 'short\nexactly-16-bytes\nok')"
+}
+
+@test "an acknowledgement connection beyond numSubs is refused; the first subscriber ACKs every block" {
+	port=$(free_port)
+	sub_conf s1.ini "$port"
+	sub_conf s2.ini "$port"
+	ack_pipeline s1
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	wait_until 10 has_line pub.out '^READY$'
+	spawn "gdsub -c s2.ini > s2.out 2> s2.err; echo \$? > s2.rc" 7>&-
+	wait_until 10 has_line s2.err 'refused the acknowledgement connection'
+	seq 1 5 >&7
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	# the subscriber's name is HOSTNAME:CONFIG-PATH, its address 127.0.0.1:ITS-PORT
+	[ "$(nlines pub.err)" -eq 1 ]
+	[[ "$(cat pub.err)" == "gdpub: refused acknowledgement connection from $(hostname):$(realpath s2.ini) (127.0.0.1:"[0-9]*"): numSubs GD subscribers are already connected" ]]
+	wait_until 10 test -s s2.rc
+	{
+		printf 'gdsub: publisher 127.0.0.1:%s refused the acknowledgement connection: the publisher already has numSubs GD subscribers\n' "$port"
+		for i in 1 2 3 4 5; do
+			printf 'gdsub: block 127.0.0.1:%s/%s received but cannot be acknowledged: publisher 127.0.0.1:%s refused: the publisher already has numSubs GD subscribers\n' "$port" "$i" "$port"
+		done
+	} > s2.expected
+	diff s2.expected s2.err
+	# the refused subscriber still receives the blocks
+	cut -f2- s2.out | cmp - <(seq 1 5)
+	wait_until 10 file_is s1.rc "0 0"
+	cut -f2- s1.out | cmp - <(seq 1 5)
+}
+
+@test "a subscriber started before its publisher retries, then connects and acknowledges" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	wait_until 10 has_line s.sub.err "^gdsub: cannot connect to 127\.0\.0\.1:$port: connection refused \(attempt 2 of 200\)$"
+	seq 1 100 > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=10 < in.txt
+	assert_success
+	assert_line --index 0 READY
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 100 ]
+	wait_until 10 file_is s.rc "0 0"
+	cut -f2- s.out | cmp - in.txt
+	# every line gdsub logged is a connection attempt, numbered from 1
+	n=$(wc -l < s.sub.err)
+	[ "$n" -ge 2 ]
+	diff s.sub.err <(for i in $(seq 1 "$n"); do
+		printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt %s of 200)\n' "$port" "$i"
+	done)
+}
+
+@test "an unreachable publisher: gdsub logs each attempt, gives up after maxRetries, exit 69" {
+	port=$(free_port)
+	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --retry-interval 0.05 --max-retries 4
+	assert_failure 69
+	assert_equal "$output" ""
+	assert_equal "$stderr" "$(for i in 1 2 3 4; do
+		printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt %s of 4)\n' "$port" "$i"
+	done; printf 'gdsub: giving up on publisher 127.0.0.1:%s after 4 attempts' "$port")"
+	# the same from a config file, where the option overrides GDsub_maxRetries
+	sub_conf s.ini "$port"
+	run --separate-stderr timeout 20 gdsub -c s.ini --max-retries 2
+	assert_failure 69
+	assert_equal "$stderr" "$(for i in 1 2; do
+		printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt %s of 2)\n' "$port" "$i"
+	done; printf 'gdsub: giving up on publisher 127.0.0.1:%s after 2 attempts' "$port")"
+}
+
+@test "GD and --no-gd subscribers mixed: the receive-only one gets every block, its acks are not needed" {
+	port=$(free_port)
+	sub_conf g.ini "$port"
+	sub_conf n.ini "$port"
+	ack_pipeline g
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdsub -c n.ini --no-gd > n.out 2> n.err; echo \$? > n.rc" 7>&-
+	wait_until 10 has_line pub.out '^READY$'
+	wait_until 10 has_line pub.err 'connected: receive only$'
+	seq 1 200 > in.txt
+	cat in.txt >&7
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	[ "$(grep -c '^ACK ' pub.out)" -eq 200 ]
+	run grep -E '^(NACK|REJECT)' pub.out
+	assert_failure 1
+	wait_until 10 test -s n.rc
+	assert_equal "$(cat n.rc)" 0
+	cut -f2- n.out | cmp - in.txt
+	# nothing but the attempts made before gdpub listened
+	run grep -v 'cannot connect to' n.err
+	assert_output ''
+	wait_until 10 file_is g.rc "0 0"
+	cut -f2- g.out | cmp - in.txt
+}
+
+@test "--resend: a slow pipeline's blocks are resent at the timeout and end ACKed; no NACK, no duplicate" {
+	port=$(free_port)
+	sub_conf fast.ini "$port"
+	sub_conf slow.ini "$port"
+	ack_pipeline fast
+	# the slow stage holds the first block 3 s: past the 2 s timeout (resend),
+	# well before the second one (NACK at 4 s)
+	spawn "gdsub -c slow.ini 2> slow.sub.err |
+		{ IFS= read -r l; sleep 3; printf '%s\n' \"\$l\"; exec cat; } |
+		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
+	seq 1 5 > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 2 -t 2 --resend 1 --wait-ready=10 -v < in.txt
+	assert_success
+	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	[[ "$stderr" == *"gdpub: published 5, ACK 5, NACK 0, REJECT 0, resent 5" ]]
+	# the fast pipeline had acked them: it acks the copies again, silently
+	wait_until 10 file_is fast.rc "0 0"
+	diff fast.out <(keys "$port" 1 2 3 4 5 | paste - in.txt)
+	# the slow one still held them: the copies are dropped as duplicates
+	wait_until 10 file_is slow.rc "0 0 0"
+	diff slow.out <(keys "$port" 1 2 3 4 5 | paste - in.txt)
+}
+
+@test "--resend with --dedup none: the resent copies come out flagged /r and acknowledging them succeeds" {
+	port=$(free_port)
+	sub_conf fast.ini "$port"
+	sub_conf slow.ini "$port" 'GDsub_dedup=none'
+	ack_pipeline fast
+	# as above, the first block is held 3 s, past the 2 s timeout (resend);
+	# once it is ACKed the rest, the resent copies among them, follow
+	spawn "gdsub -c slow.ini 2> slow.sub.err |
+		{ IFS= read -r l; sleep 3; printf '%s\n' \"\$l\"
+		  for i in \$(seq 100); do grep -q '^ACK 1\$' pub.out && break; sleep 0.05; done
+		  exec cat; } |
+		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
+	seq 1 5 > in.txt
+	run timeout 20 bash -c "gdpub -p $port -n 2 -t 2 --resend 1 --wait-ready=10 < in.txt > pub.out 2> pub.err"
+	assert_success
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	wait_until 10 file_is fast.rc "0 0"
+	diff fast.out <(keys "$port" 1 2 3 4 5 | paste - in.txt)
+	wait_until 10 test -s slow.rc
+	diff slow.out <(keys "$port" 1 2 3 4 5 | paste - in.txt;
+		keys "$port" 1 2 3 4 5 | sed 's|$|/r|' | paste - in.txt)
+	assert_equal "$(cat slow.ack.err)" ""
+	assert_equal "$(cat slow.rc)" "0 0 0"
+}
+
+@test "--resend: a GD subscriber that missed a block gets the resent copy flagged /r and ACKs it" {
+	port=$(free_port)
+	sub_conf first.ini "$port"
+	sub_conf late.ini "$port"
+	ack_pipeline first
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 2 -t 2 --resend 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	wait_until 10 has_line pub.err 'connected: GD slot 0, 1 of 2$'
+	printf '%s\n' 1 2 3 >&7
+	feed_close
+	# sent, acked by the first subscriber: 1 ack of 2, pending until the resend
+	wait_until 10 lines_at_least first.out 3
+	ack_pipeline late
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
+	wait_until 10 file_is late.rc "0 0"
+	diff late.out <(keys "$port" 1 2 3 | sed 's|$|/r|' | paste - <(seq 1 3))
+	wait_until 10 file_is first.rc "0 0"
+	diff first.out <(keys "$port" 1 2 3 | paste - <(seq 1 3))
+}
+
+@test "payload bytes are kept: tabs, spaces, empty lines, CR, UTF-8, control bytes, no final newline" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	printf 'a\tb\t\tc\n\n  lead and trail  \n\t\n\n\r\ncr\r\nmid\rcr\nh\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac\n\x01\x1b[0m\x7f\xff\n\\n \\t %%s\nlast without newline ' > in.bin
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=10 < in.bin
+	assert_success
+	assert_equal "$output" "$(echo READY; statuses ACK $(seq 1 12))"
+	wait_until 10 file_is s.rc "0 0"
+	# the last block had no newline: gdsub ends it with one
+	cut -f2- s.out | cmp - <(cat in.bin; echo)
+	cut -f1 s.out | cmp - <(keys "$port" $(seq 1 12))
+}
+
+@test "-0: NUL-terminated payloads with newlines go through gdpub -0, gdsub -0, gdack -0" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini -0 2> s.sub.err | gdack -c s.ini -0 --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	printf 'one\nline two\0two\n\nlines\n\0tab\there\0\0last' > in.bin
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -0 --wait-ready=10 < in.bin
+	assert_success
+	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	wait_until 10 file_is s.rc "0 0"
+	cut -z -f2- s.out | cmp - <(cat in.bin; printf '\0')
+	cut -z -f1 s.out | tr '\0' '\n' | cmp - <(keys "$port" 1 2 3 4 5)
+}
+
+@test "a payload with a newline cannot be written in line format: error naming the key, not acked, NACK" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	printf 'fine\0bad\npayload\0also fine\0' > in.bin
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -0 -t 1 --wait-ready=10 < in.bin
+	assert_failure 1
+	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 3\nNACK 2\nREADY')"
+	assert_line --index 0 READY
+	wait_until 10 test -s s.rc
+	assert_equal "$(grep -v 'cannot connect to' s.sub.err)" "gdsub: block 127.0.0.1:$port/2 cannot be written in line format: its payload contains a newline (use -0); not acknowledged"
+	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/1\tfine\n127.0.0.1:%s/3\talso fine' "$port" "$port")"
+}
+
+@test "--snapshot 3: a late subscriber gets the last 3 blocks flagged /s, gdack skips them" {
+	port=$(free_port)
+	sub_conf first.ini "$port"
+	sub_conf late.ini "$port"
+	# the first GD subscriber leaves after 5 blocks, freeing the one GD slot
+	ack_pipeline first "-C 5"
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 --snapshot 3 --wait-ready=10 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	printf 'b%s\n' 1 2 3 4 5 >&7
+	wait_until 10 file_is first.rc "0 0"
+	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed$"
+	spawn "gdsub -c late.ini 2> late.sub.err |
+		gdack -c late.ini -v --tee > late.out 2> late.ack.err; echo \${PIPESTATUS[*]} > late.rc" 7>&-
+	wait_until 10 lines_at_least late.out 3
+	assert_equal "$(cat late.out)" "$(keys "$port" 3 4 5 | sed 's|$|/s|' | paste - <(printf 'b%s\n' 3 4 5))"
+	echo b6 >&7
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	# the snapshot blocks were not acknowledged again; block 6 was
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3 4 5 6)"
+	wait_until 10 file_is late.rc "0 0"
+	assert_equal "$(sed -n 4p late.out)" "$(printf '127.0.0.1:%s/6\tb6' "$port")"
+	[ "$(nlines late.out)" -eq 4 ]
+	has_line late.ack.err 'gdack: acknowledged 1, failed 0, snapshot skipped 3$'
+	assert_equal "$(cut -f2- first.out)" "$(printf 'b%s\n' 1 2 3 4 5)"
+}
+
+@test "--snapshot with numSubs=0: a late subscriber gets the last blocks flagged /s" {
+	port=$(free_port)
+	sub_conf w.ini "$port"
+	sub_conf late.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port --snapshot 2 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	# a receive-only watcher tells when the blocks are published
+	spawn "gdsub -c w.ini --no-gd > w.out 2> w.err" 7>&-
+	wait_until 10 has_line pub.err 'connected: receive only$'
+	printf 'b%s\n' 1 2 3 4 >&7
+	wait_until 10 lines_at_least w.out 4
+	spawn "gdsub -c late.ini > late.out 2> late.err; echo \$? > late.rc" 7>&-
+	wait_until 10 lines_at_least late.out 2
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	[ ! -s pub.out ]
+	wait_until 10 file_is late.rc 0
+	assert_equal "$(cat late.out)" "$(keys "$port" 3 4 | sed 's|$|/s|' | paste - <(printf 'b%s\n' 3 4))"
+}
+
+@test "first SIGTERM: gdpub stops reading, the pending blocks resolve, exit 0" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	mkfifo gate.fifo
+	# the pipeline holds the acks until the test opens the gate
+	spawn "gdsub -c s.ini 2> s.sub.err | tee seen.txt |
+		{ IFS= read -r l; read -r _ < gate.fifo; printf '%s\n' \"\$l\"; exec cat; } |
+		gdack -c s.ini > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	feed_open in.fifo
+	spawn "exec gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	printf '%s\n' 1 2 3 >&7
+	wait_until 10 lines_at_least seen.txt 3
+	kill -TERM "$pid"
+	wait_until 10 has_line pub.err 'gdpub: SIGTERM: no more input; waiting for 3 pending blocks$'
+	echo 4 >&7	# not read any more
+	timeout 10 sh -c 'echo go > gate.fifo'
+	rc=0
+	wait_pid 10 "$pid" || rc=$?
+	[ "$rc" -eq 0 ]
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
+	wait_until 10 test -s s.rc
+	[ "$(cut -d' ' -f1,4 s.rc)" = "0 0" ]
+	[ "$(cut -f2- seen.txt)" = "$(printf '%s\n' 1 2 3)" ]
+}
+
+@test "first SIGTERM with blocks that are never acked: they are NACKed at their timeout, exit 1" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
+	feed_open in.fifo
+	spawn "exec gdpub -p $port -n 1 -t 1 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	printf '%s\n' 1 2 >&7
+	wait_until 10 lines_at_least seen.txt 2
+	kill -TERM "$pid"
+	rc=0
+	wait_pid 10 "$pid" || rc=$?
+	[ "$rc" -eq 1 ]
+	assert_equal "$(cat pub.out)" "$(printf 'READY\nNACK 1\nNACK 2')"
+}
+
+@test "second SIGTERM: gdpub exits 143 at once with blocks still pending" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
+	feed_open in.fifo
+	spawn "exec gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	printf '%s\n' 1 2 >&7
+	wait_until 10 lines_at_least seen.txt 2
+	kill -TERM "$pid"
+	wait_until 10 has_line pub.err 'gdpub: SIGTERM: no more input; waiting for 2 pending blocks$'
+	kill -TERM "$pid"
+	rc=0
+	wait_pid 5 "$pid" || rc=$?
+	[ "$rc" -eq 143 ]
+	has_line pub.err '^gdpub: second SIGTERM: exiting with 2 blocks pending$'
+	assert_equal "$(cat pub.out)" READY
+}
+
+@test "second SIGINT: gdpub exits 130 at once" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
+	feed_open in.fifo
+	spawn "exec gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	echo 1 >&7
+	wait_until 10 lines_at_least seen.txt 1
+	kill -INT "$pid"
+	wait_until 10 has_line pub.err 'gdpub: SIGINT: no more input; waiting for 1 pending blocks$'
+	kill -INT "$pid"
+	rc=0
+	wait_pid 5 "$pid" || rc=$?
+	[ "$rc" -eq 130 ]
+	has_line pub.err '^gdpub: second SIGINT: exiting with 1 blocks pending$'
+}
+
+@test "gdsub -C 5 exits after 5 unique blocks, acknowledged; the later ones are NACKed" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s "-C 5"
+	seq 1 10 > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 --wait-ready=10 < in.txt
+	assert_failure 1
+	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5; statuses NACK 6 7 8 9 10)"
+	wait_until 10 file_is s.rc "0 0"
+	cut -f2- s.out | cmp - <(seq 1 5)
+}
+
+@test "numSubs=0: no status line at all, exit 0; a subscriber still gets every block" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdsub -c s.ini > s.out 2> s.err; echo \$? > s.rc" 7>&-
+	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
+	seq 1 50 > in.txt
+	cat in.txt >&7
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	[ ! -s pub.out ]
+	# nothing to acknowledge: gdsub ends with the stream
+	wait_until 10 file_is s.rc 0
+	cut -f2- s.out | cmp - in.txt
+	assert_equal "$(grep -v 'cannot connect to' s.err)" "gdsub: warning: publisher 127.0.0.1:$port runs with numSubs=0: its blocks need no acknowledgement"
+}
+
+@test "numSubs=0: a gdsub | gdack pipeline succeeds, its blocks need no acknowledgement" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	ack_pipeline s 7>&-
+	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
+	seq 1 50 > in.txt
+	cat in.txt >&7
+	feed_close
+	wait_until 10 file_is pub.rc 0
+	[ ! -s pub.out ]
+	wait_until 10 test -s s.rc
+	cut -f2- s.out | cmp - in.txt
+	assert_equal "$(cat s.ack.err)" ""
+	assert_equal "$(cat s.rc)" "0 0"
+}
+
+@test "numSubs=0 without any subscriber: no status line, exit 0, a warning" {
+	port=$(free_port)
+	run --separate-stderr timeout 20 gdpub -p "$port" < <(seq 1 3)
+	assert_success
+	assert_equal "$output" ""
+	assert_equal "$stderr" "gdpub: warning: 3 of 3 blocks were published while no subscriber was connected"
+}
+
+@test "--wait-ready=0.3 with no subscriber: exit 69, no READY within" {
+	port=$(free_port)
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=0.3 < <(seq 1 3)
+	assert_failure 69
+	assert_equal "$output" ""
+	assert_equal "$stderr" "gdpub: no READY within 0.3 seconds: 0 of 1 GD subscribers connected"
+}
+
+@test "--max-pending 10: no more than 10 blocks are out until one resolves" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# acked by hand below
+	seq 1 25 > in.txt
+	spawn "gdpub -p $port -n 1 -t 30 --max-pending 10 --wait-ready=10 < in.txt > pub.out 2> pub.err"
+	wait_until 10 lines_at_least seen.txt 10
+	# were gdpub not holding back, blocks 11-25 would be in the same batch
+	wait_until 10 has_line pub.out '^READY$'
+	[ "$(nlines seen.txt)" -eq 10 ]
+	run timeout 20 gdack -c s.ini "127.0.0.1:$port/1" "127.0.0.1:$port/2"
+	assert_success
+	wait_until 10 lines_at_least seen.txt 12
+	wait_until 10 has_line pub.out '^ACK 2$'
+	[ "$(nlines seen.txt)" -eq 12 ]
+	[ "$(cut -f2- seen.txt)" = "$(seq 1 12)" ]
+	assert_equal "$(cat pub.out)" "$(printf 'READY\nACK 1\nACK 2')"
 }
