@@ -70,7 +70,7 @@ uint32_t gd_dedup_prune(struct gd_dedup *d, uint64_t floor)
 
 	while ((s = d->fhead) != GD_NONE) {
 		struct gd_dent *e = &d->e[s];
-		if (e->seq >= floor || e->state == GD_DS_EMITTED)
+		if (e->seq >= floor || e->state == GD_DS_EMITTED || e->extra > 0)
 			break;
 		d->fhead = e->fnext;
 		if (d->fhead == GD_NONE)

@@ -2,7 +2,7 @@
  * state (emitted and waiting for gdack, acknowledged, dropped). Entries are
  * also kept in arrival order so the publisher's floor (every seq below it
  * resolved, never sent again) frees them in O(1) each; an entry still
- * waiting for its ack is kept until acknowledged. */
+ * waiting for an ack (of the block or of a copy) is kept until then. */
 #ifndef GD_DEDUP_H
 #define GD_DEDUP_H
 

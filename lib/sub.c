@@ -219,7 +219,8 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
 		if (s->conf->dedup != GD_DEDUP_NONE || s->closing)
 			return;
 		/* at-least-once: the copy goes out too and needs its own ack */
-		if (e->state == GD_DS_EMITTED && e->extra < UINT16_MAX) {
+		if ((e->state == GD_DS_EMITTED || e->state == GD_DS_ACKED) &&
+		    e->extra < UINT16_MAX) {
 			e->extra++;
 			s->unacked++;
 		} else if (e->state != GD_DS_DONE || gd ||
@@ -539,15 +540,22 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 	e = gd_dedup_at(&pc->dd, slot);
 	if (e->state == GD_DS_DONE)
 		return "the block was not written on stdout";
-	if (pc->state == PS_ENDED)
-		return "the publisher has ended its stream";
 	if (e->state == GD_DS_EMITTED) {
-		if (e->extra > 0)
-			e->extra--;	/* one of several copies (--dedup none) */
-		else
-			e->state = GD_DS_ACKED;
+		if (pc->state == PS_ENDED) {
+			/* the publisher resolved it without us: it was NACKed */
+			s->unacked -= 1u + e->extra;
+			e->state = GD_DS_DONE;
+			e->extra = 0;
+			return "the publisher ended its stream before this acknowledgement";
+		}
+		e->state = GD_DS_ACKED;
+		s->unacked--;
+	} else if (e->extra > 0) {
+		e->extra--;	/* another copy done (--dedup none) */
 		s->unacked--;
 	}
+	if (pc->state == PS_ENDED)
+		return NULL;	/* acknowledged before; nothing left to send */
 	queue_ack(pc, id);
 	pc->n_acked++;
 	return NULL;
