@@ -46,7 +46,7 @@ static const struct key keys[] = {
 	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1, 0 },
 	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1, 0 },
 	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1, 0 },
-	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 1000, NULL, 1, 0 },
+	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 255, NULL, 1, 0 },
 	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1, 0 },
 	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 0, 1 },
 	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 0, 0 },

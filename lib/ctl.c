@@ -152,6 +152,8 @@ static void client_close(struct gd_ctl_client *cl)
 		cl->pprev = NULL;
 	}
 	uv_close((uv_handle_t *)&cl->h, client_closed);
+	if (cl->srv->open && cl->srv->on_gone)
+		cl->srv->on_gone(cl->srv->user);
 }
 
 static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)

@@ -55,6 +55,7 @@ struct gd_ctl_srv {
 	uv_loop_t *loop;
 	char path[108];
 	gd_ctl_line_cb cb;
+	void (*on_gone)(void *user);	/* a client disconnected */
 	void *user;
 	struct gd_ctl_client *clients;
 	int open;

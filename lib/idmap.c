@@ -1,8 +1,14 @@
-/* id -> slot hash (see idmap.h). */
+/* id -> slot hash (see idmap.h). Deletion leaves a tombstone, so it costs
+ * O(1) and reads nothing from the caller's array; tombstones are reused by
+ * inserts and cleared by a rebuild once they crowd the table. */
 #include "idmap.h"
 
 #include <stdlib.h>
 #include <string.h>
+
+#define SLOT_MASK ((1u << GD_IDMAP_SLOT_BITS) - 1)
+#define EMPTY UINT32_MAX		/* never a slot (slots < SLOT_MASK) */
+#define TOMB (UINT32_MAX - 1)
 
 static inline uint64_t key_at(const void *base, size_t stride, uint32_t slot)
 {
@@ -10,9 +16,6 @@ static inline uint64_t key_at(const void *base, size_t stride, uint32_t slot)
 	memcpy(&k, (const char *)base + (size_t)slot * stride, sizeof(k));
 	return k;
 }
-
-#define SLOT_MASK GD_IDMAP_MAX_SLOTS
-#define EMPTY UINT32_MAX	/* tag 63 with slot SLOT_MASK: never a slot */
 
 static inline uint64_t mix(uint64_t key)
 {
@@ -29,14 +32,11 @@ static inline uint32_t home_of(const struct gd_idmap *m, uint64_t key)
 	    m->mask;
 }
 
-static inline uint32_t tag(uint64_t h)
+/* 6 bits of the hash beside the slot: a probe that meets another id
+ * rarely needs to read it */
+static inline uint32_t tag_of(uint64_t key)
 {
-	return (uint32_t)((h >> 8) & 63) << GD_IDMAP_SLOT_BITS;
-}
-
-static inline uint32_t hash(const struct gd_idmap *m, uint64_t key)
-{
-	return home_of(m, key);
+	return (uint32_t)((mix(key) >> 8) & 63) << GD_IDMAP_SLOT_BITS;
 }
 
 static int alloc_table(struct gd_idmap *m, unsigned bits)
@@ -48,6 +48,7 @@ static int alloc_table(struct gd_idmap *m, unsigned bits)
 	memset(m->t, 0xff, cap * sizeof(*m->t));
 	m->mask = (uint32_t)(cap - 1);
 	m->shift = 64 - bits;
+	m->tombs = 0;
 	return 0;
 }
 
@@ -70,11 +71,10 @@ void gd_idmap_free(struct gd_idmap *m)
 uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
     const void *base, size_t stride)
 {
-	uint64_t h = mix(key);
-	uint32_t i = home_of(m, key), b, t = tag(h);
+	uint32_t i = home_of(m, key), b, t = tag_of(key);
 
 	while ((b = m->t[i]) != EMPTY) {
-		if ((b & ~SLOT_MASK) == t &&
+		if (b != TOMB && (b & ~SLOT_MASK) == t &&
 		    key_at(base, stride, b & SLOT_MASK) == key)
 			return b & SLOT_MASK;
 		i = (i + 1) & m->mask;
@@ -84,32 +84,49 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 
 static void insert(struct gd_idmap *m, uint64_t key, uint32_t slot)
 {
-	uint64_t h = mix(key);
 	uint32_t i = home_of(m, key);
-	while (m->t[i] != EMPTY)
+	while (m->t[i] != EMPTY && m->t[i] != TOMB)
 		i = (i + 1) & m->mask;
-	m->t[i] = tag(h) | slot;
+	if (m->t[i] == TOMB)
+		m->tombs--;
+	m->t[i] = tag_of(key) | slot;
+}
+
+/* Rebuild into 2^bits buckets, dropping tombstones. */
+static int rebuild(struct gd_idmap *m, unsigned bits, const void *base,
+    size_t stride)
+{
+	struct gd_idmap n;
+	uint32_t i;
+
+	if (bits > 31 || alloc_table(&n, bits) != 0)
+		return -1;
+	for (i = 0; i <= m->mask; i++)
+		if (m->t[i] != EMPTY && m->t[i] != TOMB)
+			insert(&n, key_at(base, stride, m->t[i] & SLOT_MASK),
+			    m->t[i] & SLOT_MASK);
+	free(m->t);
+	m->t = n.t;
+	m->mask = n.mask;
+	m->shift = n.shift;
+	m->tombs = 0;
+	return 0;
 }
 
 int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride)
 {
-	if (slot >= SLOT_MASK)
+	uint64_t cap = (uint64_t)m->mask + 1;
+
+	if (slot >= GD_IDMAP_MAX_SLOTS)	/* the top two are EMPTY, TOMB */
 		return -1;
-	if ((uint64_t)(m->count + 1) * 2 > (uint64_t)m->mask + 1) {
-		struct gd_idmap n;
-		uint32_t i;
-		unsigned bits = 64 - m->shift + 1;
-		if (bits > 31 || alloc_table(&n, bits) != 0)
+	/* live entries and tombstones together stay under half the table */
+	if ((uint64_t)(m->count + m->tombs + 1) * 2 > cap) {
+		unsigned bits = 64 - m->shift;
+		if ((uint64_t)(m->count + 1) * 4 > cap)
+			bits++;		/* really full: grow */
+		if (rebuild(m, bits, base, stride) != 0)
 			return -1;
-		for (i = 0; i <= m->mask; i++)
-			if (m->t[i] != EMPTY)
-				insert(&n, key_at(base, stride, m->t[i] & SLOT_MASK),
-				    m->t[i] & SLOT_MASK);
-		free(m->t);
-		m->t = n.t;
-		m->mask = n.mask;
-		m->shift = n.shift;
 	}
 	insert(m, key, slot);
 	m->count++;
@@ -119,27 +136,29 @@ int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
 void gd_idmap_del(struct gd_idmap *m, uint64_t key, const void *base,
     size_t stride)
 {
-	uint32_t i = hash(m, key), j, s;
+	uint32_t i = home_of(m, key), b, t = tag_of(key);
 
-	while ((s = m->t[i]) != EMPTY &&
-	    key_at(base, stride, s & SLOT_MASK) != key)
+	while ((b = m->t[i]) != EMPTY) {
+		if (b != TOMB && (b & ~SLOT_MASK) == t &&
+		    key_at(base, stride, b & SLOT_MASK) == key)
+			break;
 		i = (i + 1) & m->mask;
-	if (s == EMPTY)
+	}
+	if (b == EMPTY)
 		return;
 	m->count--;
-	/* backward shift: move later entries of the run into the hole */
-	j = i;
-	for (;;) {
-		uint32_t h;
-		j = (j + 1) & m->mask;
-		if ((s = m->t[j]) == EMPTY)
-			break;
-		h = hash(m, key_at(base, stride, s & SLOT_MASK));
-		/* s may move to i only if its home h is not in (i, j] */
-		if (((j - h) & m->mask) >= ((j - i) & m->mask)) {
-			m->t[i] = s;
-			i = j;
+	/* at the end of a run no probe needs the marker: empty it, and any
+	 * tombstones just before it */
+	if (m->t[(i + 1) & m->mask] == EMPTY) {
+		m->t[i] = EMPTY;
+		i = (i - 1) & m->mask;
+		while (m->t[i] == TOMB) {
+			m->t[i] = EMPTY;
+			m->tombs--;
+			i = (i - 1) & m->mask;
 		}
+	} else {
+		m->t[i] = TOMB;
+		m->tombs++;
 	}
-	m->t[i] = EMPTY;
 }

@@ -1,7 +1,7 @@
 /* An open-addressing hash from 64-bit ids to slot numbers (< 2^26). It keeps
  * only the slot: the id lives in the caller's array (first field of each
- * element), so a pending block costs 4-8 bytes here. Linear probing with
- * backward-shift deletion: no tombstones, lookups stay short. */
+ * element), so a pending block costs 4-8 bytes here. Linear probing;
+ * deletion leaves tombstones, cleared by rebuilds. */
 #ifndef GD_IDMAP_H
 #define GD_IDMAP_H
 
@@ -12,12 +12,13 @@
 /* Buckets hold a 26-bit slot and a 6-bit tag from the hash, so a probe
  * that misses rarely touches the caller's array (no cache miss). */
 #define GD_IDMAP_SLOT_BITS 26
-#define GD_IDMAP_MAX_SLOTS ((1u << GD_IDMAP_SLOT_BITS) - 1)
+#define GD_IDMAP_MAX_SLOTS ((1u << GD_IDMAP_SLOT_BITS) - 2)
 
 struct gd_idmap {
 	uint32_t *t;
 	uint32_t mask;		/* capacity - 1, capacity a power of two */
 	uint32_t count;
+	uint32_t tombs;		/* deleted buckets not yet reused */
 	unsigned shift;
 };
 

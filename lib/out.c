@@ -92,9 +92,28 @@ static void fail(struct gd_out *o, int err)
 		o->on_error(o, err);
 }
 
+/* Close fd for good. libuv leaves fds 0-2 open when it closes a handle,
+ * but the reader must see EOF: put /dev/null in its place instead. */
+static void release_fd(int fd)
+{
+	int nul;
+
+	if (fd > 2) {
+		close(fd);
+		return;
+	}
+	nul = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (nul < 0 || dup2(nul, fd) < 0)
+		close(fd);
+	if (nul >= 0 && nul != fd)
+		close(nul);
+}
+
 static void closed_cb(uv_handle_t *h)
 {
 	struct gd_out *o = h->data;
+	if (o->fd <= 2)
+		release_fd(o->fd);
 	o->closed = 1;
 	if (o->close_cb)
 		o->close_cb(h);
@@ -105,7 +124,7 @@ static void do_close(struct gd_out *o)
 	if (o->async)
 		uv_close((uv_handle_t *)&o->h, closed_cb);
 	else {
-		close(o->fd);
+		release_fd(o->fd);
 		o->closed = 1;
 		if (o->close_cb)
 			o->close_cb(NULL);

@@ -88,7 +88,7 @@ static int grow_bits(struct gd_pending *p, uint64_t seq)
 }
 
 uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
-    const uint8_t *data, uint32_t len, uint32_t owner, uint64_t now_ns)
+    uint32_t off, uint32_t len, uint32_t owner, uint64_t now_ns)
 {
 	uint32_t s;
 	struct gd_pend *e;
@@ -110,13 +110,11 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 	e = &p->e[s];
 	p->free_head = e->next;
 	e->acked = 0;
-	e->data = data;
+	e->off = off;
 	e->sent_ns = now_ns;
 	e->len = len;
-	e->owner = owner;
+	e->owner_res = owner & GD_PEND_MAX_OWNER;
 	e->seq32 = (uint32_t)seq;
-	e->resends = 0;
-	e->nacks = 0;
 	e->next = GD_NONE;
 	e->prev = p->tail;
 	if (p->tail != GD_NONE)
@@ -175,10 +173,7 @@ void gd_pending_clear_bit(struct gd_pending *p, unsigned bit)
 	uint32_t s;
 
 	for (s = p->head; s != GD_NONE; s = p->e[s].next)
-		if (p->e[s].acked & m) {
-			p->e[s].acked &= ~m;
-			p->e[s].nacks--;
-		}
+		p->e[s].acked &= ~m;
 }
 
 uint64_t gd_pending_floor(struct gd_pending *p, uint64_t next_seq)

@@ -14,15 +14,35 @@
 struct gd_pend {
 	uint64_t id;		/* first: the idmap key */
 	uint64_t acked;		/* one bit per GD subscriber slot */
-	const uint8_t *data;
 	uint64_t sent_ns;	/* last (re)send; deadline = sent_ns + timeout */
 	uint32_t len;
-	uint32_t owner;		/* caller's tag (the buffer holding data) */
+	uint32_t off;		/* payload offset in the owner's buffer */
+	uint32_t owner_res;	/* owner (caller's buffer tag, 24 bits), resends */
 	uint32_t prev, next;	/* deadline list; next links free slots */
 	uint32_t seq32;		/* low bits of the sequence index */
-	uint16_t resends;
-	uint16_t nacks;		/* acks counted (popcount of acked) */
-};
+};				/* 48 bytes: the budget is 64 per pending block */
+
+#define GD_PEND_MAX_OWNER ((1u << 24) - 1)
+#define GD_PEND_MAX_RESENDS 255
+
+static inline uint32_t gd_pend_owner(const struct gd_pend *e)
+{
+	return e->owner_res & GD_PEND_MAX_OWNER;
+}
+static inline unsigned gd_pend_resends(const struct gd_pend *e)
+{
+	return e->owner_res >> 24;
+}
+static inline void gd_pend_resent(struct gd_pend *e)
+{
+	if (gd_pend_resends(e) < GD_PEND_MAX_RESENDS)
+		e->owner_res += 1u << 24;
+}
+/* distinct acknowledgements so far */
+static inline unsigned gd_pend_nacks(const struct gd_pend *e)
+{
+	return (unsigned)__builtin_popcountll(e->acked);
+}
 
 struct gd_pending {
 	struct gd_pend *e;
@@ -48,10 +68,11 @@ static inline uint32_t gd_pending_find(const struct gd_pending *p, uint64_t id)
 {
 	return gd_idmap_get(&p->map, id, p->e, sizeof(*p->e));
 }
-/* Add a block; seq must be larger than any seq added before. Returns its
- * slot, or GD_NONE when out of memory. The id must not be pending. */
+/* Add a block; seq must be larger than any seq added before, owner at
+ * most GD_PEND_MAX_OWNER. Returns its slot, or GD_NONE when out of memory.
+ * The id must not be pending. */
 uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
-    const uint8_t *data, uint32_t len, uint32_t owner, uint64_t now_ns);
+    uint32_t off, uint32_t len, uint32_t owner, uint64_t now_ns);
 /* Resolve (ACK or final NACK): forget the block. */
 void gd_pending_remove(struct gd_pending *p, uint32_t slot);
 /* Record an ack from GD slot bit; returns the number of distinct acks. */
@@ -59,12 +80,8 @@ static inline unsigned gd_pending_ack(struct gd_pending *p, uint32_t slot,
     unsigned bit)
 {
 	struct gd_pend *e = &p->e[slot];
-	uint64_t m = (uint64_t)1 << bit;
-	if ((e->acked & m) == 0) {
-		e->acked |= m;
-		e->nacks++;
-	}
-	return e->nacks;
+	e->acked |= (uint64_t)1 << bit;
+	return gd_pend_nacks(e);
 }
 /* Earliest deadline (ns), or 0 when nothing is pending. */
 static inline uint64_t gd_pending_deadline(const struct gd_pending *p)

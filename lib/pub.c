@@ -256,7 +256,7 @@ static void resolve(struct pub *p, uint32_t slot, int acked)
 		status_line(p, "NACK", e->id);
 		p->n_nack++;
 	}
-	gd_chunk_unref(&p->in, gd_input_chunk(&p->in, e->owner));
+	gd_chunk_unref(&p->in, gd_input_chunk(&p->in, gd_pend_owner(e)));
 	gd_pending_remove(&p->pend, slot);
 	if (p->pend.count + 1 == (uint64_t)p->conf->max_pending)
 		kick(p);
@@ -280,15 +280,16 @@ static void on_timer(uv_timer_t *t)
 	p->now = uv_hrtime();
 	while ((s = gd_pending_expired(&p->pend, p->now)) != GD_NONE) {
 		struct gd_pend *e = gd_pending_at(&p->pend, s);
-		if (e->resends < p->conf->resend) {
+		if (gd_pend_resends(e) < p->conf->resend) {
 			struct gd_block b = { e->id, 0, real_ns(), GD_FL_RESENT,
-				e->len, e->data };
+				e->len, gd_input_chunk(&p->in,
+				gd_pend_owner(e))->data + e->off };
 			/* the sequence index is kept so --dedup index works */
 			b.seq = p->next_seq - ((uint32_t)p->next_seq - e->seq32);
-			e->resends++;
+			gd_pend_resent(e);
 			p->n_resent++;
 			gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
-			    e->id, e->resends, p->conf->resend);
+			    e->id, gd_pend_resends(e), p->conf->resend);
 			bcast_block(p, &b);
 			gd_pending_touch(&p->pend, s, p->now);
 		} else {
@@ -369,8 +370,9 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 	b.data = pl;
 	bcast_block(p, &b);
 	if (p->gd) {
-		uint32_t s = gd_pending_add(&p->pend, b.id, b.seq, pl,
-		    (uint32_t)plen, c->idx, p->now);
+		uint32_t s = c->idx > GD_PEND_MAX_OWNER ? GD_NONE :
+		    gd_pending_add(&p->pend, b.id, b.seq,
+		    (uint32_t)(pl - c->data), (uint32_t)plen, c->idx, p->now);
 		if (s == GD_NONE) {
 			gd_err("out of memory for the pending table; stopping input");
 			p->eof = 1;
@@ -795,8 +797,8 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 			double left = (double)(int64_t)(e->sent_ns +
 			    p->pend.timeout_ns - now) / 1e9;
 			gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\n",
-			    e->id, p->origin, e->id, e->nacks, p->needed, age,
-			    left < 0 ? 0 : left, e->resends, e->len);
+			    e->id, p->origin, e->id, gd_pend_nacks(e), p->needed,
+			    age, left < 0 ? 0 : left, gd_pend_resends(e), e->len);
 		}
 	} else if (strcmp(line, "stats") == 0) {
 		double up = (double)(now - p->t_start) / 1e9;

@@ -66,6 +66,7 @@ struct sub {
 };
 
 static void finish(struct sub *s, int code);
+static void maybe_done(struct sub *s);
 static void begin_close(struct sub *s, const char *why);
 static void start_connect(struct pconn *pc);
 
@@ -592,8 +593,7 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 			    cl->failed);
 			gd_ctl_reply(cl, cl->fail, cl->faillen);
 			cl->faillen = 0;
-			if (s->closing && s->unacked == 0)
-				finish(s, GD_EX_OK);
+			maybe_done(s);
 		}
 		return 0;
 	}
@@ -688,6 +688,21 @@ static void out_closed(uv_handle_t *h)
 	(void)h;
 }
 
+/* Once stdout is closed, exit when every block written is acknowledged
+ * and the gdack that reads our pipeline has gone (it may still be sending
+ * keys that need no acknowledgement, as with numSubs=0). */
+static void maybe_done(struct sub *s)
+{
+	if (s->closing && !s->done && (s->unacked == 0 || !s->conf->gd) &&
+	    s->ctl.clients == NULL)
+		finish(s, GD_EX_OK);
+}
+
+static void on_ctl_gone(void *user)
+{
+	maybe_done(user);
+}
+
 static void begin_close(struct sub *s, const char *why)
 {
 	if (s->closing)
@@ -696,11 +711,8 @@ static void begin_close(struct sub *s, const char *why)
 	if (why)
 		gd_trace(1, "closing standard output: %s", why);
 	gd_out_close(&s->out, out_closed);
-	if (s->unacked == 0 || !s->conf->gd) {
-		finish(s, GD_EX_OK);
-		return;
-	}
 	uv_timer_start(&s->linger, on_linger, (uint64_t)(s->opt.linger * 1000), 0);
+	maybe_done(s);
 }
 
 static void pc_shut(uv_shutdown_t *req, int status)
@@ -785,6 +797,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if ((rc = gd_ctl_path_sub(conf, path, sizeof(path))) != 0 ||
 	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
 		goto out;
+	s->ctl.on_gone = on_ctl_gone;
 	s->pc = calloc(conf->npubs, sizeof(*s->pc));
 	if (s->pc == NULL) {
 		rc = GD_EX_FAIL;

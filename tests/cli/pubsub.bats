@@ -490,6 +490,28 @@ bats_require_minimum_version 1.5.0
 	assert_equal "$(cat s.rc)" "0 0"
 }
 
+@test "numSubs=0: a slow pipeline still acknowledges its blocks after the publisher ended" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	# the middle stage holds the first block until gdpub has exited
+	spawn "gdsub -c s.ini 2> s.sub.err |
+		{ IFS= read -r l
+		  for i in \$(seq 200); do [ -s pub.rc ] && break; sleep 0.05; done
+		  printf '%s\n' \"\$l\"; exec cat; } |
+		gdack -c s.ini --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
+	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
+	seq 1 5 >&7
+	feed_close
+	wait_until 10 file_is pub.rc 0
+	[ ! -s pub.out ]
+	wait_until 15 test -s s.rc
+	assert_equal "$(cat s.ack.err)" ""
+	cut -f2- s.out | cmp - <(seq 1 5)
+	assert_equal "$(cat s.rc)" "0 0 0"
+}
+
 @test "numSubs=0 without any subscriber: no status line, exit 0, a warning" {
 	port=$(free_port)
 	run --separate-stderr timeout 20 gdpub -p "$port" < <(seq 1 3)

@@ -557,7 +557,7 @@ TEST(pub_values_stored)
 	    "GDpub_host=pub.example\n"
 	    "GDpub_maxPending=1\n"
 	    "GDpub_maxBlockSize=0\n"
-	    "GDpub_resend=1000\n"
+	    "GDpub_resend=255\n"
 	    "GDpub_snapshot=16777216\n"
 	    "GDpub_ctl=/tmp/x.sock\n"
 	    "GDpub_fsync=batch\n"
@@ -572,7 +572,7 @@ TEST(pub_values_stored)
 	ASSERT_STR(c.host, "pub.example");
 	ASSERT_EQ(c.max_pending, 1);
 	ASSERT_EQ(c.max_block, 0);
-	ASSERT_EQ(c.resend, 1000);
+	ASSERT_EQ(c.resend, 255);
 	ASSERT_EQ(c.snapshot, 1 << 24);
 	ASSERT_STR(c.pub_ctl, "/tmp/x.sock");
 	ASSERT_EQ(c.fsync, GD_FSYNC_BATCH);

@@ -57,15 +57,14 @@ TEST(empty_table)
 
 TEST(add_find_remove)
 {
-	static const uint8_t d1[] = "one", d2[] = "two", d3[] = "three";
 	struct gd_pending p;
 	uint32_t s1, s2, s3;
 	struct gd_pend *e;
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 16), 0);
-	s1 = gd_pending_add(&p, 101, 1, d1, 3, 7, 10);
-	s2 = gd_pending_add(&p, 0, 2, d2, 3, 8, 20);		/* id 0 is an id */
-	s3 = gd_pending_add(&p, UINT64_MAX, 3, d3, 5, 9, 30);
+	s1 = gd_pending_add(&p, 101, 1, 0, 3, 7, 10);
+	s2 = gd_pending_add(&p, 0, 2, 3, 3, 8, 20);		/* id 0 is an id */
+	s3 = gd_pending_add(&p, UINT64_MAX, 3, 6, 5, 9, 30);
 	ASSERT(s1 != GD_NONE && s2 != GD_NONE && s3 != GD_NONE);
 	ASSERT(s1 != s2 && s2 != s3 && s1 != s3);
 	ASSERT_EQ(p.count, 3);
@@ -76,14 +75,14 @@ TEST(add_find_remove)
 
 	e = gd_pending_at(&p, s3);
 	ASSERT_U64(e->id, UINT64_MAX);
-	ASSERT(e->data == d3);
+	ASSERT_EQ(e->off, 6);
 	ASSERT_EQ(e->len, 5);
-	ASSERT_EQ(e->owner, 9);
+	ASSERT_EQ(gd_pend_owner(e), 9);
 	ASSERT_U64(e->sent_ns, 30);
 	ASSERT_EQ(e->seq32, 3);
 	ASSERT_U64(e->acked, 0);
-	ASSERT_EQ(e->nacks, 0);
-	ASSERT_EQ(e->resends, 0);
+	ASSERT_EQ(gd_pend_nacks(e), 0);
+	ASSERT_EQ(gd_pend_resends(e), 0);
 	ASSERT(list_ok(&p));
 
 	gd_pending_remove(&p, s2);
@@ -101,7 +100,7 @@ TEST(add_find_remove)
 	ASSERT_EQ(p.head, GD_NONE);
 	ASSERT_EQ(p.tail, GD_NONE);
 	/* the same ids can be pending again */
-	s1 = gd_pending_add(&p, 101, 4, d1, 3, 0, 40);
+	s1 = gd_pending_add(&p, 101, 4, 0, 3, 0, 40);
 	ASSERT(s1 != GD_NONE);
 	ASSERT_EQ(gd_pending_find(&p, 101), s1);
 	ASSERT(list_ok(&p));
@@ -114,17 +113,17 @@ TEST(ack_counting)
 	uint32_t s, t;
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
-	s = gd_pending_add(&p, 1, 1, NULL, 0, 0, 0);
-	t = gd_pending_add(&p, 2, 2, NULL, 0, 0, 0);
+	s = gd_pending_add(&p, 1, 1, 0, 0, 0, 0);
+	t = gd_pending_add(&p, 2, 2, 0, 0, 0, 0);
 	ASSERT_EQ(gd_pending_ack(&p, s, 0), 1);
 	ASSERT_EQ(gd_pending_ack(&p, s, 0), 1);	/* same bit twice: once */
 	ASSERT_EQ(gd_pending_ack(&p, s, 63), 2);
 	ASSERT_EQ(gd_pending_ack(&p, s, 5), 3);
 	ASSERT_EQ(gd_pending_ack(&p, s, 63), 3);
 	ASSERT_U64(gd_pending_at(&p, s)->acked, (1ull << 0) | (1ull << 5) | (1ull << 63));
-	ASSERT_EQ(gd_pending_at(&p, s)->nacks, 3);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s)), 3);
 	/* acks of one block do not touch another */
-	ASSERT_EQ(gd_pending_at(&p, t)->nacks, 0);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, t)), 0);
 	ASSERT_EQ(gd_pending_ack(&p, t, 5), 1);
 	ASSERT_EQ(gd_pending_ack(&p, t, 6), 2);
 	gd_pending_free(&p);
@@ -138,7 +137,7 @@ TEST(clear_bit)
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
 	for (i = 0; i < 4; i++)
-		s[i] = gd_pending_add(&p, 10 + i, i, NULL, 0, 0, i);
+		s[i] = gd_pending_add(&p, 10 + i, i, 0, 0, 0, i);
 	gd_pending_ack(&p, s[0], 3);
 	gd_pending_ack(&p, s[0], 4);
 	gd_pending_ack(&p, s[1], 4);
@@ -146,19 +145,19 @@ TEST(clear_bit)
 	gd_pending_ack(&p, s[3], 63);
 	gd_pending_clear_bit(&p, 3);
 	ASSERT_U64(gd_pending_at(&p, s[0])->acked, 1ull << 4);
-	ASSERT_EQ(gd_pending_at(&p, s[0])->nacks, 1);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
 	ASSERT_U64(gd_pending_at(&p, s[1])->acked, 1ull << 4);
-	ASSERT_EQ(gd_pending_at(&p, s[1])->nacks, 1);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[1])), 1);
 	ASSERT_U64(gd_pending_at(&p, s[2])->acked, 0);
-	ASSERT_EQ(gd_pending_at(&p, s[2])->nacks, 0);
-	ASSERT_EQ(gd_pending_at(&p, s[3])->nacks, 1);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[2])), 0);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[3])), 1);
 	/* clearing again changes nothing; the slot can ack anew */
 	gd_pending_clear_bit(&p, 3);
-	ASSERT_EQ(gd_pending_at(&p, s[0])->nacks, 1);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
 	ASSERT_EQ(gd_pending_ack(&p, s[2], 3), 1);
 	gd_pending_clear_bit(&p, 63);
 	ASSERT_U64(gd_pending_at(&p, s[3])->acked, 0);
-	ASSERT_EQ(gd_pending_at(&p, s[3])->nacks, 0);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[3])), 0);
 	gd_pending_free(&p);
 }
 
@@ -168,9 +167,9 @@ TEST(expired_deadline_touch)
 	uint32_t a, b, c;
 
 	ASSERT_EQ(gd_pending_init(&p, 100, 0), 0);
-	a = gd_pending_add(&p, 1, 1, NULL, 0, 0, 0);
-	b = gd_pending_add(&p, 2, 2, NULL, 0, 0, 10);
-	c = gd_pending_add(&p, 3, 3, NULL, 0, 0, 20);
+	a = gd_pending_add(&p, 1, 1, 0, 0, 0, 0);
+	b = gd_pending_add(&p, 2, 2, 0, 0, 0, 10);
+	c = gd_pending_add(&p, 3, 3, 0, 0, 0, 20);
 	ASSERT_U64(gd_pending_deadline(&p), 100);
 	ASSERT_EQ(gd_pending_expired(&p, 99), GD_NONE);
 	ASSERT_EQ(gd_pending_expired(&p, 100), a);	/* at the deadline */
@@ -224,7 +223,7 @@ TEST(expiry_order_many)
 
 	ASSERT_EQ(gd_pending_init(&p, 500, 0), 0);
 	for (i = 0; i < N; i++)
-		gd_pending_add(&p, id_of(i), i, NULL, 0, 0, now + i / 10);
+		gd_pending_add(&p, id_of(i), i, 0, 0, 0, now + i / 10);
 	/* walk time forward; expired blocks are resent once, then resolved */
 	for (now = 1000; p.count > 0; now += 7) {
 		while ((s = gd_pending_expired(&p, now)) != GD_NONE) {
@@ -234,8 +233,8 @@ TEST(expiry_order_many)
 				FAILF("deadline %" PRIu64 " after %" PRIu64, dl,
 				    last_deadline);
 			last_deadline = dl;
-			if (e->resends == 0 && (rnd() & 1)) {
-				e->resends++;
+			if (gd_pend_resends(e) == 0 && (rnd() & 1)) {
+				gd_pend_resent(e);
 				gd_pending_touch(&p, s, now);
 			} else {
 				gd_pending_remove(&p, s);
@@ -257,24 +256,24 @@ TEST(free_slot_reuse)
 	uint32_t a, b, c, d;
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
-	a = gd_pending_add(&p, 1, 1, NULL, 0, 0, 0);
-	b = gd_pending_add(&p, 2, 2, NULL, 0, 0, 0);
+	a = gd_pending_add(&p, 1, 1, 0, 0, 0, 0);
+	b = gd_pending_add(&p, 2, 2, 0, 0, 0, 0);
 	gd_pending_remove(&p, a);
-	c = gd_pending_add(&p, 3, 3, NULL, 0, 0, 0);
+	c = gd_pending_add(&p, 3, 3, 0, 0, 0, 0);
 	ASSERT_EQ(c, a);			/* freed slot taken first */
 	ASSERT_EQ(gd_pending_find(&p, 3), a);
 	ASSERT_EQ(gd_pending_find(&p, 1), GD_NONE);
-	ASSERT_EQ(gd_pending_at(&p, c)->nacks, 0);
+	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, c)), 0);
 	gd_pending_remove(&p, b);
 	gd_pending_remove(&p, c);
-	d = gd_pending_add(&p, 4, 4, NULL, 0, 0, 0);
+	d = gd_pending_add(&p, 4, 4, 0, 0, 0, 0);
 	ASSERT(d == b || d == c);
 	ASSERT_EQ(p.cap, 1024);			/* no growth for reuse */
 	/* steady state add/remove never grows the slot array */
 	{
 		uint64_t seq;
 		for (seq = 5; seq < 50000; seq++) {
-			uint32_t s = gd_pending_add(&p, seq, seq, NULL, 0, 0, seq);
+			uint32_t s = gd_pending_add(&p, seq, seq, 0, 0, 0, seq);
 			gd_pending_remove(&p, s);
 		}
 	}
@@ -298,7 +297,7 @@ static void grow_and_remove(uint32_t total)
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
 	for (i = 0; i < total; i++) {
-		slot[i] = gd_pending_add(&p, id_of(i), base + i, NULL, i, i, i);
+		slot[i] = gd_pending_add(&p, id_of(i), base + i, 0, i, i, i);
 		if (slot[i] == GD_NONE)
 			bad++;
 		order[i] = i;
@@ -370,11 +369,11 @@ TEST(floor_basic)
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
 	ASSERT_U64(gd_pending_floor(&p, 1), 1);
-	s1 = gd_pending_add(&p, 11, 1, NULL, 0, 0, 0);
-	s2 = gd_pending_add(&p, 12, 2, NULL, 0, 0, 0);
+	s1 = gd_pending_add(&p, 11, 1, 0, 0, 0, 0);
+	s2 = gd_pending_add(&p, 12, 2, 0, 0, 0, 0);
 	/* 3 and 4 are never pending (REJECTed, or resolved at once) */
-	s5 = gd_pending_add(&p, 15, 5, NULL, 0, 0, 0);
-	s9 = gd_pending_add(&p, 19, 9, NULL, 0, 0, 0);
+	s5 = gd_pending_add(&p, 15, 5, 0, 0, 0, 0);
+	s9 = gd_pending_add(&p, 19, 9, 0, 0, 0, 0);
 	ASSERT_U64(gd_pending_floor(&p, 10), 1);
 	gd_pending_remove(&p, s2);
 	ASSERT_U64(gd_pending_floor(&p, 10), 1);	/* 1 still pending */
@@ -386,10 +385,10 @@ TEST(floor_basic)
 	ASSERT_U64(gd_pending_floor(&p, 10), 10);	/* none pending */
 	ASSERT_U64(gd_pending_floor(&p, 12), 12);
 	/* start again after a long idle gap */
-	s1 = gd_pending_add(&p, 100, 5000, NULL, 0, 0, 0);
+	s1 = gd_pending_add(&p, 100, 5000, 0, 0, 0, 0);
 	ASSERT_U64(gd_pending_floor(&p, 5001), 5000);
-	s2 = gd_pending_add(&p, 101, 5000 + 1023, NULL, 0, 0, 0);
-	s5 = gd_pending_add(&p, 102, 5000 + 1024, NULL, 0, 0, 0);
+	s2 = gd_pending_add(&p, 101, 5000 + 1023, 0, 0, 0, 0);
+	s5 = gd_pending_add(&p, 102, 5000 + 1024, 0, 0, 0, 0);
 	ASSERT_U64(gd_pending_floor(&p, 7000), 5000);
 	gd_pending_remove(&p, s1);
 	ASSERT_U64(gd_pending_floor(&p, 7000), 5000 + 1023);
@@ -409,9 +408,9 @@ TEST(floor_stuck_oldest)
 	uint64_t seq, bad = 0;
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
-	s1 = gd_pending_add(&p, id_of(1), 1, NULL, 0, 0, 0);
+	s1 = gd_pending_add(&p, id_of(1), 1, 0, 0, 0, 0);
 	for (seq = 2; seq <= 5001; seq++) {
-		uint32_t s = gd_pending_add(&p, id_of(seq), seq, NULL, 0, 0, seq);
+		uint32_t s = gd_pending_add(&p, id_of(seq), seq, 0, 0, 0, seq);
 		if (s == GD_NONE) {
 			bad++;
 			continue;
@@ -446,7 +445,7 @@ TEST(floor_stuck_oldest)
 		gd_pending_remove(&p, p.head);
 	ASSERT_U64(gd_pending_floor(&p, 5002), 5002);
 	/* and the table is usable afterwards */
-	s1 = gd_pending_add(&p, 7, 6000, NULL, 0, 0, 0);
+	s1 = gd_pending_add(&p, 7, 6000, 0, 0, 0, 0);
 	ASSERT_U64(gd_pending_floor(&p, 6001), 6000);
 	gd_pending_free(&p);
 }
@@ -460,7 +459,7 @@ TEST(floor_past_2_32)
 
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
 	for (i = 0; i < 8; i++)
-		s[i] = gd_pending_add(&p, 1000 + i, base + i, NULL, 0, 0, 0);
+		s[i] = gd_pending_add(&p, 1000 + i, base + i, 0, 0, 0, 0);
 	ASSERT_U64(gd_pending_floor(&p, base + 8), base);
 	gd_pending_remove(&p, s[0]);
 	gd_pending_remove(&p, s[1]);
@@ -495,7 +494,7 @@ TEST(random_workload)
 		if (add) {
 			if ((r >> 20) % 10 == 0)
 				next++;		/* a seq never pending */
-			slot[next] = gd_pending_add(&p, id_of(next), next, NULL, 0, 0, next);
+			slot[next] = gd_pending_add(&p, id_of(next), next, 0, 0, 0, next);
 			if (slot[next] == GD_NONE) {
 				bad++;
 				break;

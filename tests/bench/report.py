@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""report.py: the summary table of a `make bench` run.
+
+  report.py RAW TSV [KEY=VALUE ...]
+
+RAW holds the lines the scenario scripts printed, one per run:
+  RESULT <name> <N> <seconds> <per_s> [KEY=VALUE ...] | SKIP <name> <reason> | FAIL <name> <reason>
+With several runs of one name (RUNS > 1) every number is the median over the
+runs that succeeded. The table goes to stdout, the same rows as TSV to the
+file TSV (header line first; one row per name, then a `meta` row with the
+KEY=VALUE arguments: N, SIZE, RUNS, commit, date, host ...).
+
+Columns: name, status (ok, skip, fail), n, size, runs (successful/total),
+seconds, blocks_per_s, mb_per_s (payload, 10^6 bytes), gdkit_ratio (gdkit
+1->1 blocks/s divided by this row's), target (from issue #3, not asserted),
+metrics (the medians of the extra KEY=VALUE fields), notes.
+"""
+import statistics
+import sys
+
+ORDER = ["gdkit_1to1", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
+         "gdkit_pending_small", "gdkit_pending_large",
+         "mosquitto_qos1", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
+
+
+def num(v):
+    try:
+        f = float(v)
+    except ValueError:
+        return None
+    return f
+
+
+def fmt_num(v):
+    if v is None:
+        return "-"
+    if abs(v - round(v)) < 1e-9 and abs(v) < 1e15:
+        return str(int(round(v)))
+    return f"{v:.6g}"
+
+
+def grouped(n):
+    return "-" if n is None else f"{n:,.0f}"
+
+
+def load(path):
+    runs = {}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        parts = line.split()
+        if len(parts) < 2 or parts[0] not in ("RESULT", "SKIP", "FAIL"):
+            continue
+        runs.setdefault(parts[1], []).append(parts)
+    return runs
+
+
+def summarize(name, entries):
+    ok = [e for e in entries if e[0] == "RESULT" and len(e) >= 5]
+    row = {"name": name, "runs": f"{len(ok)}/{len(entries)}", "metrics": {}, "notes": ""}
+    if not ok:
+        last = entries[-1]
+        row["status"] = "skip" if last[0] == "SKIP" else "fail"
+        row["notes"] = ("skipped: " if last[0] == "SKIP" else "FAILED: ") + " ".join(last[2:])
+        return row
+    row["status"] = "ok"
+    row["n"] = statistics.median(float(e[2]) for e in ok)
+    row["seconds"] = statistics.median(float(e[3]) for e in ok)
+    row["rate"] = statistics.median(float(e[4]) for e in ok)
+    values = {}
+    for e in ok:
+        for kv in e[5:]:
+            k, _, v = kv.partition("=")
+            if num(v) is not None:
+                values.setdefault(k, []).append(num(v))
+    row["metrics"] = {k: statistics.median(v) for k, v in values.items()}
+    failed = [e for e in entries if e[0] != "RESULT"]
+    if failed:
+        row["notes"] = f"{len(failed)} of {len(entries)} runs failed ({' '.join(failed[-1][2:])}); "
+    return row
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: report.py RAW TSV [KEY=VALUE ...]")
+    raw, tsv = sys.argv[1], sys.argv[2]
+    meta = dict(a.partition("=")[::2] for a in sys.argv[3:])
+    size = float(meta.get("SIZE", "100"))
+    runs = load(raw)
+
+    # Which raw names play which role.
+    role = {}
+    pend = sorted((n for n in runs if n.startswith("gdkit_pending_")),
+                  key=lambda n: int(n.rsplit("_", 1)[1]))
+    if pend:
+        role[pend[0]] = "gdkit_pending_small"
+        if len(pend) > 1:
+            role[pend[-1]] = "gdkit_pending_large"
+    for n in runs:
+        if n.startswith("gdkit_fanout"):
+            role[n] = "gdkit_fanout"
+        role.setdefault(n, n)
+    names = sorted(runs, key=lambda n: (ORDER.index(role[n]) if role[n] in ORDER else len(ORDER), n))
+    rows = [summarize(n, runs[n]) for n in names]
+    by_role = {role[r["name"]]: r for r in rows}
+    base = by_role.get("gdkit_1to1")
+    base_rate = base["rate"] if base and base["status"] == "ok" else None
+
+    for r in rows:
+        rl = role[r["name"]]
+        m = r["metrics"]
+        r["mbps"] = r["rate"] * size / 1e6 if r["status"] == "ok" else None
+        r["ratio"] = None
+        r["target"] = ""
+        if r["status"] != "ok":
+            if rl in RATIO_TARGET:
+                r["target"] = f"gdkit >= {RATIO_TARGET[rl]:g}x"
+            continue
+        throughput = rl not in ("gdkit_latency", "gdkit_memory")
+        if throughput and base_rate and r["rate"] > 0:
+            r["ratio"] = base_rate / r["rate"]
+        notes = []
+        if rl in ("gdkit_1to1", "gdkit_fanout"):
+            k = "" if rl == "gdkit_1to1" else " (sums over pipelines)"
+            notes.append(f"cpu s pub/sub/ack {m.get('cpu_pub', 0):.2f}/{m.get('cpu_sub', 0):.2f}/"
+                         f"{m.get('cpu_ack', 0):.2f}{k}")
+            k = "" if rl == "gdkit_1to1" else " (max)"
+            notes.append(f"peak RSS MB pub/sub/ack {m.get('rss_pub_kb', 0) / 1024:.1f}/"
+                         f"{m.get('rss_sub_kb', 0) / 1024:.1f}/{m.get('rss_ack_kb', 0) / 1024:.1f}{k}")
+            goal = 1e6 if rl == "gdkit_1to1" else 2.5e5
+            r["target"] = f">= {goal:,.0f}/s " + ("met" if r["rate"] >= goal else "missed")
+            if rl == "gdkit_fanout":
+                notes.insert(0, "every block acked by all " + r["name"][len("gdkit_fanout"):] + " pipelines")
+        elif rl == "gdkit_latency":
+            notes.append(f"publish->ACK us p50 {m.get('p50_us', 0):.0f}, p90 {m.get('p90_us', 0):.0f}, "
+                         f"p99 {m.get('p99_us', 0):.0f}, max {m.get('max_us', 0):.0f}")
+            notes.append(f"{r['n']:.0f} blocks paced, latest line {m.get('late_us', 0) / 1000:.1f} ms late")
+            ok = m.get("p50_us", 1e18) <= 200 and m.get("p99_us", 1e18) <= 1000
+            r["target"] = "p50 <= 200us, p99 <= 1ms " + ("met" if ok else "missed")
+        elif rl == "gdkit_memory":
+            bpb = m.get("bytes_per_block", 0)
+            notes.append(f"{bpb:.1f} bytes per pending block beyond the payload")
+            notes.append(f"gdpub RSS {m.get('rss_ready_kb', 0) / 1024:.1f} MB at READY, "
+                         f"{m.get('rss_full_kb', 0) / 1024:.1f} MB with {r['n']:.0f} pending")
+            notes.append("blocks/s: publishing to a subscriber that never acks")
+            r["target"] = "<= 64 B/block " + ("met" if bpb <= 64 else "missed")
+        elif rl in ("gdkit_pending_small", "gdkit_pending_large"):
+            notes.append(f"gdsub | grep -v STUCK | gdack with {m.get('stuck', 0):,.0f} stuck blocks, "
+                         f"pending {m.get('pending_min', 0):,.0f}..{m.get('pending_max', 0):,.0f}")
+            small = by_role.get("gdkit_pending_small")
+            if rl == "gdkit_pending_large" and small and small["status"] == "ok":
+                notes.append(f"rate {r['rate'] / small['rate']:.2f}x the ~{small['metrics'].get('stuck', 0):,.0f}-pending rate")
+        else:
+            notes.append(f"{r['seconds']:.2f} s")
+            if rl in RATIO_TARGET:
+                goal = RATIO_TARGET[rl]
+                r["target"] = f"gdkit >= {goal:g}x " + ("met" if r["ratio"] and r["ratio"] >= goal else "missed")
+        r["notes"] += "; ".join(notes)
+
+    head = ["name", "blocks/s", "MB/s", "gdkit/x", "target", "notes"]
+    table = []
+    for r in rows:
+        ok = r["status"] == "ok"
+        table.append([r["name"], grouped(r.get("rate")) if ok else r["status"].upper(),
+                      f"{r['mbps']:.1f}" if ok else "-",
+                      f"{r['ratio']:.2f}" if r["ratio"] else "-", r["target"] or "-", r["notes"]])
+    widths = [max(len(str(x[i])) for x in [head] + table) for i in range(len(head) - 1)]
+    out = []
+    for line in [head] + table:
+        cells = [str(c).ljust(widths[i]) if i == 0 or i >= 4 else str(c).rjust(widths[i])
+                 for i, c in enumerate(line[:-1])]
+        out.append("  ".join(cells) + "  " + line[-1])
+    print("\n".join(out))
+
+    cols = ["name", "status", "n", "size", "runs", "seconds", "blocks_per_s", "mb_per_s",
+            "gdkit_ratio", "target", "metrics", "notes"]
+    with open(tsv, "w", encoding="utf-8") as f:
+        f.write("\t".join(cols) + "\n")
+        for r in rows:
+            ok = r["status"] == "ok"
+            f.write("\t".join([
+                r["name"], r["status"], fmt_num(r.get("n")) if ok else "-", fmt_num(size), r["runs"],
+                f"{r['seconds']:.6f}" if ok else "-", f"{r['rate']:.0f}" if ok else "-",
+                f"{r['mbps']:.2f}" if ok else "-", f"{r['ratio']:.3f}" if r["ratio"] else "-",
+                r["target"] or "-",
+                " ".join(f"{k}={fmt_num(v)}" for k, v in r["metrics"].items()) or "-",
+                r["notes"].replace("\t", " ") or "-"]) + "\n")
+        f.write("\t".join(["meta", "meta", meta.get("N", "-"), fmt_num(size), meta.get("RUNS", "-"),
+                           "-", "-", "-", "-", "-",
+                           " ".join(f"{k}={v}" for k, v in meta.items()), "-"]) + "\n")
+
+
+if __name__ == "__main__":
+    main()

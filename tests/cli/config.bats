@@ -1,0 +1,271 @@
+#!/usr/bin/env bats
+# Config files (SPEC §3): every error names FILE:LINE: KEY on one line and
+# exits 78; comments, fractional durations and default-valued keys that
+# are not supported yet are accepted; command-line options override.
+bats_require_minimum_version 1.5.0
+load helpers
+
+# cfg FILE LINE...: write the config FILE, one LINE a line
+cfg() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" > "$f"
+}
+
+# conf_err PROG LINE: PROG -c bad.ini exits 78 with "PROG: LINE" alone on
+# stderr
+conf_err() {
+	expect_fail 78 "$1: $2" -- "$1" -c bad.ini
+}
+
+# ---- unknown keys, families ----
+
+@test "gdpub: unknown key names file, line and key" {
+	cfg bad.ini '# a comment' '; another' '' 'GDpub_port=7001' 'GDpub_bogus=1'
+	conf_err gdpub 'bad.ini:5: GDpub_bogus: unknown key'
+}
+
+@test "gdsub: unknown key names file, line and key" {
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_retry=1'
+	conf_err gdsub 'bad.ini:2: GDsub_retry: unknown key'
+}
+
+@test "gdack and gdinspect: unknown key is a config error" {
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'Bogus=1'
+	conf_err gdack 'bad.ini:2: Bogus: unknown key'
+	expect_fail 78 'gdinspect: bad.ini:2: Bogus: unknown key' -- gdinspect -c bad.ini stats
+}
+
+@test "only the first error of a file is reported" {
+	cfg bad.ini 'GDpub_bogus=1' 'GDpub_port=x' 'no equals sign'
+	conf_err gdpub 'bad.ini:1: GDpub_bogus: unknown key'
+}
+
+@test "gdpub: a GDsub_ key is not a publisher key" {
+	cfg bad.ini 'GDpub_port=7001' 'GDsub_pub=127.0.0.1:7001'
+	conf_err gdpub 'bad.ini:2: GDsub_pub: not a publisher (GDpub_*) key'
+}
+
+@test "gdsub and gdack: a GDpub_ key is not a subscriber key" {
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDpub_port=7001'
+	conf_err gdsub 'bad.ini:2: GDpub_port: not a subscriber (GDsub_*) key'
+	conf_err gdack 'bad.ini:2: GDpub_port: not a subscriber (GDsub_*) key'
+}
+
+# ---- bad values, one per type ----
+
+@test "integer: not a number, out of range, empty" {
+	cfg bad.ini 'GDpub_port=abc'
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value 'abc': expected an integer from 1 to 65535"
+	cfg bad.ini 'GDpub_port=70000'
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '70000': expected an integer from 1 to 65535"
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_numSubs=65'
+	conf_err gdpub "bad.ini:2: GDpub_numSubs: invalid value '65': expected an integer from 0 to 64"
+	cfg bad.ini 'GDpub_port='
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '': expected an integer from 1 to 65535"
+	cfg bad.ini 'GDpub_port=12x'
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '12x': expected an integer from 1 to 65535"
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_maxRetries=-2'
+	conf_err gdsub "bad.ini:2: GDsub_maxRetries: invalid value '-2': expected an integer from -1 to 1073741824"
+}
+
+@test "duration: not a number, out of range" {
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_timeout=soon'
+	conf_err gdpub "bad.ini:2: GDpub_timeout: invalid value 'soon': expected seconds from 0.001 to 3.1536e+07"
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_timeout=0'
+	conf_err gdpub "bad.ini:2: GDpub_timeout: invalid value '0': expected seconds from 0.001 to 3.1536e+07"
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_retryInt=1s'
+	conf_err gdsub "bad.ini:2: GDsub_retryInt: invalid value '1s': expected seconds from 0.001 to 3.1536e+07"
+	# plain decimals only
+	local v
+	for v in 1e3 0x10 inf nan 1.2.3 . -; do
+		cfg bad.ini 'GDpub_port=7001' "GDpub_timeout=$v"
+		conf_err gdpub "bad.ini:2: GDpub_timeout: invalid value '$v': expected seconds from 0.001 to 3.1536e+07"
+	done
+}
+
+@test "bool: only 0/1 (true/false, yes/no, on/off)" {
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_gd=maybe'
+	conf_err gdsub "bad.ini:2: GDsub_gd: invalid value 'maybe': expected 0 or 1"
+	conf_err gdack "bad.ini:2: GDsub_gd: invalid value 'maybe': expected 0 or 1"
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_gd=2'
+	conf_err gdsub "bad.ini:2: GDsub_gd: invalid value '2': expected 0 or 1"
+}
+
+@test "enum: the message lists the choices" {
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_fsync=sometimes'
+	conf_err gdpub "bad.ini:2: GDpub_fsync: invalid value 'sometimes': expected one of 'always', 'batch', 'never'"
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_sendQueueSizeMaxPolicy=Foo'
+	conf_err gdpub "bad.ini:2: GDpub_sendQueueSizeMaxPolicy: invalid value 'Foo': expected one of 'RemoveSubscriber', 'DropEvents'"
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_dedup=fuzzy'
+	conf_err gdsub "bad.ini:2: GDsub_dedup: invalid value 'fuzzy': expected one of 'id', 'index', 'none'"
+}
+
+@test "HOST:PORT: no port, bad port, unclosed bracket, listed twice" {
+	local v
+	for v in localhost 127.0.0.1:0 127.0.0.1:70000 127.0.0.1: :7001 '[::1:7001' ::1:7001; do
+		cfg bad.ini "GDsub_pub=$v"
+		conf_err gdsub "bad.ini:1: GDsub_pub: invalid value '$v': expected HOST:PORT ([ADDR]:PORT for IPv6)"
+	done
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_pub=127.0.0.1:7001'
+	conf_err gdsub "bad.ini:2: GDsub_pub: invalid value '127.0.0.1:7001': publisher listed twice"
+}
+
+@test "string: an empty value is refused" {
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_bind='
+	conf_err gdpub "bad.ini:2: GDpub_bind: invalid value '': expected a non-empty value of at most 4096 bytes"
+}
+
+@test "gdinspect checks the values of both families" {
+	cfg bad.ini 'GDpub_port=x'
+	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
+	cfg bad.ini 'GDsub_pub=nohost'
+	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
+}
+
+# ---- the file itself ----
+
+@test "missing config file" {
+	for p in gdpub gdsub gdack; do
+		expect_fail 78 "$p: nope.ini: cannot read config file: No such file or directory" -- "$p" -c nope.ini
+	done
+	expect_fail 78 "gdinspect: nope.ini: cannot read config file: No such file or directory" -- gdinspect -c nope.ini stats
+}
+
+@test "unreadable config file (a directory) is an error, not a hang" {
+	mkdir dir.ini
+	EXPECT_TIMEOUT=15 expect_fail 78 "gdpub: dir.ini: cannot read config file: Is a directory" -- gdpub -c dir.ini
+	EXPECT_TIMEOUT=15 expect_fail 78 "gdsub: dir.ini: cannot read config file: Is a directory" -- gdsub -c dir.ini
+}
+
+@test "unreadable config file (no permission)" {
+	[ "$(id -u)" -ne 0 ] || skip "root reads any file"
+	cfg secret.ini 'GDpub_port=7001'
+	chmod 000 secret.ini
+	expect_fail 78 "gdpub: secret.ini: cannot read config file: Permission denied" -- gdpub -c secret.ini
+}
+
+@test "syntax error: a line without =" {
+	cfg bad.ini '# pub' 'GDpub_port=7001' '' 'GDpub_timeout'
+	conf_err gdpub 'bad.ini:4: syntax error: expected key=value'
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'just words'
+	conf_err gdsub 'bad.ini:2: syntax error: expected key=value'
+}
+
+@test "line too long" {
+	local long
+	long=$(printf 'GDpub_host=%0300d' 0)
+	cfg bad.ini 'GDpub_port=7001' "$long" 'GDpub_timeout=1'
+	conf_err gdpub 'bad.ini:2: line too long (at most 197 bytes)'
+	long=$(printf 'GDsub_name=%0300d' 0)
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' "$long"
+	conf_err gdsub 'bad.ini:2: line too long (at most 197 bytes)'
+}
+
+@test "line length limit: the length the message states is the real limit" {
+	local v
+	# 197 bytes: accepted (the value is read whole: 70000 is then refused)
+	v=$(printf 'GDpub_port=%0186d' 70000)
+	[ "${#v}" -eq 197 ]
+	cfg bad.ini "$v"
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '${v#GDpub_port=}': expected an integer from 1 to 65535"
+	# 198 bytes: over "at most 197 bytes"
+	v=$(printf 'GDpub_port=%0187d' 70000)
+	[ "${#v}" -eq 198 ]
+	cfg bad.ini "$v"
+	conf_err gdpub 'bad.ini:1: line too long (at most 197 bytes)'
+}
+
+# ---- keys that are not supported yet ----
+
+@test "gdpub: unsupported keys with a non-default value are refused" {
+	local kv
+	for kv in GDpub_journal=/tmp/j GDpub_fsync=always GDpub_authKeyFile=k \
+	    GDpub_discardInterval=30 GDpub_sendTimeout=-1 GDpub_sendQueueSizeMax=10 \
+	    GDpub_sendQueueSizeMaxPolicy=DropEvents GDpub_cluster=c \
+	    GDpub_role=secondary GDpub_preAckTimerInterval=1 \
+	    GDpub_tentativePreAckTimeout=1 GDpub_confirmedPreAckTimeout=1; do
+		cfg bad.ini 'GDpub_port=7001' "$kv"
+		conf_err gdpub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"
+	done
+}
+
+@test "gdsub: unsupported keys with a non-default value are refused" {
+	local kv
+	for kv in GDsub_state=s.state GDsub_dedup=index GDsub_consecutive=1 \
+	    GDsub_authKeyFile=k GDsub_reliability=ordered GDsub_retryCount=3 \
+	    GDsub_connectionCached=0 GDsub_locatorCacheTimeout=5; do
+		cfg bad.ini 'GDsub_pub=127.0.0.1:7001' "$kv"
+		conf_err gdsub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"
+	done
+}
+
+@test "gdpub: unsupported keys at their default value, comments, fractional durations are accepted" {
+	port=$(free_port)
+	cfg p.ini '# publisher' "; port $port" "GDpub_port=$port" 'GDpub_timeout=2.5' \
+	    '	GDpub_numSubs=0' '  GDpub_resend = 0' \
+	    'GDpub_journal=none' 'GDpub_authKeyFile=none' 'GDpub_cluster=none' \
+	    'GDpub_fsync=batch' 'GDpub_discardInterval=60' 'GDpub_sendTimeout=60' \
+	    'GDpub_sendQueueSizeMax=-1' 'GDpub_sendQueueSizeMaxPolicy=RemoveSubscriber' \
+	    'GDpub_role=primary' 'GDpub_preAckTimerInterval=5' \
+	    'GDpub_tentativePreAckTimeout=20' 'GDpub_confirmedPreAckTimeout=7200.0'
+	run --separate-stderr timeout 30 gdpub -c p.ini </dev/null
+	assert_success
+	assert_output ''
+	[ -z "$stderr" ]
+}
+
+@test "a fractional timeout is used: GDpub_timeout=0.25 NACKs an unacked block" {
+	port=$(free_port)
+	cfg p.ini "GDpub_port=$port" 'GDpub_numSubs=1' 'GDpub_timeout=0.25'
+	run timeout 30 gdpub -c p.ini <<<"x"
+	assert_failure 1
+	assert_output 'NACK 1'
+}
+
+@test "gdsub and gdack: unsupported keys at their default value, comments, fractional durations are accepted" {
+	port=$(free_port)
+	cfg s.ini '# subscriber' '; defaults of IceStorm QoS' "GDsub_pub=127.0.0.1:$port" \
+	    '  GDsub_retryInt=.05' 'GDsub_maxRetries=400' 'GDsub_dedup=id' \
+	    'GDsub_state=none' 'GDsub_authKeyFile=none' \
+	    'GDsub_consecutive=0' 'GDsub_reliability=' 'GDsub_retryCount=0' \
+	    'GDsub_connectionCached=1' 'GDsub_locatorCacheTimeout=-1'
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+	seq 1 3 > in.txt
+	run timeout 60 gdpub -p "$port" -n 1 --wait-ready=30 < in.txt
+	assert_success
+	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	wait_until 30 test -s rc
+	[ "$(cat rc)" = "0 0" ]
+	cut -f2- out.txt | cmp - in.txt
+}
+
+# ---- options override the file ----
+
+@test "gdpub: -p, -n and -t override GDpub_port, GDpub_numSubs and GDpub_timeout" {
+	port=$(free_port)
+	cfg p.ini 'GDpub_port=1' 'GDpub_numSubs=5' 'GDpub_timeout=0.001'
+	cfg s.ini "GDsub_pub=127.0.0.1:$port" 'GDsub_retryInt=0.05' 'GDsub_maxRetries=400'
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+	seq 1 3 > in.txt
+	run timeout 60 gdpub -c p.ini -p "$port" -n 1 -t 30 --wait-ready=30 < in.txt
+	assert_success
+	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	wait_until 30 test -s rc
+	[ "$(cat rc)" = "0 0" ]
+}
+
+@test "gdsub: -P replaces the file's GDsub_pub list, --max-retries overrides" {
+	port=$(free_port)
+	dead=$(free_port)
+	cfg s.ini "GDsub_pub=127.0.0.1:$dead" 'GDsub_retryInt=0.05' 'GDsub_maxRetries=0'
+	spawn "gdsub -c s.ini -P 127.0.0.1:$port --max-retries 400 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+	seq 1 3 > in.txt
+	run timeout 60 gdpub -p "$port" -n 1 --wait-ready=30 < in.txt
+	assert_success
+	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	wait_until 30 test -s rc
+	[ "$(cat rc)" = "0 0" ]
+	! grep -q ":$dead" sub.err
+	[ "$(cut -f1 out.txt | head -n 1)" = "127.0.0.1:$port/1" ]
+}

@@ -1,0 +1,287 @@
+#!/usr/bin/env bats
+# gdinspect (SPEC §7) against a stalled pipeline: a gdpub with numSubs=1
+# and a long timeout, a GD subscriber that never acks, five blocks
+# pending. Also the control socket's answers to bad requests.
+bats_require_minimum_version 1.5.0
+load helpers
+
+# stall: publish five blocks (payloads a, bb, ccc, dddd, eeeee) to one GD
+# gdsub that never acknowledges; the producer keeps stdin open so gdpub
+# stays up. Sets port, pubsock.
+stall() {
+	port=$(free_port)
+	pubsock=$(pub_sock "$port")
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
+	printf 'a\nbb\nccc\ndddd\neeeee\n' > in.txt
+	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
+	spawn "(cat in.txt; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	pubpid=$SPAWNED
+	wait_until 60 has_lines out.txt 5
+	wait_until 10 has_line pub.out '^READY$'
+}
+
+# gdpub_alive: the stalled gdpub still runs and still holds 5 blocks
+gdpub_alive() {
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["pending"] == 5, d' <<<"$output"
+	! has_line pub.out '^(ACK|NACK)'
+}
+
+# check_pending TEXT|JSON: the five pending rows of `gdinspect pending`
+# (stdin) are right: id, key, acks 0, needed 1, age + expires_in = 60,
+# resends 0, size = payload length.
+check_pending() {
+	python3 -c '
+import json, sys
+mode, port = sys.argv[1], sys.argv[2]
+lines = sys.stdin.read().splitlines()
+if mode == "text":
+    head = lines[0].split()
+    assert head == ["ID", "KEY", "ACKS", "NEEDED", "AGE", "EXPIRES_IN", "RESENDS", "SIZE"], head
+    rows = [dict(zip([h.lower() for h in head], l.split())) for l in lines[1:]]
+    assert all(len(l.split()) == 8 for l in lines[1:]), lines
+    rows = [{k: (v if k == "key" else float(v)) for k, v in r.items()} for r in rows]
+else:
+    rows = [json.loads(l) for l in lines]
+    for r in rows:
+        for k in ("id", "acks", "needed", "age", "expires_in", "resends", "size"):
+            assert isinstance(r[k], (int, float)) and not isinstance(r[k], bool), (k, r)
+        assert isinstance(r["key"], str), r
+        for k in ("id", "acks", "needed", "resends", "size"):
+            assert isinstance(r[k], int), (k, r)
+assert len(rows) == 5, rows
+assert sorted(r["id"] for r in rows) == [1, 2, 3, 4, 5], rows
+for r in rows:
+    i = int(r["id"])
+    assert r["key"] == "127.0.0.1:%s/%d" % (port, i), r
+    assert r["acks"] == 0 and r["needed"] == 1 and r["resends"] == 0, r
+    assert r["size"] == i, r
+    assert 0 <= r["age"] < 60 and 0 < r["expires_in"] <= 60, r
+    assert abs(r["age"] + r["expires_in"] - 60) < 0.01, r
+' "$1" "$port"
+}
+
+@test "pending (text): header and one row per pending block" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c p.ini pending
+	assert_success
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 6 ]
+	assert_line --index 0 --regexp '^ID +KEY +ACKS +NEEDED +AGE +EXPIRES_IN +RESENDS +SIZE$'
+	check_pending text <<<"$output"
+	gdpub_alive
+}
+
+@test "pending --json: one JSON object per pending block with the documented fields" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json pending
+	assert_success
+	[ -z "$stderr" ]
+	[ "${#lines[@]}" -eq 5 ]
+	python3 -c 'import json, sys; [json.loads(l) for l in sys.stdin]' <<<"$output"
+	check_pending json <<<"$output"
+}
+
+@test "pending via --ctl PATH; --ctl wins over -c" {
+	stall
+	run --separate-stderr timeout 30 gdinspect --ctl "$pubsock" pending
+	assert_success
+	check_pending text <<<"$output"
+	# s.ini alone would reach the gdsub, which has no pending table
+	run --separate-stderr timeout 30 gdinspect -c s.ini --ctl "$pubsock" --json pending
+	assert_success
+	check_pending json <<<"$output"
+}
+
+# aged FIRST: true when every block's age in `gdinspect --json pending` is
+# more than 0.05 s above its age in FIRST, and its time left below
+aged() {
+	local now
+	now=$(timeout 30 gdinspect -c p.ini --json pending) || return 1
+	python3 -c '
+import json, sys
+a = {r["id"]: r for r in map(json.loads, sys.argv[1].splitlines())}
+b = {r["id"]: r for r in map(json.loads, sys.argv[2].splitlines())}
+assert a.keys() == b.keys() and len(a) == 5
+for i in a:
+    assert b[i]["age"] > a[i]["age"] + 0.05, (a[i], b[i])
+    assert b[i]["expires_in"] < a[i]["expires_in"] - 0.05, (a[i], b[i])
+' "$1" "$now"
+}
+
+@test "ages grow and time left shrinks between two looks" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json pending
+	assert_success
+	check_pending json <<<"$output"
+	wait_until 20 aged "$output"
+}
+
+@test "stats at a gdpub: published 5, no ACK, NACK, REJECT, resend; 5 pending" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c p.ini stats
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line --index 0 --regexp '^PUBLISHED +ACK +NACK +REJECT +RESENT +PENDING( |$)'
+	assert_line --index 1 --regexp '^ *5 +0 +0 +0 +0 +5( |$)'
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+want = {"published": 5, "ack": 0, "nack": 0, "reject": 0, "resent": 0, "pending": 5}
+assert {k: d.get(k) for k in want} == want, d
+' <<<"$output"
+}
+
+@test "subs at a gdpub: the one GD subscriber, by name and address" {
+	stall
+	name="$(hostname):$(realpath s.ini)"
+	run --separate-stderr timeout 30 gdinspect -c p.ini subs
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE( |$)'
+	assert_line --index 1 --regexp "^$name +127\.0\.0\.1:[0-9]+ +yes "
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json subs
+	assert_success
+	[ "${#lines[@]}" -eq 1 ]
+	python3 -c '
+import json, re, sys
+d = json.loads(sys.stdin.read())
+assert d["name"] == sys.argv[1], d
+assert re.fullmatch(r"127\.0\.0\.1:\d+", d["address"]), d
+assert d["gd"] == "yes" and d["queue"] == 0, d
+assert isinstance(d["state"], str) and d["state"], d
+' "$name" <<<"$output"
+}
+
+@test "subs at a gdpub shows SPEC §7's columns: QoS and failures too" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json subs
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+missing = [k for k in ("name", "address", "gd", "state", "qos", "queue", "failures") if k not in d]
+assert not missing, "missing %s in %s" % (missing, d)
+' <<<"$output"
+}
+
+@test "subs at a gdsub (found through its config): the publisher, 5 received" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c s.ini subs
+	assert_success
+	[ "${#lines[@]}" -eq 2 ]
+	assert_line --index 0 --regexp '^PUBLISHER +ORIGIN +STATE '
+	assert_line --index 1 --regexp "^127\.0\.0\.1:$port +127\.0\.0\.1:$port +connected "
+	run --separate-stderr timeout 30 gdinspect -c s.ini --json subs
+	assert_success
+	python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+p = "127.0.0.1:" + sys.argv[1]
+want = {"publisher": p, "origin": p, "state": "connected", "received": 5,
+        "unique": 5, "duplicates": 0, "acked": 0}
+assert {k: d.get(k) for k in want} == want, d
+' "$port" <<<"$output"
+}
+
+@test "stats at a gdsub: received, unique, duplicates" {
+	stall
+	run --separate-stderr timeout 30 gdinspect -c s.ini --json stats
+	assert_success
+	python3 -c '
+import json, sys
+rows = [json.loads(l) for l in sys.stdin]
+assert sum(r["received"] for r in rows) == 5, rows
+assert sum(r["unique"] for r in rows) == 5, rows
+assert sum(r["duplicates"] for r in rows) == 0, rows
+' <<<"$output"
+}
+
+# ---- nothing running, bad command lines ----
+
+@test "no gdpub running -> 69 nothing answers at the derived socket" {
+	port=$(free_port)
+	printf 'GDpub_port=%s\n' "$port" > p.ini
+	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"): No such file or directory (is gdpub or gdsub running?)" -- gdinspect -c p.ini pending
+	expect_fail 69 "gdinspect: nothing answers at $BATS_TEST_TMPDIR/none.sock: No such file or directory (is gdpub or gdsub running?)" -- gdinspect --ctl "$BATS_TEST_TMPDIR/none.sock" stats
+}
+
+@test "a stale socket (its program is gone) -> 69 connection refused" {
+	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' stale.sock
+	expect_fail 69 "gdinspect: nothing answers at stale.sock: Connection refused (is gdpub or gdsub running?)" -- gdinspect --ctl stale.sock subs
+}
+
+@test "unknown command -> 64" {
+	printf 'GDpub_port=7001\n' > p.ini
+	expect_usage gdinspect "unknown command 'list' (pending, subs or stats)" -- gdinspect -c p.ini list
+}
+
+@test "no -c and no --ctl -> 64" {
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect pending
+	printf '# nothing\nGDpub_timeout=5\n' > p.ini
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect -c p.ini pending
+}
+
+# ---- bad requests straight to the control socket ----
+
+@test "gdpub: an unknown request gets an error and the connection stays usable" {
+	stall
+	run ctl_talk "$pubsock" 3 <<<$'bogus\n\nhello'
+	assert_success
+	assert_output "$(printf "error unknown request 'bogus'\nerror unknown request ''\nhello gdpub 1")"
+	run ctl_talk "$pubsock" 1 <<<'pending please'
+	assert_success
+	assert_output "error unknown request 'pending please'"
+	gdpub_alive
+}
+
+@test "gdpub: an over-long request line gets an error and gdpub survives" {
+	stall
+	# 1025 bytes: too long; the connection is closed
+	run ctl_talk "$pubsock" < <(printf '%01025d\n' 0)
+	assert_success
+	assert_output 'error request line longer than 1024 bytes'
+	# 5000 bytes and no newline: same
+	run ctl_talk "$pubsock" < <(printf '%05000d' 0)
+	assert_success
+	assert_output 'error request line longer than 1024 bytes'
+	gdpub_alive
+	run --separate-stderr timeout 30 gdinspect -c p.ini pending
+	assert_success
+	check_pending text <<<"$output"
+}
+
+@test "gdpub: a request of exactly 1024 bytes is a request, not an overflow" {
+	stall
+	run ctl_talk "$pubsock" 2 < <(printf '%01024d\nhello\n' 0)
+	assert_success
+	assert_line --index 0 "error unknown request '$(printf '%064d' 0)'"
+	assert_line --index 1 'hello gdpub 1'
+}
+
+@test "gdsub: unknown, malformed and over-long requests get errors; gdsub survives" {
+	stall
+	sock=$(sub_sock)
+	run ctl_talk "$sock" 2 <<<$'bogus\nhello'
+	assert_success
+	assert_output "$(printf "error unknown request 'bogus'\nhello gdsub 1")"
+	run ctl_talk "$sock" <<<'ack many'
+	assert_success
+	assert_output "error bad key count in 'ack many'"
+	run ctl_talk "$sock" 2 < <(printf 'ack 1\nnot-a-key\n')
+	assert_success
+	assert_output "$(printf 'ack 0 1\nnot-a-key\tmalformed key (expected HOST:PORT/ID)')"
+	run ctl_talk "$sock" < <(printf '%02000d\n' 0)
+	assert_success
+	assert_output 'error request line longer than 1024 bytes'
+	kill -0 "$pubpid"
+	run --separate-stderr timeout 30 gdinspect -c s.ini --json subs
+	assert_success
+	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["state"] == "connected" and d["received"] == 5, d' <<<"$output"
+	gdpub_alive
+}

@@ -1,0 +1,245 @@
+#!/usr/bin/env bats
+# Command lines (SPEC §9: 64 bad command line, 69 port or control socket
+# unavailable): each error names the option and the value, then
+# "try 'PROG --help'"; --help and --version; the control socket's
+# directory and modes.
+bats_require_minimum_version 1.5.0
+load helpers
+
+# ---- --help, --version ----
+
+@test "--help and -h: usage on stdout, exit 0, for every program" {
+	local p o
+	for p in gdpub gdsub gdack gdinspect; do
+		for o in --help -h; do
+			run --separate-stderr timeout 30 "$p" "$o" </dev/null
+			assert_success
+			[ -z "$stderr" ]
+			assert_line --index 0 --regexp "^usage: $p "
+		done
+	done
+}
+
+@test "--help wins over a bad config file and other options" {
+	printf 'bogus\n' > bad.ini
+	run --separate-stderr timeout 30 gdpub -c bad.ini -p 1 --help </dev/null
+	assert_success
+	assert_line --index 0 --regexp '^usage: gdpub '
+}
+
+@test "--version and -V: version on stdout, exit 0, for every program" {
+	local p o
+	for p in gdpub gdsub gdack gdinspect; do
+		for o in --version -V; do
+			run --separate-stderr timeout 30 "$p" "$o" </dev/null
+			assert_success
+			[ -z "$stderr" ]
+			assert_output --regexp "^$p \(gdkit\) [0-9]+\.[0-9]+\.[0-9]+$"
+		done
+	done
+}
+
+# ---- unknown options, missing values ----
+
+@test "unknown option, short and long, for every program" {
+	local p
+	for p in gdpub gdsub gdack gdinspect; do
+		expect_usage "$p" "unknown option '-x'" -- "$p" -x
+		expect_usage "$p" "unknown option '--bogus'" -- "$p" --bogus
+	done
+}
+
+@test "missing option value, short and long" {
+	expect_usage gdpub "option '-p' needs a value" -- gdpub -p
+	expect_usage gdpub "option '--port' needs a value" -- gdpub --port
+	expect_usage gdpub "option '--timeout' needs a value" -- gdpub -p 1 --timeout
+	expect_usage gdsub "option '-P' needs a value" -- gdsub -P
+	expect_usage gdsub "option '--count' needs a value" -- gdsub -P 127.0.0.1:1 --count
+	expect_usage gdack "option '--wait' needs a value" -- gdack --wait
+	expect_usage gdack "option '-c' needs a value" -- gdack -c
+	expect_usage gdinspect "option '--ctl' needs a value" -- gdinspect --ctl
+	expect_usage gdinspect "option '--watch' needs a value" -- gdinspect --watch
+}
+
+# ---- bad values ----
+
+@test "gdpub: bad numeric values echo the value and the range" {
+	expect_usage gdpub "invalid value 'abc' for --port: expected an integer from 1 to 65535" -- gdpub -p abc
+	expect_usage gdpub "invalid value '70000' for --port: expected an integer from 1 to 65535" -- gdpub -p 70000
+	expect_usage gdpub "invalid value '0' for --port: expected an integer from 1 to 65535" -- gdpub --port 0
+	expect_usage gdpub "invalid value '-1' for --timeout: expected seconds from 0.001 to 3.1536e+07" -- gdpub -p 1 --timeout -1
+	expect_usage gdpub "invalid value '65' for --num-subs: expected an integer from 0 to 64" -- gdpub -p 1 -n 65
+	expect_usage gdpub "invalid value '-1' for --resend: expected an integer from 0 to 255" -- gdpub -p 1 --resend -1
+	expect_usage gdpub "invalid value 'soon' for --wait-ready: expected seconds" -- gdpub -p 1 --wait-ready=soon
+	expect_usage gdpub "invalid value 'xml' for --format: expected 'line' or 'frame'" -- gdpub -p 1 -f xml
+}
+
+@test "gdsub: bad values echo the value" {
+	expect_usage gdsub "invalid value '0' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 -C 0
+	expect_usage gdsub "invalid value 'many' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 --count many
+	expect_usage gdsub "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdsub -P nohost
+	expect_usage gdsub "invalid value '-2' for --max-retries: expected an integer from -1 to 1073741824" -- gdsub -P 127.0.0.1:1 --max-retries -2
+	expect_usage gdsub "invalid value '0' for --retry-interval: expected seconds from 0.001 to 3.1536e+07" -- gdsub -P 127.0.0.1:1 --retry-interval 0
+	expect_usage gdsub "invalid value 'later' for --linger: expected seconds" -- gdsub -P 127.0.0.1:1 --linger later
+	expect_usage gdsub "invalid value 'xml' for --format: expected 'line', 'payload' or 'frame'" -- gdsub -P 127.0.0.1:1 -f xml
+	expect_usage gdsub "invalid value 'bogus=1' for --qos: expected reliability=, retryCount=, connectionCached= or locatorCacheTimeout=" -- gdsub -P 127.0.0.1:1 --qos bogus=1
+}
+
+@test "gdack and gdinspect: bad values echo the value" {
+	expect_usage gdack "invalid value 'soon' for --wait: expected seconds" -- gdack --ctl x.sock --wait soon
+	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdack -P nohost
+	expect_usage gdack "invalid value 'xml' for --format: expected 'line' or 'frame'" -- gdack --ctl x.sock -f xml
+	expect_usage gdinspect "invalid value '0' for --watch: expected seconds from 0.05" -- gdinspect --ctl x.sock --watch 0 stats
+}
+
+# ---- required keys, arguments, conflicts ----
+
+@test "missing required key: no port, no publisher, no gdsub, no target" {
+	expect_usage gdpub "no port given: set GDpub_port in the config file or use --port" -- gdpub -n 1
+	printf 'GDpub_timeout=5\n' > p.ini
+	expect_usage gdpub "no port given: set GDpub_port in the config file or use --port" -- gdpub -c p.ini
+	expect_usage gdsub "no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT" -- gdsub
+	printf 'GDsub_retryInt=1\n' > s.ini
+	expect_usage gdsub "no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT" -- gdsub -c s.ini
+	expect_usage gdack "cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with" -- gdack --tee
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect stats
+}
+
+@test "unexpected argument" {
+	expect_usage gdpub "unexpected argument 'blocks.txt': blocks are read on stdin" -- gdpub -p 1 blocks.txt
+	expect_usage gdsub "unexpected argument 'extra'" -- gdsub -P 127.0.0.1:1 extra
+	expect_usage gdinspect "unexpected argument 'extra' after pending" -- gdinspect --ctl x.sock pending extra
+	expect_usage gdinspect "no command given (pending, subs or stats)" -- gdinspect --ctl x.sock
+}
+
+@test "-v with -q is refused" {
+	expect_usage gdpub "cannot use -v and -q together" -- gdpub -p 1 -v -q
+	expect_usage gdsub "cannot use -v and -q together" -- gdsub -P 127.0.0.1:1 -q -v
+	expect_usage gdack "cannot use -v and -q together" -- gdack --ctl x.sock --verbose --quiet
+}
+
+# ---- options not supported yet ----
+
+@test "gdpub: options not supported yet are refused" {
+	expect_usage gdpub "-o/--output is not supported yet in this version of gdkit (stream mode)" -- gdpub -p 1 -o -
+	expect_usage gdpub "--status is not supported yet in this version of gdkit (stream mode)" -- gdpub -p 1 --status st.txt
+	expect_usage gdpub "invalid value 'x' for --journal: not supported yet in this version of gdkit" -- gdpub -p 1 --journal x
+	expect_usage gdpub "-f frame is not supported yet in this version of gdkit" -- gdpub -p 1 -f frame
+	expect_usage gdpub "invalid value 'always' for --fsync: not supported yet in this version of gdkit" -- gdpub -p 1 --fsync always
+	expect_usage gdpub "invalid value 'c1' for --cluster: not supported yet in this version of gdkit" -- gdpub -p 1 --cluster c1
+	expect_usage gdpub "invalid value 'secondary' for --role: not supported yet in this version of gdkit" -- gdpub -p 1 --role secondary
+	expect_usage gdpub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdpub -p 1 --auth-key-file k
+}
+
+@test "gdsub: options not supported yet are refused" {
+	expect_usage gdsub "-i/--input is not supported yet in this version of gdkit (stream mode)" -- gdsub -P 127.0.0.1:1 -i -
+	expect_usage gdsub "invalid value 'x' for --state: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --state x
+	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
+	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
+	expect_usage gdsub "invalid value 'index' for --dedup: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --dedup index
+	expect_usage gdsub "--consecutive is not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --consecutive
+	expect_usage gdsub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --auth-key-file k
+	expect_usage gdsub "-f frame is not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 -f frame
+}
+
+@test "gdack and gdinspect: commands and formats not supported yet are refused" {
+	expect_usage gdack "-f frame is not supported yet in this version of gdkit" -- gdack --ctl x.sock -f frame
+	local c
+	for c in decode journal measure; do
+		expect_usage gdinspect "'$c' is not supported yet in this version of gdkit" -- gdinspect --ctl x.sock "$c"
+	done
+	expect_usage gdinspect "unknown command 'frobnicate' (pending, subs or stats)" -- gdinspect --ctl x.sock frobnicate
+}
+
+# ---- port and control socket ----
+
+@test "gdpub: port already in use -> 69 cannot listen on" {
+	port=$(free_port)
+	spawn "exec python3 -c 'import socket, time
+s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300)'"
+	wait_until 20 listening "$port"
+	expect_fail 69 "gdpub: cannot listen on 127.0.0.1 port $port: address already in use" -- gdpub -p "$port"
+	# nothing is left behind: no control socket
+	[ ! -e "$(pub_sock "$port")" ]
+}
+
+@test "gdsub: a second gdsub with the same config -> 69 naming the control socket" {
+	dead=$(free_port)
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.2\nGDsub_maxRetries=-1\n' "$dead" > s.ini
+	spawn "exec gdsub -c s.ini > sub1.out 2> sub1.err"
+	first=$SPAWNED
+	wait_until 20 sub_sock
+	sock=$(sub_sock)
+	expect_fail 69 "gdsub: cannot use control socket $sock: another program is serving it (give --ctl or a different config)" -- gdsub -c s.ini
+	# the same file named another way is the same config
+	expect_fail 69 "gdsub: cannot use control socket $sock: another program is serving it (give --ctl or a different config)" -- gdsub -c "$BATS_TEST_TMPDIR/./s.ini"
+	# the first one is unharmed and still answers
+	kill -0 "$first"
+	[ -S "$sock" ]
+	run timeout 30 gdinspect -c s.ini subs
+	assert_success
+	assert_line --index 1 --regexp "^127\.0\.0\.1:$dead "
+}
+
+@test "gdpub: a control socket another gdpub serves (--ctl) -> 69" {
+	p1=$(free_port)
+	p2=$(free_port)
+	spawn "exec sleep 120 | gdpub -p $p1 --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	wait_until 20 test -S pub.sock
+	expect_fail 69 "gdpub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program is serving it (give --ctl or a different config)" -- gdpub -p "$p2" --ctl "$BATS_TEST_TMPDIR/pub.sock"
+	run timeout 30 gdinspect --ctl pub.sock stats
+	assert_success
+}
+
+@test "control socket directory is 0700 and the socket 0600, whatever the umask" {
+	port=$(free_port)
+	spawn "umask 000; exec sleep 120 | gdpub -p $port > pub.out 2> pub.err"
+	wait_until 20 test -S "$(pub_sock "$port")"
+	[ "$(stat -c %a "$XDG_RUNTIME_DIR/gdkit")" = 700 ]
+	[ "$(stat -c %a "$(pub_sock "$port")")" = 600 ]
+	[ "$(stat -c %u "$(pub_sock "$port")")" = "$(id -u)" ]
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
+	spawn "umask 000; exec gdsub -c s.ini > sub.out 2> sub.err"
+	wait_until 20 sub_sock
+	[ "$(stat -c %a "$(sub_sock)")" = 600 ]
+}
+
+@test "a control socket directory with mode 0755 is refused (69)" {
+	mkdir -m 755 "$XDG_RUNTIME_DIR/gdkit"
+	msg="refusing control socket directory $XDG_RUNTIME_DIR/gdkit: it must be a directory of yours with mode 0700"
+	port=$(free_port)
+	expect_fail 69 "gdpub: $msg" -- gdpub -p "$port"
+	! listening "$port"
+	expect_fail 69 "gdsub: $msg" -- gdsub -P "127.0.0.1:$port"
+	[ -z "$(ls -A "$XDG_RUNTIME_DIR/gdkit")" ]
+	[ "$(stat -c %a "$XDG_RUNTIME_DIR/gdkit")" = 755 ]
+}
+
+@test "a control socket directory that is a symlink is refused (69)" {
+	mkdir -m 700 real
+	ln -s "$BATS_TEST_TMPDIR/real" "$XDG_RUNTIME_DIR/gdkit"
+	port=$(free_port)
+	expect_fail 69 "gdpub: refusing control socket directory $XDG_RUNTIME_DIR/gdkit: it must be a directory of yours with mode 0700" -- gdpub -p "$port"
+}
+
+@test "a stale control socket is replaced" {
+	port=$(free_port)
+	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
+	sock=$(pub_sock "$port")
+	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sock"
+	[ -S "$sock" ]
+	spawn "exec sleep 120 | gdpub -p $port > pub.out 2> pub.err"
+	wait_until 20 timeout 5 gdinspect --ctl "$sock" stats
+	run timeout 30 gdinspect --ctl "$sock" stats
+	assert_success
+	assert_line --index 0 --regexp '^PUBLISHED +ACK +NACK +REJECT +RESENT'
+}
+
+@test "a file that is not a socket in the control socket's place -> 69" {
+	port=$(free_port)
+	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
+	sock=$(pub_sock "$port")
+	echo precious > "$sock"
+	expect_fail 69 "gdpub: cannot use control socket $sock: a file that is not a socket is in the way" -- gdpub -p "$port"
+	[ "$(cat "$sock")" = precious ]
+}
