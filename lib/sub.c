@@ -61,6 +61,7 @@ struct sub {
 	size_t npc, nended;
 	uint64_t unacked;	/* written on stdout, not yet acknowledged */
 	uint64_t emitted;
+	uint64_t n_unwritable;	/* blocks the output format could not carry */
 	int closing, done, sigs, code, out_paused;
 	char name[256];
 };
@@ -243,6 +244,7 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
 		    s->opt.format == GD_OUT_LINE ? "line" : "payload",
 		    s->opt.delim ? "a newline (use -0)" : "a NUL byte");
 		gd_dedup_add(&pc->dd, b->id, b->seq, GD_DS_DONE);
+		s->n_unwritable++;
 		return;
 	}
 	if (gd_dedup_add(&pc->dd, b->id, b->seq, gd ? GD_DS_EMITTED :
@@ -840,6 +842,11 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	}
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	rc = s->code;
+	if (rc == GD_EX_OK && s->n_unwritable > 0) {
+		gd_err("%" PRIu64 " blocks could not be written in the output format "
+		    "and were not acknowledged", s->n_unwritable);
+		rc = GD_EX_FAIL;
+	}
 out:
 	uv_walk(&s->loop, walk_close, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
