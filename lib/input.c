@@ -23,8 +23,17 @@ static struct gd_chunk *chunk_get(struct gd_input *in)
 		in->nfree--;
 	}
 	pthread_mutex_unlock(&in->mu);
-	if (c == NULL && (c = malloc(sizeof(*c) + in->chunk_size)) == NULL)
-		return NULL;
+	if (c == NULL) {
+		if ((c = malloc(sizeof(*c) + in->chunk_size)) == NULL)
+			return NULL;
+		pthread_mutex_lock(&in->mu);
+		c->all_next = in->all;
+		if (c->all_next)
+			c->all_next->all_pprev = &c->all_next;
+		c->all_pprev = &in->all;
+		in->all = c;
+		pthread_mutex_unlock(&in->mu);
+	}
 	c->next = NULL;
 	c->refs = 0;
 	c->idx = IDX_NONE;
@@ -69,9 +78,8 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 	return stop ? -1 : 0;
 }
 
-static void *reader(void *arg)
+static void *read_records(struct gd_input *in)
 {
-	struct gd_input *in = arg;
 	struct gd_chunk *c = chunk_get(in), *n;
 	size_t start = 0, len = 0;
 	int discarding = 0;
@@ -145,6 +153,17 @@ static void *reader(void *arg)
 			return NULL;
 		start = (size_t)(d + 1 - c->data);
 	}
+}
+
+static void *reader(void *arg)
+{
+	struct gd_input *in = arg;
+
+	read_records(in);
+	pthread_mutex_lock(&in->mu);
+	in->thread_done = 1;
+	pthread_mutex_unlock(&in->mu);
+	return NULL;
 }
 
 static void on_async(uv_async_t *a)
@@ -243,10 +262,13 @@ static void chunk_release(struct gd_input *in, struct gd_chunk *c)
 		c->next = in->free_chunks;
 		in->free_chunks = c;
 		in->nfree++;
-		c = NULL;
+	} else {
+		*c->all_pprev = c->all_next;
+		if (c->all_next)
+			c->all_next->all_pprev = c->all_pprev;
+		free(c);
 	}
 	pthread_mutex_unlock(&in->mu);
-	free(c);
 }
 
 void gd_chunk_unref(struct gd_input *in, struct gd_chunk *c)
@@ -279,21 +301,41 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 
 void gd_input_stop(struct gd_input *in)
 {
-	struct gd_chunk *c;
-
 	if (!in->started)
 		return;
 	pthread_mutex_lock(&in->mu);
 	in->stop = 1;
 	pthread_cond_signal(&in->cv);
-	c = in->free_chunks;
-	in->free_chunks = NULL;
 	pthread_mutex_unlock(&in->mu);
-	while (c) {
-		struct gd_chunk *n = c->next;
-		free(c);
-		c = n;
-	}
 	uv_close((uv_handle_t *)&in->async, NULL);
 	in->started = 0;
+}
+
+/* Memory a blocked reader may still touch, kept reachable until exit. */
+static struct gd_input *parked;
+
+int gd_input_free(struct gd_input *in)
+{
+	struct gd_chunk *c;
+	struct gd_region *r;
+
+	pthread_mutex_lock(&in->mu);
+	if (!in->thread_done && in->all != NULL) {
+		parked = in;	/* the caller must not free *in */
+		pthread_mutex_unlock(&in->mu);
+		return 1;
+	}
+	while ((r = in->qhead) != NULL) {
+		in->qhead = r->next;
+		free(r);
+	}
+	while ((c = in->all) != NULL) {
+		in->all = c->all_next;
+		free(c);
+	}
+	in->free_chunks = NULL;
+	pthread_mutex_unlock(&in->mu);
+	free(in->tab);
+	in->tab = NULL;
+	return 0;
 }

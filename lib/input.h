@@ -22,6 +22,7 @@ enum {
 
 struct gd_chunk {
 	struct gd_chunk *next;	/* free list */
+	struct gd_chunk *all_next, **all_pprev;	/* every chunk, for teardown */
 	uint32_t refs;		/* loop-owned: blocks and regions using it */
 	uint32_t idx;		/* slot in the loop's chunk table */
 	int reading;		/* the reader may still append to it */
@@ -47,8 +48,10 @@ struct gd_input {
 	struct gd_region *qhead, *qtail;	/* handed to the loop */
 	size_t qbytes, qlimit;		/* bytes handed and not yet done */
 	struct gd_chunk *free_chunks;
+	struct gd_chunk *all;	/* every chunk allocated and not freed */
 	unsigned nfree;
 	int stop, started, finished;
+	int thread_done;	/* the reader thread has returned */
 	uv_async_t async;
 	void (*on_ready)(struct gd_input *in);	/* regions are waiting */
 	void *data;
@@ -72,5 +75,9 @@ static inline struct gd_chunk *gd_input_chunk(struct gd_input *in, uint32_t idx)
 /* Stop the reader (it may stay blocked in read until exit) and close the
  * async handle. */
 void gd_input_stop(struct gd_input *in);
+/* After the loop has ended: free every chunk and queued region. If the
+ * reader is still blocked in read(), its memory is kept (reachable) so it
+ * can finish safely before the process exits. */
+int gd_input_free(struct gd_input *in);	/* 1: parked, keep *in */
 
 #endif

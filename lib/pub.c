@@ -1076,8 +1076,13 @@ out:
 	uv_run(&p->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&p->loop) != 0)
 		gd_trace(1, "event loop closed with open handles");
-	free(p->in.tab);
+	while (p->rq) {
+		struct gd_region *r = p->rq;
+		p->rq = r->next;
+		free(r);
+	}
 	free(p->cur);
-	free(p);
+	if (gd_input_free(&p->in) == 0)
+		free(p);	/* else a reader blocked in read() still uses it */
 	return rc;
 }
