@@ -25,7 +25,7 @@ stall() {
 gdpub_alive() {
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
 	assert_success
-	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["pending"] == 5, d' <<<"$output"
+	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["pending"] == 5, d' <<<"$output"
 	! has_line pub.out '^(ACK|NACK)'
 }
 
@@ -33,7 +33,7 @@ gdpub_alive() {
 # (stdin) are right: id, key, acks 0, needed 1, age + expires_in = 60,
 # resends 0, size = payload length.
 check_pending() {
-	python3 -c '
+	python -c '
 import json, sys
 mode, port = sys.argv[1], sys.argv[2]
 lines = sys.stdin.read().splitlines()
@@ -80,7 +80,7 @@ for r in rows:
 	assert_success
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 5 ]
-	python3 -c 'import json, sys; [json.loads(l) for l in sys.stdin]' <<<"$output"
+	python -c 'import json, sys; [json.loads(l) for l in sys.stdin]' <<<"$output"
 	check_pending json <<<"$output"
 }
 
@@ -100,7 +100,7 @@ for r in rows:
 aged() {
 	local now
 	now=$(timeout 30 gdinspect -c p.ini --json pending) || return 1
-	python3 -c '
+	python -c '
 import json, sys
 a = {r["id"]: r for r in map(json.loads, sys.argv[1].splitlines())}
 b = {r["id"]: r for r in map(json.loads, sys.argv[2].splitlines())}
@@ -129,7 +129,7 @@ for i in a:
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
 	assert_success
 	[ "${#lines[@]}" -eq 1 ]
-	python3 -c '
+	python -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 want = {"published": 5, "ack": 0, "nack": 0, "reject": 0, "resent": 0, "pending": 5}
@@ -148,7 +148,7 @@ assert {k: d.get(k) for k in want} == want, d
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json subs
 	assert_success
 	[ "${#lines[@]}" -eq 1 ]
-	python3 -c '
+	python -c '
 import json, re, sys
 d = json.loads(sys.stdin.read())
 assert d["name"] == sys.argv[1], d
@@ -162,7 +162,7 @@ assert isinstance(d["state"], str) and d["state"], d
 	stall
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json subs
 	assert_success
-	python3 -c '
+	python -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 missing = [k for k in ("name", "address", "gd", "state", "qos", "queue", "failures") if k not in d]
@@ -179,7 +179,7 @@ assert not missing, "missing %s in %s" % (missing, d)
 	assert_line --index 1 --regexp "^127\.0\.0\.1:$port +127\.0\.0\.1:$port +connected "
 	run --separate-stderr timeout 30 gdinspect -c s.ini --json subs
 	assert_success
-	python3 -c '
+	python -c '
 import json, sys
 d = json.loads(sys.stdin.read())
 p = "127.0.0.1:" + sys.argv[1]
@@ -193,7 +193,7 @@ assert {k: d.get(k) for k in want} == want, d
 	stall
 	run --separate-stderr timeout 30 gdinspect -c s.ini --json stats
 	assert_success
-	python3 -c '
+	python -c '
 import json, sys
 rows = [json.loads(l) for l in sys.stdin]
 assert sum(r["received"] for r in rows) == 5, rows
@@ -212,7 +212,7 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 }
 
 @test "a stale socket (its program is gone) -> 69 connection refused" {
-	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' stale.sock
+	python -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' stale.sock
 	expect_fail 69 "gdinspect: nothing answers at stale.sock: Connection refused (is gdpub or gdsub running?)" -- gdinspect --ctl stale.sock subs
 }
 
@@ -282,6 +282,6 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 	kill -0 "$pubpid"
 	run --separate-stderr timeout 30 gdinspect -c s.ini --json subs
 	assert_success
-	python3 -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["state"] == "connected" and d["received"] == 5, d' <<<"$output"
+	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["state"] == "connected" and d["received"] == 5, d' <<<"$output"
 	gdpub_alive
 }

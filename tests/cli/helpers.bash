@@ -21,9 +21,17 @@ teardown() {
 	return 0
 }
 
+# python: the real interpreter, found once per run (a pyenv shim in front
+# of python3 takes a second to start)
+python() {
+	local cache="${BATS_RUN_TMPDIR:-/tmp}/gdkit-python"
+	[ -s "$cache" ] || python3 -c 'import sys; print(sys.executable)' > "$cache"
+	"$(cat "$cache")" "$@"
+}
+
 # free_port: print a TCP port nobody listens on
 free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # spawn CMD: run the shell command line CMD in the background, in its own
@@ -186,7 +194,7 @@ has_lines() {
 # reply, up to LINES lines (default: until the server closes), for at most
 # 10 seconds; a reset by the server counts as its close.
 ctl_talk() {
-	python3 -c '
+	python -c '
 import socket, sys, time
 want = int(sys.argv[2]) if len(sys.argv) > 2 else -1
 s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

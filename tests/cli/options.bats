@@ -155,7 +155,7 @@ load helpers
 
 @test "gdpub: port already in use -> 69 cannot listen on" {
 	port=$(free_port)
-	spawn "exec python3 -c 'import socket, time
+	spawn "exec python -c 'import socket, time
 s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300)'"
 	wait_until 20 listening "$port"
 	expect_fail 69 "gdpub: cannot listen on 127.0.0.1 port $port: address already in use" -- gdpub -p "$port"
@@ -226,7 +226,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	port=$(free_port)
 	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
 	sock=$(pub_sock "$port")
-	python3 -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sock"
+	python -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sock"
 	[ -S "$sock" ]
 	spawn "exec sleep 120 | gdpub -p $port > pub.out 2> pub.err"
 	wait_until 20 timeout 5 gdinspect --ctl "$sock" stats
