@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #define GD_HOST_MAX 256
-#define GD_MAX_SUBS 64		/* numSubs bound: one bit per GD slot */
+#define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
 
 enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };

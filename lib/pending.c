@@ -169,7 +169,7 @@ void gd_pending_touch(struct gd_pending *p, uint32_t s, uint64_t now_ns)
 
 void gd_pending_clear_bit(struct gd_pending *p, unsigned bit)
 {
-	uint64_t m = (uint64_t)1 << bit;
+	uint32_t m = (uint32_t)1 << bit;
 	uint32_t s;
 
 	for (s = p->head; s != GD_NONE; s = p->e[s].next)

@@ -11,16 +11,19 @@
 
 #include "idmap.h"
 
+/* 4-byte aligned 64-bit fields let the entry pack to 44 bytes */
+typedef uint64_t gd_u64a4 __attribute__((aligned(4)));
+
 struct gd_pend {
-	uint64_t id;		/* first: the idmap key */
-	uint64_t acked;		/* one bit per GD subscriber slot */
-	uint64_t sent_ns;	/* last (re)send; deadline = sent_ns + timeout */
+	gd_u64a4 id;		/* first: the idmap key */
+	gd_u64a4 sent_ns;	/* last (re)send; deadline = sent_ns + timeout */
+	uint32_t acked;		/* one bit per GD subscriber slot (GD_MAX_SUBS) */
 	uint32_t len;
 	uint32_t off;		/* payload offset in the owner's buffer */
 	uint32_t owner_res;	/* owner (caller's buffer tag, 24 bits), resends */
 	uint32_t prev, next;	/* deadline list; next links free slots */
 	uint32_t seq32;		/* low bits of the sequence index */
-};				/* 48 bytes: the budget is 64 per pending block */
+};				/* 44 bytes: the budget is 64 per pending block */
 
 #define GD_PEND_MAX_OWNER ((1u << 24) - 1)
 #define GD_PEND_MAX_RESENDS 255
@@ -41,7 +44,7 @@ static inline void gd_pend_resent(struct gd_pend *e)
 /* distinct acknowledgements so far */
 static inline unsigned gd_pend_nacks(const struct gd_pend *e)
 {
-	return (unsigned)__builtin_popcountll(e->acked);
+	return (unsigned)__builtin_popcount(e->acked);
 }
 
 struct gd_pending {
@@ -80,7 +83,7 @@ static inline unsigned gd_pending_ack(struct gd_pending *p, uint32_t slot,
     unsigned bit)
 {
 	struct gd_pend *e = &p->e[slot];
-	e->acked |= (uint64_t)1 << bit;
+	e->acked |= (uint32_t)1 << bit;
 	return gd_pend_nacks(e);
 }
 /* Earliest deadline (ns), or 0 when nothing is pending. */

@@ -17,7 +17,8 @@
 #                      p99_us max_us late_us (how late pace.py's latest line was).
 #   gdkit.sh memory    N blocks to gdpub -n 1 -t 3600 --max-pending >= 2000000
 #                      whose one subscriber never acks (gdsub > /dev/null).
-#                      VmRSS of gdpub at READY and once stats show pending == N:
+#                      VmRSS of gdpub at READY and once stats show pending == N
+#                      and its send queue to the subscriber has drained:
 #                      bytes_per_block = (rss_full - rss_ready - N*(SIZE+1)) / N.
 #                      Seconds/rate: from the go until pending == N (fill rate).
 #   gdkit.sh pending   STUCK (default N) blocks whose payload contains STUCK,
@@ -350,7 +351,15 @@ run_memory() {
     go
     wait_poller "pending did not reach $N"
     st=$POLLED
-    rss1=$(kv vmrss_kb "$st")
+    # blocks still queued for the subscriber are in flight, not pending
+    # state: measure once gdpub's send queue has drained (at most 10 s)
+    local i
+    for (( i = 0; i < 1000; i++ )); do
+        "$BIN/gdinspect" -c "$dir/pub.ini" --json subs 2> /dev/null |
+            grep -q '"queue":0[,}]' && break
+        sleep 0.01
+    done
+    rss1=$(rss_kb "$pub")
     local bpb secs
     bpb=$(awk -v a="$rss0" -v b="$rss1" -v n="$N" -v s="$SIZE" \
         'BEGIN { printf "%.1f", ((b - a) * 1024 - n * (s + 1)) / n }')

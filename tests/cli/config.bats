@@ -59,8 +59,8 @@ conf_err() {
 	conf_err gdpub "bad.ini:1: GDpub_port: invalid value 'abc': expected an integer from 1 to 65535"
 	cfg bad.ini 'GDpub_port=70000'
 	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '70000': expected an integer from 1 to 65535"
-	cfg bad.ini 'GDpub_port=7001' 'GDpub_numSubs=65'
-	conf_err gdpub "bad.ini:2: GDpub_numSubs: invalid value '65': expected an integer from 0 to 64"
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_numSubs=33'
+	conf_err gdpub "bad.ini:2: GDpub_numSubs: invalid value '33': expected an integer from 0 to 32"
 	cfg bad.ini 'GDpub_port='
 	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '': expected an integer from 1 to 65535"
 	cfg bad.ini 'GDpub_port=12x'

@@ -68,7 +68,7 @@ load helpers
 	expect_usage gdpub "invalid value '70000' for --port: expected an integer from 1 to 65535" -- gdpub -p 70000
 	expect_usage gdpub "invalid value '0' for --port: expected an integer from 1 to 65535" -- gdpub --port 0
 	expect_usage gdpub "invalid value '-1' for --timeout: expected seconds from 0.001 to 3.1536e+07" -- gdpub -p 1 --timeout -1
-	expect_usage gdpub "invalid value '65' for --num-subs: expected an integer from 0 to 64" -- gdpub -p 1 -n 65
+	expect_usage gdpub "invalid value '33' for --num-subs: expected an integer from 0 to 32" -- gdpub -p 1 -n 33
 	expect_usage gdpub "invalid value '-1' for --resend: expected an integer from 0 to 255" -- gdpub -p 1 --resend -1
 	expect_usage gdpub "invalid value 'soon' for --wait-ready: expected seconds" -- gdpub -p 1 --wait-ready=soon
 	expect_usage gdpub "invalid value 'xml' for --format: expected 'line' or 'frame'" -- gdpub -p 1 -f xml

@@ -552,7 +552,7 @@ TEST(pub_values_stored)
 	int rc = load(&c, GD_FAM_PUB,
 	    "GDpub_port=7001\n"
 	    "GDpub_timeout=0.25\n"
-	    "GDpub_numSubs=64\n"
+	    "GDpub_numSubs=32\n"
 	    "GDpub_bind=::\n"
 	    "GDpub_host=pub.example\n"
 	    "GDpub_maxPending=1\n"
@@ -567,7 +567,7 @@ TEST(pub_values_stored)
 	ASSERT_STR(errbuf, "");
 	ASSERT_EQ(c.port, 7001);
 	ASSERT_DBL(c.timeout, 0.25);
-	ASSERT_EQ(c.num_subs, 64);
+	ASSERT_EQ(c.num_subs, 32);
 	ASSERT_STR(c.bind, "::");
 	ASSERT_STR(c.host, "pub.example");
 	ASSERT_EQ(c.max_pending, 1);
@@ -851,7 +851,7 @@ TEST(err_bad_values)
 		{ GD_FAM_PUB, "GDpub_port", "-1", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_port", "7001.5", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_port", "", "expected an integer" },
-		{ GD_FAM_PUB, "GDpub_numSubs", "65", "expected an integer from 0 to 64" },
+		{ GD_FAM_PUB, "GDpub_numSubs", "33", "expected an integer from 0 to 32" },
 		{ GD_FAM_PUB, "GDpub_maxPending", "0", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_maxPending", "1073741825", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_resend", "1001", "expected an integer" },
@@ -1115,7 +1115,7 @@ TEST(set_opt_invalid)
 		{ "GDpub_port", "--port", "65536" },
 		{ "GDpub_timeout", "--timeout", "nan" },
 		{ "GDpub_timeout", "--timeout", "-1" },
-		{ "GDpub_numSubs", "--num-subs", "65" },
+		{ "GDpub_numSubs", "--num-subs", "33" },
 		{ "GDpub_fsync", "--fsync", "maybe" },
 		{ "GDpub_host", "--host", "" },
 		{ "GDpub_role", "--role", "secondary" },

@@ -117,10 +117,10 @@ TEST(ack_counting)
 	t = gd_pending_add(&p, 2, 2, 0, 0, 0, 0);
 	ASSERT_EQ(gd_pending_ack(&p, s, 0), 1);
 	ASSERT_EQ(gd_pending_ack(&p, s, 0), 1);	/* same bit twice: once */
-	ASSERT_EQ(gd_pending_ack(&p, s, 63), 2);
+	ASSERT_EQ(gd_pending_ack(&p, s, 31), 2);
 	ASSERT_EQ(gd_pending_ack(&p, s, 5), 3);
-	ASSERT_EQ(gd_pending_ack(&p, s, 63), 3);
-	ASSERT_U64(gd_pending_at(&p, s)->acked, (1ull << 0) | (1ull << 5) | (1ull << 63));
+	ASSERT_EQ(gd_pending_ack(&p, s, 31), 3);
+	ASSERT_U64(gd_pending_at(&p, s)->acked, (1u << 0) | (1u << 5) | (1u << 31));
 	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s)), 3);
 	/* acks of one block do not touch another */
 	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, t)), 0);
@@ -142,7 +142,7 @@ TEST(clear_bit)
 	gd_pending_ack(&p, s[0], 4);
 	gd_pending_ack(&p, s[1], 4);
 	gd_pending_ack(&p, s[2], 3);
-	gd_pending_ack(&p, s[3], 63);
+	gd_pending_ack(&p, s[3], 31);
 	gd_pending_clear_bit(&p, 3);
 	ASSERT_U64(gd_pending_at(&p, s[0])->acked, 1ull << 4);
 	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
