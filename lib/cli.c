@@ -58,3 +58,24 @@ int gd_cli_bad_option(int ch, char **argv)
 		gd_usage_err("unknown option '%s'", arg);
 	return GD_EX_USAGE;
 }
+
+int gd_cli_keyopt(struct gd_conf *c, const struct gd_keyopt *k, size_t n,
+    int ch, const char *arg)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (k[i].ch == ch)
+			return gd_conf_set_opt(c, k[i].key, k[i].opt, arg);
+	return -1;
+}
+
+int gd_cli_verbosity(int verbose, int quiet)
+{
+	if (verbose && quiet) {
+		gd_usage_err("cannot use -v and -q together");
+		return GD_EX_USAGE;
+	}
+	gd_log_level(quiet ? -1 : verbose);
+	return 0;
+}

@@ -114,12 +114,8 @@ int main(int argc, char **argv)
 		if (rc != 0)
 			goto out;
 	}
-	if (verbose && quiet) {
-		gd_usage_err("cannot use -v and -q together");
-		rc = GD_EX_USAGE;
+	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		goto out;
-	}
-	gd_log_level(quiet ? -1 : verbose);
 	if (opt.ctl == NULL && conf.path == NULL && conf.name == NULL &&
 	    conf.npubs == 0 && conf.sub_ctl == NULL) {
 		gd_usage_err("cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with");

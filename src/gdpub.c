@@ -72,7 +72,7 @@ static const struct option longopts[] = {
 };
 
 /* option -> config key, for the options that are config keys */
-static const struct { int ch; const char *opt, *key; } keyopts[] = {
+static const struct gd_keyopt keyopts[] = {
 	{ 'p', "--port", "GDpub_port" },
 	{ 't', "--timeout", "GDpub_timeout" },
 	{ 'n', "--num-subs", "GDpub_numSubs" },
@@ -95,7 +95,6 @@ int main(int argc, char **argv)
 	struct gd_conf conf;
 	struct gd_pub_opts opt = { 0, '\n', 0, 0 };
 	int ch, rc, verbose = 0, quiet = 0;
-	size_t i;
 
 	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_PUB);
@@ -105,15 +104,13 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		for (i = 0; i < sizeof(keyopts) / sizeof(keyopts[0]); i++)
-			if (keyopts[i].ch == ch)
-				break;
-		if (i < sizeof(keyopts) / sizeof(keyopts[0])) {
-			if ((rc = gd_conf_set_opt(&conf, keyopts[i].key,
-			    keyopts[i].opt, optarg)) != 0)
-				goto out;
+		rc = gd_cli_keyopt(&conf, keyopts,
+		    sizeof(keyopts) / sizeof(keyopts[0]), ch, optarg);
+		if (rc > 0)
+			goto out;
+		if (rc == 0)
 			continue;
-		}
+		rc = 0;
 		switch (ch) {
 		case 'c': case 'h': case 'V':
 			break;
@@ -168,12 +165,8 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if (verbose && quiet) {
-		gd_usage_err("cannot use -v and -q together");
-		rc = GD_EX_USAGE;
+	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		goto out;
-	}
-	gd_log_level(quiet ? -1 : verbose);
 	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
 		goto out;
 	rc = gd_pub_run(&conf, &opt);
