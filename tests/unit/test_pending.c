@@ -155,7 +155,7 @@ TEST(clear_bit)
 	gd_pending_clear_bit(&p, 3);
 	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
 	ASSERT_EQ(gd_pending_ack(&p, s[2], 3), 1);
-	gd_pending_clear_bit(&p, 63);
+	gd_pending_clear_bit(&p, 31);
 	ASSERT_U64(gd_pending_at(&p, s[3])->acked, 0);
 	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[3])), 0);
 	gd_pending_free(&p);
