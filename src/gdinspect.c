@@ -2,6 +2,7 @@
 #include "cli.h"
 #include "inspect.h"
 #include "log.h"
+#include "measure.h"
 #include "parse.h"
 
 #include <stdio.h>
@@ -16,6 +17,9 @@ static const char usage[] =
 "            expires_in, resends, size\n"
 "  subs      each subscriber connection at a gdpub, or publisher at a gdsub\n"
 "  stats     counters\n"
+"  measure SENT RECEIVED\n"
+"            from two files of keys or IDs: reliability R = Ru/S,\n"
+"            uniqueness UR = Ru/R and the delivery mode achieved\n"
 "\n"
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
@@ -24,7 +28,7 @@ static const char usage[] =
 "  -h, --help          show this help\n"
 "  -V, --version       show the version\n"
 "\n"
-"Not supported yet (refused): journal, decode, measure.\n"
+"Not supported yet (refused): journal, decode.\n"
 "See gdinspect(1).\n";
 
 enum { O_CTL = 256, O_JSON, O_WATCH };
@@ -78,13 +82,24 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		gd_usage_err("no command given (pending, subs or stats)");
+		gd_usage_err("no command given (pending, subs, stats or measure)");
 		rc = GD_EX_USAGE;
 		goto out;
 	}
 	opt.cmd = argv[optind];
-	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0 ||
-	    strcmp(opt.cmd, "measure") == 0) {
+	if (strcmp(opt.cmd, "measure") == 0) {
+		struct gd_measure m;
+		if (argc - optind != 3) {
+			gd_usage_err("measure needs two files: SENT RECEIVED");
+			rc = GD_EX_USAGE;
+			goto out;
+		}
+		if ((rc = gd_measure_files(argv[optind + 1], argv[optind + 2],
+		    &m)) == 0)
+			gd_measure_print(&m, opt.json);
+		goto out;
+	}
+	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0) {
 		gd_usage_err("'%s' is not supported yet in this version of gdkit",
 		    opt.cmd);
 		rc = GD_EX_USAGE;
@@ -98,7 +113,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(opt.cmd, "pending") != 0 && strcmp(opt.cmd, "subs") != 0 &&
 	    strcmp(opt.cmd, "stats") != 0) {
-		gd_usage_err("unknown command '%s' (pending, subs or stats)", opt.cmd);
+		gd_usage_err("unknown command '%s' (pending, subs, stats or measure)", opt.cmd);
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -109,7 +109,7 @@ load helpers
 	expect_usage gdpub "unexpected argument 'blocks.txt': blocks are read on stdin" -- gdpub -p 1 blocks.txt
 	expect_usage gdsub "unexpected argument 'extra'" -- gdsub -P 127.0.0.1:1 extra
 	expect_usage gdinspect "unexpected argument 'extra' after pending" -- gdinspect --ctl x.sock pending extra
-	expect_usage gdinspect "no command given (pending, subs or stats)" -- gdinspect --ctl x.sock
+	expect_usage gdinspect "no command given (pending, subs, stats or measure)" -- gdinspect --ctl x.sock
 }
 
 @test "-v with -q is refused" {
@@ -145,10 +145,10 @@ load helpers
 @test "gdack and gdinspect: commands and formats not supported yet are refused" {
 	expect_usage gdack "-f frame is not supported yet in this version of gdkit" -- gdack --ctl x.sock -f frame
 	local c
-	for c in decode journal measure; do
+	for c in decode journal; do
 		expect_usage gdinspect "'$c' is not supported yet in this version of gdkit" -- gdinspect --ctl x.sock "$c"
 	done
-	expect_usage gdinspect "unknown command 'frobnicate' (pending, subs or stats)" -- gdinspect --ctl x.sock frobnicate
+	expect_usage gdinspect "unknown command 'frobnicate' (pending, subs, stats or measure)" -- gdinspect --ctl x.sock frobnicate
 }
 
 # ---- port and control socket ----
