@@ -389,8 +389,6 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 
 int gd_conf_check(const struct gd_conf *c, int family)
 {
-	const char *where = c->path ? c->path : "command line";
-
 	if (family == GD_FAM_PUB && c->port == 0) {
 		gd_usage_err("no port given: set GDpub_port in the config file or use --port");
 		return GD_EX_USAGE;
@@ -399,6 +397,5 @@ int gd_conf_check(const struct gd_conf *c, int family)
 		gd_usage_err("no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT");
 		return GD_EX_USAGE;
 	}
-	(void)where;
 	return 0;
 }

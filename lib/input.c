@@ -283,8 +283,6 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 
 	pthread_mutex_lock(&in->mu);
 	in->qbytes -= r->len;
-	if (r->flags & (GD_RG_EOF | GD_RG_ERROR))
-		in->finished = 1;
 	pthread_cond_signal(&in->cv);
 	pthread_mutex_unlock(&in->mu);
 	if (c != NULL) {

@@ -50,7 +50,7 @@ struct gd_input {
 	struct gd_chunk *free_chunks;
 	struct gd_chunk *all;	/* every chunk allocated and not freed */
 	unsigned nfree;
-	int stop, started, finished;
+	int stop, started;
 	int thread_done;	/* the reader thread has returned */
 	uv_async_t async;
 	void (*on_ready)(struct gd_input *in);	/* regions are waiting */

@@ -803,14 +803,14 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 	} else if (strcmp(line, "stats") == 0) {
 		double up = (double)(now - p->t_start) / 1e9;
 		gd_ctl_printf(cl, "stats 1\n");
-		gd_ctl_printf(cl, "published\tack\tnack\treject\tresent\tpending\tbytes\tuptime\tlat_p50_us\tlat_p90_us\tlat_p99_us\tlat_max_us\n");
+		gd_ctl_printf(cl, "published\tack\tnack\treject\tresent\tpending\tbytes\tuptime\tlat_p50_us\tlat_p90_us\tlat_p99_us\tlat_max_us\tlate_acks\n");
 		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64
-		    "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub, p->n_ack,
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub, p->n_ack,
 		    p->n_nack, p->n_reject, p->n_resent, p->pend.count,
 		    p->n_bytes, up, gd_hist_pct(&p->lat, 50),
 		    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
-		    p->lat.max);
+		    p->lat.max, p->n_late_acks);
 	} else if (strcmp(line, "subs") == 0) {
 		struct sconn *c;
 		unsigned n = 0;

@@ -36,6 +36,7 @@ struct pconn {
 	uv_shutdown_t sreq;
 	struct gd_hostport hp;
 	char addr[300];		/* HOST:PORT as configured */
+	size_t addr_len;
 	char origin[300];	/* as the publisher stamps its keys */
 	size_t origin_len;
 	int state, attempts, ack_status;
@@ -509,7 +510,7 @@ static struct pconn *find_origin(struct sub *s, const char *o, size_t n)
 	for (i = 0; i < s->npc; i++) {
 		struct pconn *pc = &s->pc[i];
 		if ((pc->origin_len == n && memcmp(pc->origin, o, n) == 0) ||
-		    (strlen(pc->addr) == n && memcmp(pc->addr, o, n) == 0))
+		    (pc->addr_len == n && memcmp(pc->addr, o, n) == 0))
 			return pc;
 	}
 	return NULL;
@@ -616,15 +617,16 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 		static const char *const st[] = { "waiting", "resolving",
 			"connecting", "handshake", "connected", "ended" };
 		gd_ctl_printf(cl, "%s %zu\n", line, s->npc);
-		gd_ctl_printf(cl, "publisher\torigin\tstate\tattempts\tacks\treceived\tunique\tduplicates\tacked\n");
+		gd_ctl_printf(cl, "publisher\torigin\tstate\tattempts\tacks\treceived\tunique\tduplicates\tacked\tsnapshot\n");
 		for (i = 0; i < s->npc; i++) {
 			struct pconn *pc = &s->pc[i];
 			gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
-			    "\t%" PRIu64 "\t%" PRIu64 "\n", pc->addr,
+			    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", pc->addr,
 			    pc->origin_len ? pc->origin : "-", st[pc->state],
 			    pc->attempts, pc->origin_len == 0 ? "-" :
 			    gd_ack_status_str(pc->ack_status),
-			    pc->n_recv, pc->n_unique, pc->n_dup, pc->n_acked);
+			    pc->n_recv, pc->n_unique, pc->n_dup, pc->n_acked,
+			    pc->n_snap);
 		}
 	} else {
 		gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
@@ -827,8 +829,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		struct pconn *pc = &s->pc[i];
 		pc->s = s;
 		pc->hp = conf->pubs[i];
-		gd_fmt_hostport(pc->addr, sizeof(pc->addr), pc->hp.host,
-		    pc->hp.port);
+		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
+		    pc->hp.host, pc->hp.port);
 		pc->ack_status = conf->gd ? GD_ACK_OK : GD_ACK_NONE;
 		uv_timer_init(&s->loop, &pc->retry);
 		pc->retry.data = pc;

@@ -285,3 +285,25 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["state"] == "connected" and d["received"] == 5, d' <<<"$output"
 	gdpub_alive
 }
+
+@test "stats counts late acknowledgements; gdsub subs counts snapshot blocks" {
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\nGDsub_gd=0\n' "$port" > late.ini
+	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
+	# two blocks NACK after 0.3 s; gdpub stays up with stdin open
+	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini -t 0.3 --snapshot 2 --wait-ready=60 > pub.out 2> pub.err"
+	wait_until 20 has_lines pub.out 3	# READY, NACK 1, NACK 2
+	# acknowledging them now is too late: counted, not an ACK
+	run --separate-stderr timeout 20 gdack -c s.ini "127.0.0.1:$port/1" "127.0.0.1:$port/2"
+	assert_success
+	wait_until 10 bash -c "gdinspect -c p.ini --json stats | grep -q '\"late_acks\":2[,}]'"
+	! has_line pub.out '^ACK'
+	# a late receive-only subscriber gets the two as snapshot blocks
+	spawn "exec gdsub -c late.ini > late.txt 2> late.err"
+	wait_until 20 has_lines late.txt 2
+	run --separate-stderr timeout 20 gdinspect -c late.ini --json subs
+	assert_success
+	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["snapshot"] == 2 and d["unique"] == 0, d' <<<"$output"
+}
