@@ -6,6 +6,8 @@
 #include "key.h"
 #include "log.h"
 #include "out.h"
+#include "parse.h"
+#include "stream.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -43,15 +45,59 @@ static int req_add(struct ack *a, const char *p, size_t n)
 	return 0;
 }
 
+/* -f status: "ACK ID KEY" lines of a gdpub reading -f frame name the
+ * upstream key; other status lines need nothing. Returns the key's
+ * length (its start at *key), 0 to skip the line, -1 if malformed. */
+static int status_key(struct ack *a, const char *rec, size_t len,
+    const char **key)
+{
+	const char *sp, *k;
+	uint64_t id;
+
+	if (len < 4 || memcmp(rec, "ACK ", 4) != 0) {
+		if (len >= 5 && memcmp(rec, "NACK ", 5) == 0)
+			gd_trace(1, "line %" PRIu64 ": %.*s: not acknowledged "
+			    "upstream", a->line_no, (int)(len > 80 ? 80 : len), rec);
+		return 0;
+	}
+	if ((sp = memchr(rec + 4, ' ', len - 4)) == NULL ||
+	    gd_parse_u64n(rec + 4, (size_t)(sp - rec - 4), &id) != 0) {
+		if (sp == NULL && gd_parse_u64n(rec + 4, len - 4, &id) == 0)
+			gd_err("cannot acknowledge line %" PRIu64 ": '%.*s' names "
+			    "no key (gdpub writes one only with -f frame)",
+			    a->line_no, (int)(len > 80 ? 80 : len), rec);
+		else
+			gd_err("cannot acknowledge line %" PRIu64 ": '%.*s' is "
+			    "not a status line", a->line_no,
+			    (int)(len > 80 ? 80 : len), rec);
+		return -1;
+	}
+	k = sp + 1;
+	*key = k;
+	return (int)(len - (size_t)(k - rec));
+}
+
 /* Queue the key at the start of one record; count what cannot be sent. */
 static int add_record(struct ack *a, const char *rec, size_t len)
 {
-	const char *tab = memchr(rec, '\t', len);
-	size_t klen = tab ? (size_t)(tab - rec) : len, olen;
+	const char *tab;
+	size_t klen, olen;
 	uint64_t id;
 	int flags;
 
 	a->line_no++;
+	if (a->o->format == GD_ACK_STATUS) {
+		const char *k = NULL;
+		int n = status_key(a, rec, len, &k);
+		if (n <= 0) {
+			a->failed += n < 0;
+			return 0;
+		}
+		rec = k;
+		len = (size_t)n;
+	}
+	tab = memchr(rec, '\t', len);
+	klen = tab ? (size_t)(tab - rec) : len;
 	if (gd_key_parse(rec, klen, &olen, &id, &flags) != 0) {
 		gd_err("cannot acknowledge line %" PRIu64 ": '%.*s' is not a key "
 		    "(HOST:PORT/ID)", a->line_no, (int)(klen > 80 ? 80 : klen), rec);
@@ -123,6 +169,86 @@ static void tee(struct ack *a, const char *p, size_t n)
 		gd_err("cannot write standard output: %s", strerror(errno));
 		a->tee_broken = 1;
 	}
+}
+
+/* -f frame: acknowledge every block frame of a framed stream. */
+static int run_frames(struct ack *a)
+{
+	struct gd_sreader sr;
+	size_t cap = 1 << 20, len = 0;
+	uint8_t *buf = malloc(cap);
+	int rc = 0, eof = 0, bad = 0;
+
+	if (buf == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	gd_sreader_init(&sr, GD_STREAM_MAX_PAYLOAD);
+	gd_pipe_grow(0);
+	while (!eof && !bad && rc == 0) {
+		struct gd_sframe f;
+		size_t off = 0, used;
+		ssize_t r;
+		int k;
+
+		r = read(0, buf + len, cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			gd_err("cannot read standard input: %s", strerror(errno));
+			rc = GD_EX_FAIL;
+			break;
+		}
+		eof = r == 0;
+		len += (size_t)r;
+		while ((k = gd_sreader_next(&sr, buf + off, len - off, eof, &f,
+		    &used)) == 1) {
+			off += used;
+			if (f.type != GD_SF_BLOCK)
+				continue;
+			if (f.flags & GD_FL_SNAPSHOT) {
+				a->skipped++;
+				continue;
+			}
+			{
+				char num[24];
+				int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n",
+				    f.id);
+				if (req_add(a, f.origin, f.origin_len) != 0 ||
+				    req_add(a, num, (size_t)n) != 0) {
+					rc = GD_EX_FAIL;
+					break;
+				}
+				a->nreq++;
+			}
+		}
+		bad = k < 0;
+		if (rc == 0)
+			rc = exchange(a);
+		tee(a, (const char *)buf, off);
+		memmove(buf, buf + off, len - off);
+		len -= off;
+		if (k == 0 && len == cap) {	/* one frame larger than buf */
+			size_t need = cap * 2;
+			uint8_t *nb;
+			if (gd_stream_peek(buf, len, GD_STREAM_MAX_PAYLOAD,
+			    &need) == 1 && need < cap * 2)
+				need = cap * 2;
+			if ((nb = realloc(buf, need)) == NULL) {
+				gd_err("out of memory for a frame of %zu bytes", need);
+				rc = GD_EX_FAIL;
+				break;
+			}
+			buf = nb;
+			cap = need;
+		}
+	}
+	free(buf);
+	if (bad && rc == 0) {
+		gd_err("standard input: %s", sr.err);
+		rc = GD_EX_DATAERR;
+	}
+	return rc;
 }
 
 static int run_stdin(struct ack *a)
@@ -211,6 +337,8 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 			rc = add_record(&a, o->keys[i], strlen(o->keys[i]));
 		if (rc == 0)
 			rc = exchange(&a);
+	} else if (o->format == GD_ACK_FRAME) {
+		rc = run_frames(&a);
 	} else {
 		rc = run_stdin(&a);
 	}

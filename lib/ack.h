@@ -5,7 +5,14 @@
 
 #include "conf.h"
 
+enum gd_ack_format {
+	GD_ACK_LINE,		/* KEY[<TAB>...] records */
+	GD_ACK_FRAME,		/* a framed stream (gdkit-stream(5)) */
+	GD_ACK_STATUS,		/* gdpub -f frame status lines: ACK ID KEY */
+};
+
 struct gd_ack_opts {
+	int format;
 	const char *ctl;	/* --ctl, or NULL to derive from the config */
 	char delim;		/* '\n', or '\0' with -0 */
 	int tee;		/* copy input to stdout after acknowledging */

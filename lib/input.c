@@ -3,6 +3,7 @@
  * free list under one mutex. */
 #define _GNU_SOURCE	/* memrchr */
 #include "input.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -12,19 +13,22 @@
 
 #define IDX_NONE UINT32_MAX
 
-static struct gd_chunk *chunk_get(struct gd_input *in)
+/* A chunk of the usual size (from the free list), or a larger one of its
+ * own for a frame that does not fit (freed, not kept, once done). */
+static struct gd_chunk *chunk_get(struct gd_input *in, size_t cap)
 {
-	struct gd_chunk *c;
+	struct gd_chunk *c = NULL;
 
+	if (cap < in->chunk_size)
+		cap = in->chunk_size;
 	pthread_mutex_lock(&in->mu);
-	c = in->free_chunks;
-	if (c) {
+	if (cap == in->chunk_size && (c = in->free_chunks) != NULL) {
 		in->free_chunks = c->next;
 		in->nfree--;
 	}
 	pthread_mutex_unlock(&in->mu);
 	if (c == NULL) {
-		if ((c = malloc(sizeof(*c) + in->chunk_size)) == NULL)
+		if ((c = malloc(sizeof(*c) + cap)) == NULL)
 			return NULL;
 		pthread_mutex_lock(&in->mu);
 		c->all_next = in->all;
@@ -38,7 +42,7 @@ static struct gd_chunk *chunk_get(struct gd_input *in)
 	c->refs = 0;
 	c->idx = IDX_NONE;
 	c->reading = 1;
-	c->cap = in->chunk_size;
+	c->cap = cap;
 	return c;
 }
 
@@ -80,7 +84,7 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 
 static void *read_records(struct gd_input *in)
 {
-	struct gd_chunk *c = chunk_get(in), *n;
+	struct gd_chunk *c = chunk_get(in, 0), *n;
 	size_t start = 0, len = 0;
 	int discarding = 0;
 
@@ -93,7 +97,7 @@ static void *read_records(struct gd_input *in)
 		uint8_t *d;
 
 		if (len == c->cap) {
-			if ((n = chunk_get(in)) == NULL) {
+			if ((n = chunk_get(in, 0)) == NULL) {
 				hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
 				return NULL;
 			}
@@ -155,11 +159,87 @@ static void *read_records(struct gd_input *in)
 	}
 }
 
+/* Framed input: regions hold whole frames (the loop validates them). A
+ * frame larger than a chunk gets a chunk of its own; bytes that cannot
+ * start a frame end the input there, handed as they are, so the loop
+ * reports the corruption at its exact offset. */
+static void *read_frames(struct gd_input *in)
+{
+	struct gd_chunk *c = chunk_get(in, 0), *n;
+	size_t start = 0, scan = 0, len = 0, need = 0;
+
+	if (c == NULL) {
+		hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
+		return NULL;
+	}
+	for (;;) {
+		ssize_t r;
+		int bad = 0;
+
+		if (len == c->cap) {
+			/* [start, len) is the start of one frame of need bytes */
+			if ((n = chunk_get(in, need)) == NULL) {
+				hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
+				return NULL;
+			}
+			memcpy(n->data, c->data + start, len - start);
+			len -= start;
+			scan -= start;
+			start = 0;
+			if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0)
+				return NULL;
+			c = n;
+		}
+		r = read(in->fd, c->data + len, c->cap - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int e = errno;
+			hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0);
+			hand(in, NULL, 0, 0, GD_RG_ERROR, e);
+			return NULL;
+		}
+		if (r == 0)
+			break;
+		len += (size_t)r;
+		for (;;) {
+			size_t total;
+			int k = gd_stream_peek(c->data + scan, len - scan,
+			    in->max_payload, &total);
+			need = 0;
+			if (k < 0)
+				bad = 1;
+			else if (k > 0 && len - scan >= total) {
+				scan += total;
+				continue;
+			} else if (k > 0)
+				need = total;
+			break;
+		}
+		if (bad)
+			break;
+		if (scan > start) {
+			if (hand(in, c, start, scan - start, 0, 0) != 0)
+				return NULL;
+			start = scan;
+		}
+	}
+	/* end of input, or bytes that cannot start a frame: hand the rest */
+	if (len > start && hand(in, c, start, len - start, GD_RG_LAST, 0) != 0)
+		return NULL;
+	if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) == 0)
+		hand(in, NULL, 0, 0, GD_RG_EOF, 0);
+	return NULL;
+}
+
 static void *reader(void *arg)
 {
 	struct gd_input *in = arg;
 
-	read_records(in);
+	if (in->max_payload)
+		read_frames(in);
+	else
+		read_records(in);
 	pthread_mutex_lock(&in->mu);
 	in->thread_done = 1;
 	pthread_mutex_unlock(&in->mu);
@@ -258,7 +338,7 @@ static void chunk_release(struct gd_input *in, struct gd_chunk *c)
 		c->idx = IDX_NONE;
 	}
 	pthread_mutex_lock(&in->mu);
-	if (in->nfree < 4 && !in->stop) {
+	if (in->nfree < 4 && !in->stop && c->cap == in->chunk_size) {
 		c->next = in->free_chunks;
 		in->free_chunks = c;
 		in->nfree++;

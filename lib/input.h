@@ -41,6 +41,7 @@ struct gd_region {
 struct gd_input {
 	int fd;
 	char delim;
+	uint32_t max_payload;	/* set before start: framed input (stream.h) */
 	size_t chunk_size;
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -60,6 +61,9 @@ struct gd_input {
 	uint32_t ntab, captab, free_idx;
 };
 
+/* Records end with delim; or, when in->max_payload was set, the input is a
+ * framed stream and every region holds whole frames (the last region, at
+ * end of input or at bytes that cannot start a frame, may not). */
 int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
     size_t chunk_size, void (*on_ready)(struct gd_input *));
 /* Take every region handed so far (loop thread); NULL when none. */

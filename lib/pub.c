@@ -12,9 +12,11 @@
 #include "out.h"
 #include "parse.h"
 #include "pending.h"
+#include "stream.h"
 #include "wire.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <netdb.h>
 #include <signal.h>
@@ -75,6 +77,10 @@ struct pub {
 	struct gd_ctl_srv ctl;
 	struct gd_input in;
 	struct gd_out status;
+	struct gd_out sout;		/* -o: the framed stream */
+	int stream_out;
+	struct gd_sreader sr;		/* -f frame: the input stream */
+	size_t origin_len;
 	struct gd_pending pend;
 	int gd;				/* numSubs > 0 */
 	unsigned needed;
@@ -100,6 +106,7 @@ struct pub {
 
 static void kick(struct pub *p);
 static void check_done(struct pub *p);
+static void send_end(struct sconn *c);
 static void on_timer(uv_timer_t *t);
 
 static uint64_t real_ns(void)
@@ -119,15 +126,25 @@ static void on_status_error(struct gd_out *o, int err)
 	    uv_strerror(err));
 }
 
-static void status_line(struct pub *p, const char *what, uint64_t id)
+/* "ACK ID"; with -f frame input also the block's key as it came in,
+ * "ACK ID ORIGIN/ID", so the upstream stage can be acknowledged. */
+static void status_line(struct pub *p, const char *what, uint64_t id,
+    const char *up, size_t uplen)
 {
 	size_t wl = strlen(what), n;
-	uint8_t *d = gd_out_reserve(&p->status, wl + 22);
+	uint8_t *d = gd_out_reserve(&p->status, wl + 44 + uplen);
 	if (d == NULL)
 		return;
 	memcpy(d, what, wl);
 	d[wl] = ' ';
 	n = wl + 1 + gd_u64toa((char *)d + wl + 1, id);
+	if (up != NULL) {
+		d[n++] = ' ';
+		memcpy(d + n, up, uplen);
+		n += uplen;
+		d[n++] = '/';
+		n += gd_u64toa((char *)d + n, id);
+	}
 	d[n++] = '\n';
 	gd_out_commit(&p->status, n);
 }
@@ -227,16 +244,53 @@ static uint8_t *bcast_room(struct pub *p, size_t need)
 	return p->cur->data + p->cur->len;
 }
 
+/* -o: a frame on the output stream instead of a broadcast */
+static void sout_frame(struct pub *p, uint8_t type, const struct gd_block *b)
+{
+	struct gd_sframe f;
+	uint8_t *d;
+
+	memset(&f, 0, sizeof(f));
+	f.type = type;
+	f.origin = p->origin;
+	f.origin_len = p->origin_len;
+	f.epoch = p->epoch;
+	if (b != NULL) {
+		f.flags = b->flags;
+		f.id = b->id;
+		f.seq = b->seq;
+		f.time_ns = b->time_ns;
+		f.data = b->data;
+		f.len = b->len;
+	}
+	if ((d = gd_out_reserve(&p->sout, gd_sframe_size(f.origin_len,
+	    f.len))) != NULL)
+		gd_out_commit(&p->sout, gd_sframe_put(d, &f));
+}
+
 static void bcast_block(struct pub *p, const struct gd_block *b)
 {
-	uint8_t *d = bcast_room(p, GD_BLOCK_HDR + (size_t)b->len);
+	uint8_t *d;
+
+	if (p->stream_out) {
+		sout_frame(p, GD_SF_BLOCK, b);
+		return;
+	}
+	d = bcast_room(p, GD_BLOCK_HDR + (size_t)b->len);
 	if (d != NULL)
 		p->cur->len += gd_wire_block(d, b);
 }
 
 static void bcast_ctrl(struct pub *p, uint8_t type, uint64_t v, int with_v)
 {
-	uint8_t *d = bcast_room(p, GD_WIRE_HDR + 8);
+	uint8_t *d;
+
+	if (p->stream_out) {
+		struct gd_block b = { 0, v, 0, 0, 0, NULL };
+		sout_frame(p, type == GD_F_FLOOR ? GD_SF_FLOOR : GD_SF_END, &b);
+		return;
+	}
+	d = bcast_room(p, GD_WIRE_HDR + 8);
 	if (d != NULL)
 		p->cur->len += with_v ? gd_wire_u64(d, type, v) :
 		    gd_wire_empty(d, type);
@@ -247,16 +301,21 @@ static void bcast_ctrl(struct pub *p, uint8_t type, uint64_t v, int with_v)
 static void resolve(struct pub *p, uint32_t slot, int acked)
 {
 	struct gd_pend *e = gd_pending_at(&p->pend, slot);
+	struct gd_chunk *c = gd_input_chunk(&p->in, gd_pend_owner(e));
+	const char *up = NULL;
+	size_t uplen = 0;
 
+	if (p->opt.frame)
+		up = gd_sframe_origin_of(c->data + e->off, e->len, &uplen);
 	if (acked) {
-		status_line(p, "ACK", e->id);
+		status_line(p, "ACK", e->id, up, uplen);
 		gd_hist_add(&p->lat, (p->now - e->sent_ns) / 1000);
 		p->n_ack++;
 	} else {
-		status_line(p, "NACK", e->id);
+		status_line(p, "NACK", e->id, up, uplen);
 		p->n_nack++;
 	}
-	gd_chunk_unref(&p->in, gd_input_chunk(&p->in, gd_pend_owner(e)));
+	gd_chunk_unref(&p->in, c);
 	gd_pending_remove(&p->pend, slot);
 	if (p->pend.count + 1 == (uint64_t)p->conf->max_pending)
 		kick(p);
@@ -327,11 +386,13 @@ static void snap_push(struct pub *p, const struct gd_block *b,
 	p->snap_n++;
 }
 
+static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen, int oversize, uint64_t tnow);
+
 static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
     size_t len, int oversize, uint64_t tnow)
 {
-	struct gd_block b;
-	char idtxt[24];
+	uint64_t id;
 	const uint8_t *pl = rec;
 	size_t plen = len;
 
@@ -339,7 +400,7 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 	if (p->opt.ids) {
 		const uint8_t *tab = memchr(rec, '\t', len < 22 ? len : 22);
 		if (tab == NULL || gd_parse_u64n((const char *)rec,
-		    (size_t)(tab - rec), &b.id) != 0) {
+		    (size_t)(tab - rec), &id) != 0) {
 			reject(p, "-", "malformed line %" PRIu64
 			    ": expected ID<TAB>payload with a decimal ID",
 			    p->line_no);
@@ -348,8 +409,20 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 		pl = tab + 1;
 		plen = len - (size_t)(tab + 1 - rec);
 	} else {
-		b.id = p->next_id++;
+		id = p->next_id++;
 	}
+	publish(p, c, id, pl, plen, oversize, tnow);
+}
+
+/* A block gets its sequence index, goes out and, with GD, waits in the
+ * pending table; its payload stays in chunk c until it is resolved. */
+static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen, int oversize, uint64_t tnow)
+{
+	struct gd_block b;
+	char idtxt[24];
+
+	b.id = id;
 	if (oversize || plen > (size_t)p->conf->max_block) {
 		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
 		reject(p, idtxt, "block larger than GDpub_maxBlockSize (%" PRId64
@@ -357,7 +430,8 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 		return;
 	}
 	/* ids gdpub assigns are above every pending one: no lookup needed */
-	if (p->gd && p->opt.ids && gd_pending_find(&p->pend, b.id) != GD_NONE) {
+	if (p->gd && (p->opt.ids || p->opt.frame) &&
+	    gd_pending_find(&p->pend, b.id) != GD_NONE) {
 		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, b.id);
 		reject(p, idtxt, "invalid event block ID: %s is already pending",
 		    idtxt);
@@ -380,7 +454,7 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 		}
 		gd_chunk_ref(c);
 	}
-	if (p->ndata == 0)
+	if (p->ndata == 0 && !p->stream_out)
 		p->n_nosub++;
 	snap_push(p, &b, c);
 	p->n_pub++;
@@ -395,6 +469,8 @@ static int parse_paused(struct pub *p)
 		return 1;
 	if (p->gd && p->pend.count >= (uint64_t)p->conf->max_pending)
 		return 1;
+	if (p->stream_out && gd_out_backlog(&p->sout) > BACKLOG_HIGH)
+		return 1;
 	return p->paused_backlog;
 }
 
@@ -405,6 +481,31 @@ static void check_backlog(struct pub *p)
 		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
 		    BACKLOG_HIGH)
 			p->paused_backlog = 1;
+}
+
+static void drop_input(struct pub *p)
+{
+	struct gd_region *r;
+
+	while ((r = p->rq) != NULL) {
+		p->rq = r->next;
+		gd_input_done(&p->in, r);
+	}
+	p->rq_tail = NULL;
+	p->rpos = 0;
+	p->eof = 1;
+	uv_idle_stop(&p->idle);
+}
+
+/* -f frame: blocks before the bad frame stay published; nothing at or
+ * after it is read. */
+static void stream_corrupt(struct pub *p)
+{
+	gd_err("standard input: %s; no more input is read", p->sr.err);
+	p->stop_code = GD_EX_DATAERR;
+	drop_input(p);
+	arm_timer(p);
+	check_done(p);
 }
 
 static void parse_some(struct pub *p)
@@ -426,6 +527,23 @@ static void parse_some(struct pub *p)
 		} else if (r->flags & GD_RG_OVERSIZE) {
 			record(p, r->c, base, r->len, 1, tnow);
 			budget--;
+		} else if (!(r->flags & GD_RG_CHUNK_DONE) && p->opt.frame) {
+			while (p->rpos < r->len && budget > 0 && !parse_paused(p)) {
+				struct gd_sframe f;
+				size_t used;
+				if (gd_sreader_next(&p->sr, base + p->rpos,
+				    r->len - p->rpos, 1, &f, &used) != 1) {
+					stream_corrupt(p);
+					return;
+				}
+				p->rpos += used;
+				if (f.type != GD_SF_BLOCK)
+					continue;	/* the upstream's floor, end */
+				publish(p, r->c, f.id, f.data, f.len, 0, tnow);
+				budget--;
+			}
+			if (p->rpos < r->len)
+				break;
 		} else if (!(r->flags & GD_RG_CHUNK_DONE)) {
 			while (p->rpos < r->len && budget > 0 && !parse_paused(p)) {
 				const uint8_t *s = base + p->rpos;
@@ -565,6 +683,7 @@ static void send_welcome(struct pub *p, struct sconn *c)
 	w.max_block = (uint32_t)p->conf->max_block;
 	w.timeout_ms = (uint32_t)(p->conf->timeout * 1000);
 	w.epoch = p->epoch;
+	w.flags = p->stream_out ? GD_WF_STREAM : 0;
 	snprintf(w.origin, sizeof(w.origin), "%s", p->origin);
 	b->len = gd_wire_welcome(b->data, &w);
 	if (c->want_data)
@@ -619,6 +738,12 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	/* blocks batched so far go to the others; this one starts after */
 	flush_bcast(p);
 	c->want_data = h->want_data != 0;
+	if (c->want_data && p->stream_out) {
+		gd_err("subscriber %s (%s) asked for blocks over TCP, but this "
+		    "gdpub writes them as a framed stream (-o); read the stream "
+		    "with gdsub -i", c->name, c->addr);
+		c->want_data = 0;
+	}
 	send_welcome(p, c);
 	c->hello = 1;
 	if (c->want_data)
@@ -629,17 +754,8 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		uv_timer_stop(&p->ready_timer);
 		kick(p);
 	}
-	if (p->finished) {	/* late subscriber: tell it at once */
-		uint8_t buf[GD_WIRE_HDR];
-		struct bcast *b = malloc(sizeof(*b) + sizeof(buf));
-		if (b) {
-			b->refs = 1;
-			b->len = gd_wire_empty(b->data, GD_F_END);
-			conn_write(c, b);
-			if (--b->refs == 0)
-				bcast_free(b);
-		}
-	}
+	if (p->finished)	/* late subscriber: tell it at once */
+		send_end(c);
 }
 
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
@@ -843,7 +959,7 @@ static void on_prepare(uv_prepare_t *h)
 {
 	struct pub *p = h->data;
 
-	if (p->ndata > 0 && !p->finished) {
+	if ((p->ndata > 0 || p->stream_out) && !p->finished) {
 		uint64_t f = p->gd ? gd_pending_floor(&p->pend, p->next_seq) :
 		    p->next_seq;
 		if (f != p->floor_sent) {
@@ -852,6 +968,8 @@ static void on_prepare(uv_prepare_t *h)
 		}
 	}
 	flush_bcast(p);
+	if (p->stream_out)
+		gd_out_flush(&p->sout);
 	gd_out_flush(&p->status);
 	gd_ctl_flush(&p->ctl);
 }
@@ -870,6 +988,8 @@ static void close_all(struct pub *p)
 	on_prepare(&p->prep);	/* last status lines and replies */
 	uv_close((uv_handle_t *)&p->prep, NULL);
 	gd_out_close(&p->status, NULL);
+	if (p->stream_out)
+		gd_out_close(&p->sout, NULL);
 	uv_close((uv_handle_t *)&p->srv, NULL);
 	uv_close((uv_handle_t *)&p->timer, NULL);
 	uv_close((uv_handle_t *)&p->ready_timer, NULL);
@@ -886,12 +1006,36 @@ static void close_all(struct pub *p)
 	}
 }
 
+static void send_end(struct sconn *c)
+{
+	struct bcast *b = malloc(sizeof(*b) + GD_WIRE_HDR);
+
+	if (b == NULL)
+		return;
+	b->refs = 1;
+	b->len = gd_wire_empty(b->data, GD_F_END);
+	conn_write(c, b);
+	if (--b->refs == 0)
+		bcast_free(b);
+}
+
+/* Connections that carry only acknowledgements (gdsub -i) learn of the
+ * end too, so they do not try to reconnect to a publisher that is gone. */
+static void end_ackonly(struct pub *p)
+{
+	struct sconn *c;
+
+	for (c = p->conns; c; c = c->next)
+		if (c->hello && !c->want_data && !c->closing)
+			send_end(c);
+}
+
 static void check_done(struct pub *p)
 {
 	if (p->finished || !p->eof || p->rq != NULL || p->pend.count > 0)
 		return;
 	p->finished = 1;
-	if (p->ndata > 0) {
+	if (p->ndata > 0 || p->stream_out) {
 		uint64_t f = p->next_seq;
 		if (f != p->floor_sent)
 			bcast_ctrl(p, GD_F_FLOOR, f, 1);
@@ -899,6 +1043,7 @@ static void check_done(struct pub *p)
 	}
 	bcast_ctrl(p, GD_F_END, 0, 0);
 	flush_bcast(p);
+	end_ackonly(p);
 	close_all(p);
 }
 
@@ -917,7 +1062,6 @@ static void on_ready_timeout(uv_timer_t *t)
 static void on_signal(uv_signal_t *h, int sig)
 {
 	struct pub *p = h->data;
-	struct gd_region *r;
 
 	if (++p->sigs >= 2) {
 		gd_out_flush(&p->status);
@@ -927,13 +1071,7 @@ static void on_signal(uv_signal_t *h, int sig)
 	}
 	gd_trace(0, "%s: no more input; waiting for %u pending blocks",
 	    sig == SIGINT ? "SIGINT" : "SIGTERM", p->pend.count);
-	while ((r = p->rq) != NULL) {
-		p->rq = r->next;
-		gd_input_done(&p->in, r);
-	}
-	p->rq_tail = NULL;
-	p->eof = 1;
-	uv_idle_stop(&p->idle);
+	drop_input(p);
 	check_done(p);
 }
 
@@ -975,6 +1113,69 @@ static int listen_on(struct pub *p)
 	} else
 		snprintf(host, sizeof(host), "%s", bind);
 	gd_fmt_hostport(p->origin, sizeof(p->origin), host, (int)p->conf->port);
+	p->origin_len = strlen(p->origin);
+	return 0;
+}
+
+static void on_sout_error(struct gd_out *o, int err)
+{
+	struct pub *p = o->data;
+
+	gd_err("cannot write the block stream on %s: %s; no more input is read",
+	    p->opt.out, uv_strerror(err));
+	if (p->stop_code == 0)
+		p->stop_code = GD_EX_FAIL;
+	drop_input(p);
+	check_done(p);
+}
+
+static void on_sout_drain(struct gd_out *o, int err)
+{
+	(void)err;
+	kick(o->data);
+}
+
+static int open_file(const char *path, const char *what)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		gd_err("cannot open %s '%s': %s", what, path, strerror(errno));
+	return fd;
+}
+
+/* Status lines go to stdout, or with -o - to stderr, or to --status FILE;
+ * the block stream (-o) to stdout or a file, starting with its header. */
+static int open_outputs(struct pub *p)
+{
+	int sfd = 1, ofd = -1;
+	const char *st = p->opt.status;
+
+	if (p->stream_out) {
+		if (strcmp(p->opt.out, "-") == 0)
+			ofd = 1;
+		else if ((ofd = open_file(p->opt.out, "the stream file")) < 0)
+			return GD_EX_IOERR;
+		if (st == NULL && ofd == 1)
+			sfd = 2;
+	}
+	if (st != NULL && strcmp(st, "-") != 0 &&
+	    (sfd = open_file(st, "the status file")) < 0) {
+		if (ofd > 2)
+			close(ofd);
+		return GD_EX_IOERR;
+	}
+	gd_out_open(&p->status, &p->loop, sfd);
+	p->status.on_error = on_status_error;
+	if (p->stream_out) {
+		uint8_t *d;
+		gd_out_open(&p->sout, &p->loop, ofd);
+		p->sout.data = p;
+		p->sout.on_error = on_sout_error;
+		p->sout.on_drain = on_sout_drain;
+		if ((d = gd_out_reserve(&p->sout, GD_STREAM_HDR)) != NULL)
+			gd_out_commit(&p->sout, gd_stream_header(d));
+	}
 	return 0;
 }
 
@@ -1002,7 +1203,10 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	p->needed = (unsigned)conf->num_subs;
 	p->next_id = 1;
 	p->next_seq = 1;
+	p->floor_sent = 1;
 	p->epoch = real_ns();
+	p->stream_out = opt->out != NULL;
+	gd_sreader_init(&p->sr, GD_STREAM_MAX_PAYLOAD);
 	uv_loop_init(&p->loop);
 	p->t_start = p->now = uv_hrtime();
 	if ((rc = gd_ctl_path_pub(conf, path, sizeof(path))) != 0)
@@ -1023,8 +1227,11 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		uv_close((uv_handle_t *)&p->srv, NULL);
 		goto out;
 	}
-	gd_out_open(&p->status, &p->loop, 1);
-	p->status.on_error = on_status_error;
+	if ((rc = open_outputs(p)) != 0) {
+		gd_ctl_close(&p->ctl);
+		uv_close((uv_handle_t *)&p->srv, NULL);
+		goto out;
+	}
 	uv_timer_init(&p->loop, &p->timer);
 	uv_timer_init(&p->loop, &p->ready_timer);
 	uv_idle_init(&p->loop, &p->idle);
@@ -1045,6 +1252,8 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	chunk = (size_t)conf->max_block + 64;
 	if (chunk < (1u << 20))
 		chunk = 1u << 20;
+	if (opt->frame)
+		p->in.max_payload = GD_STREAM_MAX_PAYLOAD;
 	if ((rc = gd_input_start(&p->in, &p->loop, 0, opt->delim, chunk,
 	    on_input)) != 0) {
 		gd_err("cannot start reading standard input: %s", uv_strerror(rc));

@@ -10,6 +10,9 @@ struct gd_pub_opts {
 	char delim;		/* '\n', or '\0' with -0 */
 	int wait_ready;		/* 0 no, 1 until READY, 2 until READY or wait_ready_s */
 	double wait_ready_s;
+	int frame;		/* -f frame: the input is a framed stream */
+	const char *out;	/* -o FILE|-: write the stream, serve no blocks */
+	const char *status;	/* --status FILE|-: where status lines go */
 };
 
 /* Runs until the input ends and every block is resolved; returns the

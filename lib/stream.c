@@ -14,9 +14,16 @@ static const uint8_t magic[8] = { 0x89, 'G', 'D', 'K', 0x0d, 0x0a, 0x1a, 0x0a };
 
 static uint32_t crc_tab[8][256];
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
+
+/* GD_CRC_NO_HW builds the table code alone (tests/unit/test_crc_soft.c
+ * checks it on machines whose CPU would take the SSE4.2 path). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GD_CRC_NO_HW)
+#define GD_CRC_HW 1
+#endif
+
+#ifdef GD_CRC_HW
 static int crc_hw;
 
-#if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("sse4.2")))
 static uint32_t crc_sse42(uint32_t crc, const uint8_t *p, size_t n)
 {
@@ -53,7 +60,7 @@ static void crc_init(void)
 		for (j = 1; j < 8; j++)
 			crc_tab[j][i] = (crc_tab[j - 1][i] >> 8) ^
 			    crc_tab[0][crc_tab[j - 1][i] & 0xff];
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef GD_CRC_HW
 	__builtin_cpu_init();
 	crc_hw = __builtin_cpu_supports("sse4.2");
 #endif
@@ -66,7 +73,7 @@ uint32_t gd_crc32c(uint32_t crc, const void *buf, size_t len)
 
 	pthread_once(&crc_once, crc_init);
 	c = ~crc;
-#if defined(__x86_64__) && defined(__GNUC__)
+#ifdef GD_CRC_HW
 	if (crc_hw)
 		return ~crc_sse42(c, p, len);
 #endif
@@ -151,7 +158,9 @@ int gd_stream_peek(const uint8_t *p, size_t n, uint32_t max_payload,
 void gd_sreader_init(struct gd_sreader *r, uint32_t max_payload)
 {
 	memset(r, 0, sizeof(*r));
-	r->max_payload = max_payload ? max_payload : GD_STREAM_MAX_PAYLOAD;
+	/* no frame may be larger than the format allows, whatever asked */
+	r->max_payload = max_payload && max_payload < GD_STREAM_MAX_PAYLOAD ?
+	    max_payload : GD_STREAM_MAX_PAYLOAD;
 }
 
 static int fail(struct gd_sreader *r, uint64_t at, const char *fmt, ...)
@@ -175,10 +184,11 @@ static int header(struct gd_sreader *r, const uint8_t *b, size_t len,
 	unsigned ver, hsz;
 
 	if (len < GD_STREAM_HDR) {
-		if (!eof && memcmp(b, magic, len) == 0)
-			return 0;
-		if (memcmp(b, magic, len) != 0)
+		/* only the magic is known before all 16 bytes are here */
+		if (memcmp(b, magic, len < 8 ? len : 8) != 0)
 			return fail(r, r->off, "not a gdkit stream header");
+		if (!eof)
+			return 0;
 		return fail(r, r->off, "truncated stream header: %zu of %d bytes",
 		    len, GD_STREAM_HDR);
 	}
@@ -188,9 +198,12 @@ static int header(struct gd_sreader *r, const uint8_t *b, size_t len,
 	hsz = (unsigned)b[10] | (unsigned)b[11] << 8;
 	if (gd_get32(b + 12) != gd_crc32c(0, b, 12))
 		return fail(r, r->off, "stream header CRC32C mismatch");
-	if (ver != GD_STREAM_VERSION || hsz != GD_STREAM_HDR)
+	if (ver != GD_STREAM_VERSION)
 		return fail(r, r->off, "stream version %u is not supported "
 		    "(this reader knows version %d)", ver, GD_STREAM_VERSION);
+	if (hsz != GD_STREAM_HDR)
+		return fail(r, r->off, "stream header size %u is not %d for "
+		    "version %d", hsz, GD_STREAM_HDR, GD_STREAM_VERSION);
 	memset(f, 0, sizeof(*f));
 	f->type = GD_SF_HEADER;
 	*used = GD_STREAM_HDR;

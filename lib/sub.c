@@ -6,17 +6,22 @@
 #include "sub.h"
 #include "ctl.h"
 #include "dedup.h"
+#include "input.h"
 #include "key.h"
 #include "log.h"
 #include "out.h"
 #include "parse.h"
+#include "stream.h"
 #include "wire.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define OUT_HIGH (8u << 20)	/* stop reading publishers above this backlog */
 #define ACKS_PER_FRAME 32768
@@ -41,6 +46,7 @@ struct pconn {
 	size_t origin_len;
 	int state, attempts, ack_status;
 	uint64_t epoch;
+	uint64_t sepoch;	/* -i: the epoch of its frames in the stream */
 	uint32_t max_block;
 	struct gd_rbuf rb;
 	struct gd_dedup dd;
@@ -65,12 +71,22 @@ struct sub {
 	uint64_t n_unwritable;	/* blocks the output format could not carry */
 	int closing, done, sigs, code, out_paused;
 	char name[256];
+	/* -i: the framed stream read instead of TCP */
+	int stream_in, in_fd, in_reading, in_eof, in_corrupt;
+	const char *in_name;
+	struct gd_input in;
+	struct gd_sreader sr;
+	struct gd_region *rq, *rq_tail;
+	size_t rpos;
+	uv_idle_t idle;
+	uint64_t n_foreign;	/* -i: blocks from publishers not listed */
 };
 
 static void finish(struct sub *s, int code);
 static void maybe_done(struct sub *s);
 static void begin_close(struct sub *s, const char *why);
 static void start_connect(struct pconn *pc);
+static void in_kick(struct sub *s);
 
 /* ---- publisher connections ---- */
 
@@ -148,21 +164,36 @@ static void pc_lost(struct pconn *pc, const char *why)
 	pc_close(pc);
 }
 
-static void emit(struct sub *s, struct pconn *pc, const struct gd_block *b,
-    const char *flags)
+/* The origin a block's key carries: the publisher's stamp, or with -i
+ * the one in its frame (which matched this publisher). */
+struct korigin {
+	const char *s;
+	size_t len;
+	uint64_t epoch;
+};
+
+static void emit(struct sub *s, const struct korigin *o,
+    const struct gd_block *b, const char *flags)
 {
-	size_t need = pc->origin_len + 32 + b->len;
+	size_t need = o->len + 32 + b->len + GD_SFRAME_HDR + GD_SFRAME_TRAILER;
 	uint8_t *d = gd_out_reserve(&s->out, need);
 	size_t n = 0;
 
 	if (d == NULL) {
-		gd_err("out of memory writing block %s/%" PRIu64, pc->origin, b->id);
+		gd_err("out of memory writing block %.*s/%" PRIu64, (int)o->len,
+		    o->s, b->id);
 		finish(s, GD_EX_FAIL);
 		return;
 	}
+	if (s->opt.format == GD_OUT_FRAME) {
+		struct gd_sframe f = { GD_SF_BLOCK, b->flags, b->id, b->seq,
+			b->time_ns, o->epoch, o->s, o->len, b->data, b->len };
+		gd_out_commit(&s->out, gd_sframe_put(d, &f));
+		return;
+	}
 	if (s->opt.format == GD_OUT_LINE) {
-		memcpy(d, pc->origin, pc->origin_len);
-		n = pc->origin_len;
+		memcpy(d, o->s, o->len);
+		n = o->len;
 		d[n++] = '/';
 		n += gd_u64toa((char *)d + n, b->id);
 		if (flags[0]) {
@@ -197,18 +228,21 @@ static int acks_refused(const struct pconn *pc)
 	return pc->ack_status == GD_ACK_FULL || pc->ack_status == GD_ACK_NAME;
 }
 
-static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
+static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b,
+    const struct korigin *o)
 {
 	uint32_t slot;
 	struct gd_dent *e;
 	int gd = s->conf->gd && pc->ack_status == GD_ACK_OK;
+	int delim_in = s->opt.format != GD_OUT_FRAME &&
+	    memchr(b->data, s->opt.delim, b->len) != NULL;
 
 	pc->n_recv++;
 	if (b->flags & GD_FL_SNAPSHOT) {
 		/* snapshot blocks are history: shown, never deduped or acked */
 		pc->n_snap++;
 		if (!s->closing)
-			emit(s, pc, b, b->flags & GD_FL_RESENT ? "rs" : "s");
+			emit(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
 		return;
 	}
 	slot = gd_dedup_find(&pc->dd, b->id);
@@ -226,22 +260,22 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
 		    e->extra < UINT16_MAX) {
 			e->extra++;
 			s->unacked++;
-		} else if (e->state != GD_DS_DONE || gd ||
-		    memchr(b->data, s->opt.delim, b->len) != NULL) {
+		} else if (e->state != GD_DS_DONE || gd || delim_in) {
 			return;	/* receive-only copies go out; others never */
 		}
-		emit(s, pc, b, b->flags & GD_FL_RESENT ? "r" : "");
+		emit(s, o, b, b->flags & GD_FL_RESENT ? "r" : "");
 		return;
 	}
 	if (s->closing)
 		return;		/* stdout is closed: the block stays unacked */
 	if (acks_refused(pc) && s->conf->gd)
-		gd_err("block %s/%" PRIu64 " received but cannot be acknowledged: "
-		    "publisher %s %s", pc->origin, b->id, pc->addr,
+		gd_err("block %.*s/%" PRIu64 " received but cannot be acknowledged: "
+		    "publisher %s %s", (int)o->len, o->s, b->id, pc->addr,
 		    gd_ack_status_str(pc->ack_status));
-	if (memchr(b->data, s->opt.delim, b->len) != NULL) {
-		gd_err("block %s/%" PRIu64 " cannot be written in %s format: its "
-		    "payload contains %s; not acknowledged", pc->origin, b->id,
+	if (delim_in) {
+		gd_err("block %.*s/%" PRIu64 " cannot be written in %s format: its "
+		    "payload contains %s; not acknowledged", (int)o->len, o->s,
+		    b->id,
 		    s->opt.format == GD_OUT_LINE ? "line" : "payload",
 		    s->opt.delim ? "a newline (use -0)" : "a NUL byte");
 		gd_dedup_add(&pc->dd, b->id, b->seq, GD_DS_DONE);
@@ -257,10 +291,31 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b)
 	pc->n_unique++;
 	if (gd)
 		s->unacked++;
-	emit(s, pc, b, b->flags & GD_FL_RESENT ? "r" : "");
+	emit(s, o, b, b->flags & GD_FL_RESENT ? "r" : "");
 	s->emitted++;
 	if (s->opt.count && s->emitted >= s->opt.count)
 		begin_close(s, NULL);
+}
+
+static void forget(struct sub *s, struct pconn *pc)
+{
+	uint64_t waiting = 0;
+	uint32_t i;
+
+	for (i = pc->dd.fhead; i != GD_NONE; i = pc->dd.e[i].fnext)
+		if (pc->dd.e[i].state == GD_DS_EMITTED)
+			waiting += 1u + pc->dd.e[i].extra;
+	gd_warn("publisher %s restarted; forgetting its earlier blocks "
+	    "(%" PRIu64 " written on stdout were not acknowledged)",
+	    pc->addr, waiting);
+	s->unacked -= waiting;
+	gd_dedup_free(&pc->dd);
+	if (gd_dedup_init(&pc->dd) != 0) {
+		gd_err("out of memory");
+		finish(s, GD_EX_FAIL);
+		return;
+	}
+	pc->nacks = 0;
 }
 
 static void on_welcome(struct sub *s, struct pconn *pc,
@@ -268,26 +323,18 @@ static void on_welcome(struct sub *s, struct pconn *pc,
 {
 	int first = pc->origin_len == 0;
 
-	if (!first && w->epoch != pc->epoch) {
-		/* the publisher restarted: its ids start over, so what we
-		 * remember of the old run would swallow new blocks */
-		uint64_t waiting = 0;
-		uint32_t i;
-		for (i = pc->dd.fhead; i != GD_NONE; i = pc->dd.e[i].fnext)
-			if (pc->dd.e[i].state == GD_DS_EMITTED)
-				waiting += 1u + pc->dd.e[i].extra;
-		gd_warn("publisher %s restarted; forgetting its earlier blocks "
-		    "(%" PRIu64 " written on stdout were not acknowledged)",
-		    pc->addr, waiting);
-		s->unacked -= waiting;
-		gd_dedup_free(&pc->dd);
-		if (gd_dedup_init(&pc->dd) != 0) {
-			gd_err("out of memory");
-			finish(s, GD_EX_FAIL);
-			return;
-		}
-		pc->nacks = 0;
+	if (w->flags & GD_WF_STREAM && !s->stream_in) {
+		gd_err("publisher %s writes its blocks as a framed stream "
+		    "(gdpub -o), not over TCP; read that stream with gdsub -i",
+		    pc->addr);
+		finish(s, GD_EX_UNAVAILABLE);
+		return;
 	}
+	/* the publisher restarted: its ids start over, so what we remember
+	 * of the old run would swallow new blocks (with -i, the frames'
+	 * epoch decides that instead) */
+	if (!first && w->epoch != pc->epoch && !s->stream_in)
+		forget(s, pc);
 	if (!first && strcmp(pc->origin, w->origin) != 0)
 		gd_warn("publisher %s now stamps its keys %s (was %s)",
 		    pc->addr, w->origin, pc->origin);
@@ -306,6 +353,7 @@ static void on_welcome(struct sub *s, struct pconn *pc,
 		    "acknowledgement", pc->addr);
 	gd_trace(1, "connected to publisher %s (%s), acknowledgements %s",
 	    pc->addr, pc->origin, gd_ack_status_str(pc->ack_status));
+	in_kick(s);
 }
 
 static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
@@ -351,6 +399,7 @@ static void on_out_drain(struct gd_out *o, int err)
 	for (i = 0; i < s->npc; i++)
 		if (s->pc[i].reading)
 			uv_read_start((uv_stream_t *)&s->pc[i].h, pc_alloc, pc_read);
+	in_kick(s);
 }
 
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
@@ -374,8 +423,10 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pc->rb.off += used;
 		if (f.type == GD_F_BLOCK && pc->state == PS_ACTIVE) {
 			struct gd_block b;
+			struct korigin o = { pc->origin, pc->origin_len,
+				pc->epoch };
 			gd_wire_get_block(&f, &b);
-			on_block(s, pc, &b);
+			on_block(s, pc, &b, &o);
 			if (s->done)
 				return;
 		} else if (f.type == GD_F_WELCOME && pc->state == PS_WELCOME) {
@@ -395,8 +446,9 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			pc->state = PS_ENDED;
 			s->nended++;
 			pc_close(pc);
-			if (s->nended == s->npc)
+			if (s->nended == s->npc && !s->stream_in)
 				begin_close(s, NULL);
+			in_kick(s);
 			return;
 		} else {
 			rc = -1;
@@ -434,7 +486,7 @@ static void on_connect(uv_connect_t *req, int status)
 	memset(&h, 0, sizeof(h));
 	h.version = GD_WIRE_VERSION;
 	h.gd = s->conf->gd ? 1 : 0;
-	h.want_data = 1;
+	h.want_data = !s->stream_in;
 	snprintf(h.name, sizeof(h.name), "%s", s->name);
 	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
 	if (w == NULL) {
@@ -502,8 +554,6 @@ static void start_connect(struct pconn *pc)
 		attempt_failed(pc, uv_strerror(rc));
 }
 
-/* ---- acknowledgements from gdack ---- */
-
 static struct pconn *find_origin(struct sub *s, const char *o, size_t n)
 {
 	size_t i;
@@ -515,6 +565,202 @@ static struct pconn *find_origin(struct sub *s, const char *o, size_t n)
 	}
 	return NULL;
 }
+
+/* ---- -i: blocks from a framed stream, acks over TCP ---- */
+
+/* Frames are read once every publisher has answered (so its origin is
+ * known and acks can flow), while stdout keeps up. */
+static int in_ready(struct sub *s)
+{
+	size_t i;
+
+	if (!s->in_reading || s->closing || s->done || s->out_paused)
+		return 0;
+	for (i = 0; s->conf->gd && i < s->npc; i++)
+		if (s->pc[i].origin_len == 0 && s->pc[i].state != PS_ENDED)
+			return 0;
+	return 1;
+}
+
+static void in_stop(struct sub *s)
+{
+	struct gd_region *r;
+
+	while ((r = s->rq) != NULL) {
+		s->rq = r->next;
+		gd_input_done(&s->in, r);
+	}
+	s->rq_tail = NULL;
+	s->rpos = 0;
+	if (s->in_reading) {
+		s->in_reading = 0;
+		uv_idle_stop(&s->idle);
+		gd_input_stop(&s->in);
+	}
+}
+
+/* End of the stream (code 0), a corrupt one (65) or a read error (74):
+ * what was written stays and is acknowledged; nothing more is read. */
+static void in_end(struct sub *s, int code)
+{
+	s->in_eof = 1;
+	s->in_corrupt = code;
+	in_stop(s);
+	begin_close(s, code ? "the input stream cannot be read further" :
+	    "end of the input stream");
+}
+
+static void on_sframe(struct sub *s, const struct gd_sframe *f)
+{
+	struct pconn *pc = find_origin(s, f->origin, f->origin_len);
+	struct korigin o = { f->origin, f->origin_len, f->epoch };
+	struct gd_block b;
+
+	if (pc == NULL) {
+		if (f->type == GD_SF_BLOCK) {
+			gd_err("block %.*s/%" PRIu64 " comes from a publisher that "
+			    "is not in GDsub_pub; not written, not acknowledged",
+			    (int)f->origin_len, f->origin, f->id);
+			s->n_foreign++;
+		}
+		return;
+	}
+	if (f->epoch != pc->sepoch) {
+		if (pc->sepoch != 0)
+			forget(s, pc);
+		pc->sepoch = f->epoch;
+		if (s->conf->gd && pc->origin_len && pc->epoch != f->epoch &&
+		    pc->state != PS_ENDED)
+			gd_err("the stream holds blocks of another run of publisher "
+			    "%s than the one running now; they cannot be "
+			    "acknowledged", pc->addr);
+	}
+	if (f->type == GD_SF_FLOOR) {
+		gd_dedup_prune(&pc->dd, f->seq);
+		return;
+	}
+	if (f->type == GD_SF_END) {
+		gd_trace(1, "the stream of publisher %s ended", pc->addr);
+		return;
+	}
+	b.id = f->id;
+	b.seq = f->seq;
+	b.time_ns = f->time_ns;
+	b.flags = f->flags;
+	b.len = f->len;
+	b.data = f->data;
+	on_block(s, pc, &b, &o);
+}
+
+static void in_parse(struct sub *s)
+{
+	unsigned budget = 16384;
+
+	while (s->rq && budget > 0 && in_ready(s)) {
+		struct gd_region *r = s->rq;
+		const uint8_t *base = r->c ? r->c->data + r->off : NULL;
+
+		if (r->flags & GD_RG_ERROR) {
+			gd_err("cannot read %s: %s", s->in_name, strerror(r->err));
+			in_end(s, GD_EX_IOERR);
+			return;
+		}
+		if (r->flags & GD_RG_EOF) {
+			in_end(s, 0);
+			return;
+		}
+		if (!(r->flags & GD_RG_CHUNK_DONE)) {
+			while (s->rpos < r->len && budget > 0 && in_ready(s)) {
+				struct gd_sframe f;
+				size_t used;
+				if (gd_sreader_next(&s->sr, base + s->rpos,
+				    r->len - s->rpos, 1, &f, &used) != 1) {
+					gd_err("%s: %s", s->in_name, s->sr.err);
+					in_end(s, GD_EX_DATAERR);
+					return;
+				}
+				s->rpos += used;
+				budget--;
+				if (f.type != GD_SF_HEADER)
+					on_sframe(s, &f);
+				if (s->closing || s->done)
+					return;	/* in_stop released the regions */
+			}
+			if (s->rpos < r->len)
+				break;
+		}
+		s->rq = r->next;
+		if (s->rq == NULL)
+			s->rq_tail = NULL;
+		s->rpos = 0;
+		gd_input_done(&s->in, r);
+	}
+	if (s->rq == NULL || !in_ready(s))
+		uv_idle_stop(&s->idle);
+	if (gd_out_backlog(&s->out) > OUT_HIGH && !s->out_paused)
+		pc_pause_all(s, 1);
+}
+
+static void on_in_idle(uv_idle_t *h)
+{
+	in_parse(h->data);
+}
+
+static void in_kick(struct sub *s)
+{
+	if (s->rq && in_ready(s))
+		uv_idle_start(&s->idle, on_in_idle);
+}
+
+static void on_input(struct gd_input *in)
+{
+	struct sub *s = in->data;
+	struct gd_region *r = gd_input_take(in);
+
+	if (r == NULL)
+		return;
+	if (s->rq_tail)
+		s->rq_tail->next = r;
+	else
+		s->rq = r;
+	while (r->next)
+		r = r->next;
+	s->rq_tail = r;
+	if (!s->in_reading)
+		in_stop(s);	/* stopped meanwhile: release them */
+	else
+		in_kick(s);
+}
+
+static int in_open(struct sub *s, const char *path)
+{
+	int fd = 0, rc;
+
+	s->in_name = "standard input";
+	if (strcmp(path, "-") != 0) {
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			gd_err("cannot open the stream file '%s': %s", path,
+			    strerror(errno));
+			return GD_EX_IOERR;
+		}
+		s->in_name = path;
+	}
+	s->in_fd = fd;
+	gd_sreader_init(&s->sr, GD_STREAM_MAX_PAYLOAD);
+	uv_idle_init(&s->loop, &s->idle);
+	s->idle.data = s;
+	s->in.data = s;
+	s->in.max_payload = GD_STREAM_MAX_PAYLOAD;
+	if ((rc = gd_input_start(&s->in, &s->loop, fd, '\n', 1u << 20,
+	    on_input)) != 0) {
+		gd_err("cannot start reading %s: %s", s->in_name, uv_strerror(rc));
+		return GD_EX_FAIL;
+	}
+	s->in_reading = 1;
+	return 0;
+}
+
+/* ---- acknowledgements from gdack ---- */
 
 /* NULL when acknowledged, else why not */
 static const char *ack_key(struct sub *s, const char *key, size_t len)
@@ -534,6 +780,9 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 		return "not a publisher of this gdsub";
 	if (!s->conf->gd)
 		return "gdsub runs with --no-gd";
+	if (s->stream_in && pc->origin_len && pc->sepoch != pc->epoch)
+		return "the stream holds blocks of an earlier run of this "
+		    "publisher, not of the one running now";
 	if (pc->ack_status == GD_ACK_OFF)
 		return NULL;	/* numSubs=0: nothing to acknowledge */
 	if (acks_refused(pc))
@@ -714,6 +963,8 @@ static void begin_close(struct sub *s, const char *why)
 	s->closing = 1;
 	if (why)
 		gd_trace(1, "closing standard output: %s", why);
+	if (s->stream_in)
+		in_stop(s);
 	gd_out_close(&s->out, out_closed);
 	uv_timer_start(&s->linger, on_linger, (uint64_t)(s->opt.linger * 1000), 0);
 	maybe_done(s);
@@ -734,6 +985,8 @@ static void finish(struct sub *s, int code)
 		return;
 	s->done = 1;
 	s->code = code;
+	if (s->stream_in)
+		in_stop(s);
 	flush_acks(s);
 	gd_ctl_flush(&s->ctl);
 	for (i = 0; i < s->npc; i++) {
@@ -796,6 +1049,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	}
 	s->conf = conf;
 	s->opt = *opt;
+	s->stream_in = opt->in != NULL;
 	gd_sub_identity(conf, s->name, sizeof(s->name));
 	uv_loop_init(&s->loop);
 	if ((rc = gd_ctl_path_sub(conf, path, sizeof(path))) != 0 ||
@@ -817,6 +1071,11 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	s->out.data = s;
 	s->out.on_error = on_out_error;
 	s->out.on_drain = on_out_drain;
+	if (opt->format == GD_OUT_FRAME) {
+		uint8_t *d = gd_out_reserve(&s->out, GD_STREAM_HDR);
+		if (d != NULL)
+			gd_out_commit(&s->out, gd_stream_header(d));
+	}
 	uv_prepare_init(&s->loop, &s->prep);
 	uv_timer_init(&s->loop, &s->linger);
 	uv_signal_init(&s->loop, &s->sigint);
@@ -840,13 +1099,23 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 			finish(s, GD_EX_FAIL);
 			break;
 		}
-		start_connect(pc);
+		if (!s->stream_in || conf->gd)
+			start_connect(pc);
 	}
+	if (s->stream_in && !s->done && (rc = in_open(s, opt->in)) != 0)
+		finish(s, rc);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	rc = s->code;
+	if (rc == GD_EX_OK && s->in_corrupt)
+		rc = s->in_corrupt;
 	if (rc == GD_EX_OK && s->n_unwritable > 0) {
 		gd_err("%" PRIu64 " blocks could not be written in the output format "
 		    "and were not acknowledged", s->n_unwritable);
+		rc = GD_EX_FAIL;
+	}
+	if (rc == GD_EX_OK && s->n_foreign > 0) {
+		gd_err("%" PRIu64 " blocks came from publishers not in GDsub_pub "
+		    "and were not acknowledged", s->n_foreign);
 		rc = GD_EX_FAIL;
 	}
 out:
@@ -859,6 +1128,12 @@ out:
 		free(s->pc[i].acks);
 	}
 	free(s->pc);
-	free(s);
+	while (s->rq) {
+		struct gd_region *r = s->rq;
+		s->rq = r->next;
+		free(r);
+	}
+	if (!s->stream_in || gd_input_free(&s->in) == 0)
+		free(s);	/* else a reader blocked in read() still uses it */
 	return rc;
 }

@@ -8,13 +8,14 @@
 
 #include "conf.h"
 
-enum gd_sub_format { GD_OUT_LINE, GD_OUT_PAYLOAD };
+enum gd_sub_format { GD_OUT_LINE, GD_OUT_PAYLOAD, GD_OUT_FRAME };
 
 struct gd_sub_opts {
 	int format;
 	char delim;		/* '\n', or '\0' with -0 */
 	uint64_t count;		/* -C: exit after this many unique blocks; 0 none */
 	double linger;		/* seconds to wait for acks once stdout closed */
+	const char *in;		/* -i FILE|-: read a framed stream, not TCP */
 };
 
 int gd_sub_run(const struct gd_conf *c, const struct gd_sub_opts *o);

@@ -88,6 +88,7 @@ int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w)
 		return -1;
 	w->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
 	w->ack_status = f->body[2];
+	w->flags = f->body[3];
 	w->num_subs = gd_get32(f->body + 4);
 	w->max_block = gd_get32(f->body + 8);
 	w->timeout_ms = gd_get32(f->body + 12);
@@ -116,7 +117,7 @@ size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w)
 	b[0] = (uint8_t)w->version;
 	b[1] = (uint8_t)(w->version >> 8);
 	b[2] = (uint8_t)w->ack_status;
-	b[3] = 0;
+	b[3] = (uint8_t)w->flags;
 	gd_put32(b + 4, w->num_subs);
 	gd_put32(b + 8, w->max_block);
 	gd_put32(b + 12, w->timeout_ms);

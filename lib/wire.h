@@ -60,8 +60,10 @@ struct gd_hello {
 	char name[256];
 };
 
+#define GD_WF_STREAM 0x01	/* blocks go out as a framed stream (gdpub -o) */
+
 struct gd_welcome {
-	unsigned version, ack_status;
+	unsigned version, ack_status, flags;
 	uint32_t num_subs, max_block, timeout_ms;
 	uint64_t epoch;
 	char origin[300];

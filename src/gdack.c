@@ -9,7 +9,7 @@
 #include <string.h>
 
 static const char usage[] =
-"usage: gdack [-c FILE] [--ctl PATH] [-0] [--tee] [KEY ...] < blocks\n"
+"usage: gdack [-c FILE] [--ctl PATH] [-f line|frame|status] [-0] [--tee] [KEY ...]\n"
 "Acknowledge each block whose key (HOST:PORT/ID) starts a line on stdin,\n"
 "or the keys given as arguments, through the gdsub started with the same\n"
 "config and options.\n"
@@ -18,7 +18,9 @@ static const char usage[] =
 "      --ctl PATH        gdsub's control socket, instead of deriving it\n"
 "      --name NAME       the gdsub's --name, if it was given one\n"
 "  -P, --pub HOST:PORT   the gdsub's --pub options, if it ran without -c\n"
-"  -f, --format FORMAT   input format: line (default)\n"
+"  -f, --format FORMAT   line (default); frame: a framed stream (gdsub -f\n"
+"                        frame), every block in it; status: gdpub -f frame\n"
+"                        status lines, the key of each ACK (cascades)\n"
 "  -0, --null            records end with NUL instead of newline\n"
 "      --tee             copy the input to stdout once acknowledged\n"
 "      --wait SECS       wait this long for gdsub (default 10)\n"
@@ -27,8 +29,7 @@ static const char usage[] =
 "  -h, --help            show this help\n"
 "  -V, --version         show the version\n"
 "\n"
-"Not supported yet (refused): -f frame.\n"
-"See gdack(1), gdsub(1).\n";
+"See gdack(1), gdsub(1), gdkit(7).\n";
 
 enum { O_CTL = 256, O_NAME, O_TEE, O_WAIT };
 
@@ -80,13 +81,16 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			if (strcmp(optarg, "line") == 0)
-				break;
-			if (strcmp(optarg, "frame") == 0)
-				gd_usage_err("-f frame is not supported yet in this version of gdkit");
-			else
-				gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
+				opt.format = GD_ACK_LINE;
+			else if (strcmp(optarg, "frame") == 0)
+				opt.format = GD_ACK_FRAME;
+			else if (strcmp(optarg, "status") == 0)
+				opt.format = GD_ACK_STATUS;
+			else {
+				gd_usage_err("invalid value '%s' for --format: expected 'line', 'frame' or 'status'",
 				    optarg);
-			rc = GD_EX_USAGE;
+				rc = GD_EX_USAGE;
+			}
 			break;
 		case '0':
 			opt.delim = '\0';
@@ -119,6 +123,18 @@ int main(int argc, char **argv)
 	if (opt.ctl == NULL && conf.path == NULL && conf.name == NULL &&
 	    conf.npubs == 0 && conf.sub_ctl == NULL) {
 		gd_usage_err("cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.format == GD_ACK_FRAME && opt.delim != '\n') {
+		gd_usage_err("-f frame cannot be combined with -0: frames carry "
+		    "their lengths");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.format == GD_ACK_FRAME && optind < argc) {
+		gd_usage_err("unexpected argument '%s': with -f frame the stream "
+		    "is read on stdin", argv[optind]);
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -24,17 +24,21 @@ static const char usage[] =
 "      --resend N           resend a timed-out block N times first (default 0)\n"
 "      --snapshot N         replay the last N blocks to new subscribers\n"
 "      --ctl PATH           control socket for gdinspect (default derived)\n"
-"  -f, --format FORMAT      input format: line (default)\n"
+"  -f, --format FORMAT      input: line (default), or frame (a framed stream\n"
+"                           as gdpub -o or gdsub -f frame write it; IDs kept)\n"
 "  -I, --ids                input lines are ID<TAB>payload\n"
 "  -0, --null               records end with NUL instead of newline\n"
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"  -o, --output FILE|-      write the framed stream there instead of serving\n"
+"                           blocks over TCP (acks still come back on PORT)\n"
+"      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
 "  -v, --verbose            trace connections on stderr (-vv more)\n"
 "  -q, --quiet              errors only\n"
 "  -h, --help               show this help\n"
 "  -V, --version            show the version\n"
 "\n"
 "Not supported yet (refused): --journal, --fsync, --auth-key-file,\n"
-"--cluster, --role, -o/--output, --status, -f frame.\n"
+"--cluster, --role.\n"
 "See gdpub(1), gdkit.conf(5).\n";
 
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
@@ -93,10 +97,12 @@ static const struct gd_keyopt keyopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_pub_opts opt = { 0, '\n', 0, 0 };
+	struct gd_pub_opts opt;
 	int ch, rc, verbose = 0, quiet = 0;
 
 	gd_cli_init(argv[0]);
+	memset(&opt, 0, sizeof(opt));
+	opt.delim = '\n';
 	gd_conf_init(&conf, GD_FAM_PUB);
 	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
 	if (rc != 0) {
@@ -115,13 +121,13 @@ int main(int argc, char **argv)
 		case 'c': case 'h': case 'V':
 			break;
 		case 'f':
-			if (strcmp(optarg, "line") == 0)
+			if (strcmp(optarg, "line") == 0 ||
+			    strcmp(optarg, "frame") == 0) {
+				opt.frame = optarg[0] == 'f';
 				break;
-			if (strcmp(optarg, "frame") == 0)
-				gd_usage_err("-f frame is not supported yet in this version of gdkit");
-			else
-				gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
-				    optarg);
+			}
+			gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
+			    optarg);
 			rc = GD_EX_USAGE;
 			goto out;
 		case 'I':
@@ -143,11 +149,12 @@ int main(int argc, char **argv)
 				opt.wait_ready = 2;
 			}
 			break;
-		case 'o': case O_STATUS:
-			gd_usage_err("%s is not supported yet in this version of gdkit (stream mode)",
-			    ch == 'o' ? "-o/--output" : "--status");
-			rc = GD_EX_USAGE;
-			goto out;
+		case 'o':
+			opt.out = optarg;
+			break;
+		case O_STATUS:
+			opt.status = optarg;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -169,6 +176,23 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
 		goto out;
+	if (opt.frame && (opt.ids || opt.delim != '\n')) {
+		gd_usage_err("-f frame cannot be combined with %s: frames carry "
+		    "their IDs and lengths", opt.ids ? "--ids" : "-0");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.out && conf.snapshot > 0) {
+		gd_usage_err("GDpub_snapshot cannot be used with -o: a stream has "
+		    "no subscribers joining later to replay blocks to");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.out && opt.out[0] == '\0') {
+		gd_usage_err("-o needs a file name, or - for standard output");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	rc = gd_pub_run(&conf, &opt);
 out:
 	gd_conf_free(&conf);

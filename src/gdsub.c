@@ -21,7 +21,11 @@ static const char usage[] =
 "      --no-gd                receive only: no acknowledgement connection\n"
 "      --ctl PATH             control socket for gdack (default derived)\n"
 "      --dedup MODE           id (default) or none\n"
-"  -f, --format FORMAT        line (default) or payload\n"
+"  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
+"                             stream, binary-safe; see gdkit-stream(5))\n"
+"  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
+"                             instead of TCP; acks still go to each block's\n"
+"                             publisher, which must be one of GDsub_pub\n"
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
@@ -31,7 +35,7 @@ static const char usage[] =
 "  -V, --version              show the version\n"
 "\n"
 "Not supported yet (refused): --state, --dedup index, --consecutive,\n"
-"--auth-key-file, --qos, -i/--input, -f frame.\n"
+"--auth-key-file, --qos.\n"
 "See gdsub(1), gdkit.conf(5).\n";
 
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
@@ -98,7 +102,7 @@ static int set_qos(struct gd_conf *c, const char *arg)
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10 };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -135,12 +139,11 @@ int main(int argc, char **argv)
 				opt.format = GD_OUT_LINE;
 			else if (strcmp(optarg, "payload") == 0)
 				opt.format = GD_OUT_PAYLOAD;
+			else if (strcmp(optarg, "frame") == 0)
+				opt.format = GD_OUT_FRAME;
 			else {
-				if (strcmp(optarg, "frame") == 0)
-					gd_usage_err("-f frame is not supported yet in this version of gdkit");
-				else
-					gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload' or 'frame'",
-					    optarg);
+				gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload' or 'frame'",
+				    optarg);
 				rc = GD_EX_USAGE;
 			}
 			break;
@@ -163,8 +166,11 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'i':
-			gd_usage_err("-i/--input is not supported yet in this version of gdkit (stream mode)");
-			rc = GD_EX_USAGE;
+			if (optarg[0] == '\0') {
+				gd_usage_err("-i needs a file name, or - for standard input");
+				rc = GD_EX_USAGE;
+			}
+			opt.in = optarg;
 			break;
 		case 'v':
 			verbose++;
@@ -188,6 +194,12 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
 		goto out;
+	if (opt.format == GD_OUT_FRAME && opt.delim != '\n') {
+		gd_usage_err("-f frame cannot be combined with -0: frames carry "
+		    "their lengths");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	rc = gd_sub_run(&conf, &opt);
 out:
 	gd_conf_free(&conf);

@@ -88,7 +88,7 @@ load helpers
 @test "gdack and gdinspect: bad values echo the value" {
 	expect_usage gdack "invalid value 'soon' for --wait: expected seconds" -- gdack --ctl x.sock --wait soon
 	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdack -P nohost
-	expect_usage gdack "invalid value 'xml' for --format: expected 'line' or 'frame'" -- gdack --ctl x.sock -f xml
+	expect_usage gdack "invalid value 'xml' for --format: expected 'line', 'frame' or 'status'" -- gdack --ctl x.sock -f xml
 	expect_usage gdinspect "invalid value '0' for --watch: expected seconds from 0.05" -- gdinspect --ctl x.sock --watch 0 stats
 }
 
@@ -121,10 +121,7 @@ load helpers
 # ---- options not supported yet ----
 
 @test "gdpub: options not supported yet are refused" {
-	expect_usage gdpub "-o/--output is not supported yet in this version of gdkit (stream mode)" -- gdpub -p 1 -o -
-	expect_usage gdpub "--status is not supported yet in this version of gdkit (stream mode)" -- gdpub -p 1 --status st.txt
 	expect_usage gdpub "invalid value 'x' for --journal: not supported yet in this version of gdkit" -- gdpub -p 1 --journal x
-	expect_usage gdpub "-f frame is not supported yet in this version of gdkit" -- gdpub -p 1 -f frame
 	expect_usage gdpub "invalid value 'always' for --fsync: not supported yet in this version of gdkit" -- gdpub -p 1 --fsync always
 	expect_usage gdpub "invalid value 'c1' for --cluster: not supported yet in this version of gdkit" -- gdpub -p 1 --cluster c1
 	expect_usage gdpub "invalid value 'secondary' for --role: not supported yet in this version of gdkit" -- gdpub -p 1 --role secondary
@@ -132,18 +129,26 @@ load helpers
 }
 
 @test "gdsub: options not supported yet are refused" {
-	expect_usage gdsub "-i/--input is not supported yet in this version of gdkit (stream mode)" -- gdsub -P 127.0.0.1:1 -i -
 	expect_usage gdsub "invalid value 'x' for --state: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --state x
 	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
 	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
 	expect_usage gdsub "invalid value 'index' for --dedup: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --dedup index
 	expect_usage gdsub "--consecutive is not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --consecutive
 	expect_usage gdsub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --auth-key-file k
-	expect_usage gdsub "-f frame is not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 -f frame
 }
 
-@test "gdack and gdinspect: commands and formats not supported yet are refused" {
-	expect_usage gdack "-f frame is not supported yet in this version of gdkit" -- gdack --ctl x.sock -f frame
+@test "stream mode: options that do not go together are refused" {
+	expect_usage gdpub "-f frame cannot be combined with --ids: frames carry their IDs and lengths" -- gdpub -p 1 -f frame --ids
+	expect_usage gdpub "-f frame cannot be combined with -0: frames carry their IDs and lengths" -- gdpub -p 1 -f frame -0
+	expect_usage gdpub "GDpub_snapshot cannot be used with -o: a stream has no subscribers joining later to replay blocks to" -- gdpub -p 1 -o - --snapshot 3
+	expect_usage gdpub "-o needs a file name, or - for standard output" -- gdpub -p 1 -o ''
+	expect_usage gdsub "-f frame cannot be combined with -0: frames carry their lengths" -- gdsub -P 127.0.0.1:1 -f frame -0
+	expect_usage gdsub "-i needs a file name, or - for standard input" -- gdsub -P 127.0.0.1:1 -i ''
+	expect_usage gdack "-f frame cannot be combined with -0: frames carry their lengths" -- gdack --ctl x.sock -f frame -0
+	expect_usage gdack "unexpected argument 'k': with -f frame the stream is read on stdin" -- gdack --ctl x.sock -f frame k
+}
+
+@test "gdinspect: commands not supported yet are refused" {
 	local c
 	for c in decode journal; do
 		expect_usage gdinspect "'$c' is not supported yet in this version of gdkit" -- gdinspect --ctl x.sock "$c"
