@@ -10,6 +10,10 @@
 #   gdkit.sh fanout    the same with SUBS (default 4) pipelines and -n SUBS:
 #                      every block acked by all of them. cpu_sub/cpu_ack are
 #                      sums over the pipelines, rss_sub_kb/rss_ack_kb maxima.
+#   gdkit.sh stream    stream mode: gdpub -n 1 -o - | gdsub -i - | gdack, the
+#                      acks back over TCP; N blocks; seconds from the first
+#                      input byte until gdpub exited after the last ACK.
+#                      Extra fields as 1to1.
 #   gdkit.sh latency   LAT_N (10000) blocks paced at LAT_RATE (1000) per second
 #                      by pace.py into gdpub -n 1 -> gdsub | gdack; publish->ACK
 #                      percentiles from `gdinspect stats` once ack == LAT_N.
@@ -42,12 +46,13 @@
 mode=${1:-}
 case "$mode" in
 1to1) BENCH_NAME=gdkit_1to1 ;;
+stream) BENCH_NAME=gdkit_stream ;;
 fanout) BENCH_NAME=gdkit_fanout${SUBS:-4} ;;
 latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 *)
-    echo "usage: gdkit.sh 1to1|fanout|latency|memory|pending" >&2
+    echo "usage: gdkit.sh 1to1|stream|fanout|latency|memory|pending" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -267,6 +272,42 @@ run_throughput() {
         "rss_pub_kb=$(time_field "$dir/pub.time" 4)" "rss_sub_kb=$rs" "rss_ack_kb=$ra"
 }
 
+# --- stream mode: the blocks through a pipe, the acks over TCP ---------------------
+run_stream() {
+    local secs
+    bench_payload_file
+    start_feeder "$BENCH_PAYLOAD"
+    sub_ini 1
+    ( trap - EXIT INT TERM
+      "$TIME" -f "$TF" -o "$dir/pub.time" "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t "$TMO" \
+          --wait-ready=30 -o - --status "$dir/pub.out" < "$dir/in.fifo" 2> "$dir/pub.err" \
+        | "$TIME" -f "$TF" -o "$dir/sub1.time" "$BIN/gdsub" -i - -c "$dir/s1.ini" \
+        | "$TIME" -f "$TF" -o "$dir/ack1.time" "$BIN/gdack" -c "$dir/s1.ini" > /dev/null
+    ) 2> "$dir/pipe1.err" &
+    local pipe=$!
+    bench_track "$pipe"
+    wait_ready "$pipe"
+    arm_watchdog "$pipe" "$TMO"
+    local t0 t1
+    t0=$(bench_now_ns)
+    go
+    # gdpub has exited once GNU time has written its line (the pipeline
+    # ends later: gdsub waits for gdack, whose stdin GNU time holds open)
+    local end=$(( $(date +%s) + TMO ))
+    until [[ -s "$dir/pub.time" ]]; do
+        (( $(date +%s) < end )) || bench_fail "gdpub did not finish within TMO=$TMO s ($(grep -c '^ACK ' "$dir/pub.out") ACK)"
+        sleep 0.002
+    done
+    t1=$(bench_now_ns)
+    wait_exit "$pipe" 60 || bench_fail "the stream pipeline did not exit within 60 s after gdpub"
+    check_acks "$WAIT_RC" "$N"
+    secs=$(bench_secs "$t0" "$t1")
+    bench_log "$N blocks of $SIZE bytes through gdpub -o - | gdsub -i - | gdack in $secs s"
+    report "$secs" "$N" "cpu_pub=$(cpu_of "$dir/pub.time")" "cpu_sub=$(cpu_of "$dir/sub1.time")" \
+        "cpu_ack=$(cpu_of "$dir/ack1.time")" "rss_pub_kb=$(time_field "$dir/pub.time" 4)" \
+        "rss_sub_kb=$(time_field "$dir/sub1.time" 4)" "rss_ack_kb=$(time_field "$dir/ack1.time" 4)"
+}
+
 # --- latency ------------------------------------------------------------------------
 run_latency() {
     mkfifo "$dir/in.fifo"
@@ -420,6 +461,7 @@ trap gd_exit EXIT
 
 case "$mode" in
 1to1) run_throughput 1 ;;
+stream) run_stream ;;
 fanout) run_throughput "$SUBS" ;;
 latency) run_latency ;;
 memory) run_memory ;;

@@ -18,7 +18,7 @@ metrics (the medians of the extra KEY=VALUE fields), notes.
 import statistics
 import sys
 
-ORDER = ["gdkit_1to1", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
+ORDER = ["gdkit_1to1", "gdkit_stream", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
          "mosquitto_qos1", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
@@ -119,7 +119,11 @@ def main():
         if throughput and base_rate and r["rate"] > 0:
             r["ratio"] = base_rate / r["rate"]
         notes = []
-        if rl in ("gdkit_1to1", "gdkit_fanout"):
+        if rl == "gdkit_stream":
+            notes.append("gdpub -o - | gdsub -i - | gdack, acks over TCP")
+            notes.append(f"cpu s pub/sub/ack {m.get('cpu_pub', 0):.2f}/{m.get('cpu_sub', 0):.2f}/"
+                         f"{m.get('cpu_ack', 0):.2f}")
+        elif rl in ("gdkit_1to1", "gdkit_fanout"):
             k = "" if rl == "gdkit_1to1" else " (sums over pipelines)"
             notes.append(f"cpu s pub/sub/ack {m.get('cpu_pub', 0):.2f}/{m.get('cpu_sub', 0):.2f}/"
                          f"{m.get('cpu_ack', 0):.2f}{k}")
