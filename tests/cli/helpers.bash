@@ -218,3 +218,9 @@ while want < 0 or got.count(b"\n") < want:
 sys.stdout.buffer.write(got)
 ' "$@"
 }
+
+# mkstream [OPTIONS] [SPEC]: write a framed block stream (gdkit-stream(5))
+# from a text spec on stdin, without gdpub; see tests/cli/mkstream.py.
+mkstream() {
+	python "$BATS_TEST_DIRNAME/mkstream.py" "$@"
+}
