@@ -33,6 +33,10 @@ int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 	memset(o, 0, sizeof(*o));
 	o->loop = loop;
 	o->fd = fd;
+	/* standard error is shared with diagnostics and often with the other
+	 * programs of a pipeline: never make it non-blocking, never close it */
+	if (fd == 2)
+		return 0;
 	switch (uv_guess_handle(fd)) {
 	case UV_TTY:
 		rc = uv_tty_init(loop, &o->h.tty, fd, 0);
@@ -98,6 +102,8 @@ static void release_fd(int fd)
 {
 	int nul;
 
+	if (fd == 2)
+		return;
 	if (fd > 2) {
 		close(fd);
 		return;
@@ -121,6 +127,9 @@ static void closed_cb(uv_handle_t *h)
 
 static void do_close(struct gd_out *o)
 {
+	if (o->close_started)
+		return;	/* an error callback closed it meanwhile */
+	o->close_started = 1;
 	if (o->async)
 		uv_close((uv_handle_t *)&o->h, closed_cb);
 	else {

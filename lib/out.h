@@ -25,13 +25,14 @@ struct gd_out {
 	size_t len, cap;
 	size_t queued;		/* bytes handed to libuv, not yet written */
 	int err;		/* first write error (libuv code), sticky */
-	int closing, closed;
+	int closing, closed, close_started;
 	gd_out_cb on_error;	/* first write error */
 	gd_out_cb on_drain;	/* queue went below the low mark */
 	uv_close_cb close_cb;	/* h is NULL for a blocking fd */
 	void *data;
 };
 
+/* fd 2 is written with blocking writes and left open at close. */
 /* Ask for a 1 MiB pipe buffer if fd is a pipe (best effort). */
 void gd_pipe_grow(int fd);
 int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd);

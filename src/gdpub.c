@@ -188,6 +188,13 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
+	if (opt.out && opt.status && strcmp(opt.out, "-") == 0 &&
+	    strcmp(opt.status, "-") == 0) {
+		gd_usage_err("-o - and --status - would both write on standard "
+		    "output; give --status a file");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if (opt.out && opt.out[0] == '\0') {
 		gd_usage_err("-o needs a file name, or - for standard output");
 		rc = GD_EX_USAGE;
