@@ -225,9 +225,13 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 	if (!r->started)
 		return fail(r, r->off, "no stream header: the input is not a "
 		    "gdkit stream, or starts in the middle of one");
-	if (b[0] != 'g' || (len > 1 && b[1] != 'f'))
+	if (b[0] != 'g' || (len > 1 && b[1] != 'f')) {
+		if (len == 1)	/* the last byte of the input */
+			return fail(r, r->off, "garbage where a frame should "
+			    "start (byte %02x)", b[0]);
 		return fail(r, r->off, "garbage where a frame should start "
-		    "(bytes %02x %02x)", b[0], len > 1 ? b[1] : 0);
+		    "(bytes %02x %02x)", b[0], b[1]);
+	}
 	if (len < GD_SFRAME_HDR) {
 		if (eof)
 			return fail(r, r->off, "truncated frame header: %zu of "

@@ -1,5 +1,6 @@
 /* gdinspect: show what a running gdpub or gdsub holds. */
 #include "cli.h"
+#include "decode.h"
 #include "inspect.h"
 #include "log.h"
 #include "measure.h"
@@ -20,6 +21,10 @@ static const char usage[] =
 "  measure SENT RECEIVED\n"
 "            from two files of keys or IDs: reliability R = Ru/S,\n"
 "            uniqueness UR = Ru/R and the delivery mode achieved\n"
+"  decode [FILE]\n"
+"            a framed stream (gdpub -o, gdsub -f frame) from FILE or\n"
+"            stdin, one line per frame: key, flags, index, time, size,\n"
+"            payload preview\n"
 "\n"
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
@@ -28,7 +33,7 @@ static const char usage[] =
 "  -h, --help          show this help\n"
 "  -V, --version       show the version\n"
 "\n"
-"Not supported yet (refused): journal, decode.\n"
+"Not supported yet (refused): journal.\n"
 "See gdinspect(1).\n";
 
 enum { O_CTL = 256, O_JSON, O_WATCH };
@@ -82,7 +87,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind >= argc) {
-		gd_usage_err("no command given (pending, subs, stats or measure)");
+		gd_usage_err("no command given (pending, subs, stats, measure or decode)");
 		rc = GD_EX_USAGE;
 		goto out;
 	}
@@ -99,7 +104,20 @@ int main(int argc, char **argv)
 			gd_measure_print(&m, opt.json);
 		goto out;
 	}
-	if (strcmp(opt.cmd, "journal") == 0 || strcmp(opt.cmd, "decode") == 0) {
+	if (strcmp(opt.cmd, "decode") == 0) {
+		if (opt.watch > 0) {
+			gd_usage_err("cannot use --watch with decode");
+			rc = GD_EX_USAGE;
+		} else if (argc - optind > 2) {
+			gd_usage_err("unexpected argument '%s' after decode FILE",
+			    argv[optind + 2]);
+			rc = GD_EX_USAGE;
+		} else {
+			rc = gd_decode_file(argv[optind + 1], opt.json);
+		}
+		goto out;
+	}
+	if (strcmp(opt.cmd, "journal") == 0) {
 		gd_usage_err("'%s' is not supported yet in this version of gdkit",
 		    opt.cmd);
 		rc = GD_EX_USAGE;
@@ -113,7 +131,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(opt.cmd, "pending") != 0 && strcmp(opt.cmd, "subs") != 0 &&
 	    strcmp(opt.cmd, "stats") != 0) {
-		gd_usage_err("unknown command '%s' (pending, subs, stats or measure)", opt.cmd);
+		gd_usage_err("unknown command '%s' (pending, subs, stats, measure or decode)", opt.cmd);
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -218,7 +218,7 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 
 @test "unknown command -> 64" {
 	printf 'GDpub_port=7001\n' > p.ini
-	expect_usage gdinspect "unknown command 'list' (pending, subs, stats or measure)" -- gdinspect -c p.ini list
+	expect_usage gdinspect "unknown command 'list' (pending, subs, stats, measure or decode)" -- gdinspect -c p.ini list
 }
 
 @test "no -c and no --ctl -> 64" {

@@ -551,7 +551,7 @@ TEST(err_garbage_between_frames)
 	/* one garbage byte, as soon as it is there */
 	s.p[FRAME1] = 'z';
 	ASSERT(fails_with(s.p, FRAME1 + 1, 0, 0, FRAME1, "garbage where a "
-	    "frame should start (bytes 7a 00)"));
+	    "frame should start (byte 7a)"));
 	sb_free(&s);
 }
 

@@ -1,0 +1,250 @@
+/* gdinspect decode (see decode.h). A blocking reader over one buffer that
+ * holds at most the frame being read plus one read chunk: frames are
+ * printed as soon as they are whole, so a live stream on stdin shows up
+ * as it comes and a corrupt one shows everything before the damage. */
+#include "decode.h"
+#include "log.h"
+#include "stream.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CHUNK 65536
+
+size_t gd_escape_preview(char *dst, const uint8_t *p, size_t n, size_t max)
+{
+	static const char hex[] = "0123456789abcdef";
+	char *d = dst;
+	size_t i;
+
+	if (n > max)
+		n = max;
+	for (i = 0; i < n; i++) {
+		uint8_t c = p[i];
+		char e = 0;
+
+		switch (c) {
+		case '\0': e = '0'; break;
+		case '\t': e = 't'; break;
+		case '\n': e = 'n'; break;
+		case '\r': e = 'r'; break;
+		case '\\': e = '\\'; break;
+		case '"': e = '"'; break;
+		}
+		if (e) {
+			*d++ = '\\';
+			*d++ = e;
+		} else if (c < 0x20 || c > 0x7e) {
+			*d++ = '\\';
+			*d++ = 'x';
+			*d++ = hex[c >> 4];
+			*d++ = hex[c & 15];
+		} else {
+			*d++ = (char)c;
+		}
+	}
+	*d = '\0';
+	return (size_t)(d - dst);
+}
+
+/* UTC, microseconds, truncated: 2026-11-30T02:37:50.123456Z; "-" for 0,
+ * which floor and end frames carry */
+static void iso_time(char *dst, size_t cap, uint64_t ns)
+{
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+	size_t n;
+
+	if (ns == 0 || gmtime_r(&s, &tm) == NULL ||
+	    (n = strftime(dst, cap, "%Y-%m-%dT%H:%M:%S", &tm)) == 0) {
+		snprintf(dst, cap, "-");
+		return;
+	}
+	snprintf(dst + n, cap - n, ".%06uZ",
+	    (unsigned)(ns % 1000000000u / 1000u));
+}
+
+/* s[0..n) as a JSON string; origins and previews are printable ASCII,
+ * so only the quote and the backslash need escaping */
+static void json_str(const char *s, size_t n)
+{
+	size_t i;
+
+	putchar('"');
+	for (i = 0; i < n; i++) {
+		if (s[i] == '"' || s[i] == '\\')
+			putchar('\\');
+		putchar(s[i]);
+	}
+	putchar('"');
+}
+
+static const char *flags_str(const struct gd_sframe *f)
+{
+	static const char *const names[] = { "", "r", "s", "rs" };
+
+	return f->type == GD_SF_BLOCK ? names[f->flags & 3] : "";
+}
+
+static void print_frame(const struct gd_sframe *f, uint64_t offset, int json)
+{
+	static const char *const types[] = { "header", "block", "floor", "end" };
+	char key[GD_STREAM_ORIGIN_MAX + 24], when[40], size[16];
+	char prev[4 * GD_DECODE_PREVIEW + 1];
+	const char *fl = flags_str(f);
+	int klen;
+
+	klen = f->type == GD_SF_BLOCK ?
+	    snprintf(key, sizeof(key), "%.*s/%" PRIu64, (int)f->origin_len,
+		f->origin, f->id) :
+	    snprintf(key, sizeof(key), "%.*s", (int)f->origin_len, f->origin);
+	iso_time(when, sizeof(when), f->time_ns);
+	gd_escape_preview(prev, f->data, f->len, GD_DECODE_PREVIEW);
+	if (json) {
+		printf("{\"type\":\"%s\",\"offset\":%" PRIu64 ",\"key\":",
+		    types[f->type], offset);
+		json_str(key, (size_t)klen);
+		fputs(",\"origin\":", stdout);
+		json_str(f->origin, f->origin_len);
+		printf(",\"id\":%" PRIu64 ",\"flags\":\"%s\",\"index\":%" PRIu64
+		    ",\"time_ns\":%" PRIu64 ",\"time\":%s%s%s,\"epoch\":%" PRIu64
+		    ",\"size\":%" PRIu32 ",\"preview\":", f->id, fl, f->seq,
+		    f->time_ns, *when == '-' ? "" : "\"",
+		    *when == '-' ? "null" : when, *when == '-' ? "" : "\"",
+		    f->epoch, f->len);
+		json_str(prev, strlen(prev));
+		fputs("}\n", stdout);
+		return;
+	}
+	if (f->type == GD_SF_BLOCK) {
+		snprintf(size, sizeof(size), "%" PRIu32, f->len);
+		printf("%-22s  %-5s  %8" PRIu64 "  %-27s  %7s  \"%s\"%s\n", key,
+		    *fl ? fl : "-", f->seq, when, size, prev,
+		    f->len > GD_DECODE_PREVIEW ? "..." : "");
+	} else {
+		printf("%-22s  %-5s  %8" PRIu64 "  %-27s  %7s  -\n", key,
+		    types[f->type], f->seq, when, "-");
+	}
+}
+
+/* Read into b[*end..cap); 1 with bytes, 0 at end of input, -1 on error. */
+static int fill(int fd, uint8_t *b, size_t *end, size_t cap)
+{
+	ssize_t n;
+
+	do
+		n = read(fd, b + *end, cap - *end);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	*end += (size_t)n;
+	return n > 0;
+}
+
+/* stdout failed: say so unless the reader went away (| head) */
+static int out_failed(void)
+{
+	if (errno != EPIPE)
+		gd_err("cannot write standard output: %s", strerror(errno));
+	return GD_EX_FAIL;
+}
+
+int gd_decode_file(const char *path, int json)
+{
+	const char *name = "stdin";
+	struct gd_sreader r;
+	struct gd_sframe f;
+	uint8_t *buf = NULL;
+	size_t cap = 0, start = 0, end = 0, used, total;
+	int fd = 0, eof = 0, rc = GD_EX_OK;
+
+	if (path != NULL && strcmp(path, "-") != 0) {
+		name = path;
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			gd_err("cannot open %s: %s", path, strerror(errno));
+			return GD_EX_DATAERR;
+		}
+	}
+	if ((buf = malloc(CHUNK)) == NULL) {
+		gd_err("out of memory");
+		if (fd > 0)
+			close(fd);
+		return GD_EX_FAIL;
+	}
+	cap = CHUNK;
+	gd_sreader_init(&r, 0);
+	if (!json)
+		printf("%-22s  %-5s  %8s  %-27s  %7s  %s\n", "KEY", "FLAGS",
+		    "INDEX", "TIME", "SIZE", "PAYLOAD");
+	for (;;) {
+		uint64_t at = r.off;
+		size_t need = CHUNK;
+		int got;
+
+		got = gd_sreader_next(&r, buf + start, end - start, eof, &f,
+		    &used);
+		if (got == 1) {
+			if (f.type != GD_SF_HEADER)
+				print_frame(&f, at, json);
+			start += used;
+			continue;
+		}
+		if (got < 0) {
+			if (fflush(stdout) != 0) {
+				rc = out_failed();
+				break;
+			}
+			gd_err("%s: %s", name, r.err);
+			rc = GD_EX_DATAERR;
+			break;
+		}
+		if (eof)
+			break;		/* at a frame boundary: a clean end */
+		if (fflush(stdout) != 0) {
+			rc = out_failed();
+			break;
+		}
+		/* keep only the unread part, and room for the whole frame */
+		if (start > 0) {
+			memmove(buf, buf + start, end - start);
+			end -= start;
+			start = 0;
+		}
+		if (gd_stream_peek(buf, end, r.max_payload, &total) == 1 &&
+		    total > need)
+			need = total;
+		if (need <= end)
+			need = end + CHUNK;
+		if (need > cap) {
+			uint8_t *nb = realloc(buf, need);
+			if (nb == NULL) {
+				gd_err("%s: out of memory for a frame of %zu bytes "
+				    "at byte offset %" PRIu64, name, need, r.off);
+				rc = GD_EX_FAIL;
+				break;
+			}
+			buf = nb;
+			cap = need;
+		}
+		got = fill(fd, buf, &end, cap);
+		if (got < 0) {
+			(void)fflush(stdout);
+			gd_err("cannot read %s: %s", name, strerror(errno));
+			rc = GD_EX_DATAERR;
+			break;
+		}
+		eof = got == 0;
+	}
+	if (rc == GD_EX_OK && fflush(stdout) != 0)
+		rc = out_failed();
+	free(buf);
+	if (fd > 0)
+		close(fd);
+	return rc;
+}

@@ -1,0 +1,23 @@
+/* gdinspect decode: a framed block stream (gdkit-stream(5)) as one
+ * readable line, or one JSON object, per frame. */
+#ifndef GD_DECODE_H
+#define GD_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GD_DECODE_PREVIEW 64	/* payload bytes shown per block */
+
+/* Decode the file at path (NULL or "-": standard input) to standard
+ * output. Returns an exit code: 0, GD_EX_DATAERR (a corrupt stream, or a
+ * file that cannot be opened or read; the frames before the damage are
+ * printed) or GD_EX_FAIL (out of memory, standard output unwritable). */
+int gd_decode_file(const char *path, int json);
+
+/* The first min(n, max) bytes of p, C-escaped into dst (at least 4 * max
+ * + 1 bytes): printable ASCII as is but backslash and double quote, then
+ * \0 \t \n \r \\ \" and \xNN (two lower-case hex digits) for the rest.
+ * Returns the length written (dst is NUL-terminated). */
+size_t gd_escape_preview(char *dst, const uint8_t *p, size_t n, size_t max);
+
+#endif
