@@ -157,7 +157,7 @@ static int out_failed(void)
 
 int gd_decode_file(const char *path, int json)
 {
-	const char *name = "stdin";
+	const char *name = "standard input";
 	struct gd_sreader r;
 	struct gd_sframe f;
 	uint8_t *buf = NULL;

@@ -386,7 +386,7 @@ print("block 4 4 - z")
 	# the same through a pipe
 	run --separate-stderr bash -c 'head -c 333 s.gds | gdinspect decode'
 	[ "$status" -eq 65 ]
-	[ "$stderr" = "gdinspect: stdin: corrupt stream at byte offset 272: truncated frame: 61 of 62 bytes" ]
+	[ "$stderr" = "gdinspect: standard input: corrupt stream at byte offset 272: truncated frame: 61 of 62 bytes" ]
 	[ "${#lines[@]}" -eq 5 ]
 }
 
@@ -482,4 +482,20 @@ open("f.gds", "wb").write(b)' "$off"
 @test "decode: --watch and a second file are refused" {
 	expect_usage gdinspect "cannot use --watch with decode" -- gdinspect --watch 1 decode s.gds
 	expect_usage gdinspect "unexpected argument 'b.gds' after decode FILE" -- gdinspect decode a.gds b.gds
+}
+
+@test "gdkit-stream(5): the hexdump example is the stream mkstream.py writes, and decodes" {
+	command -v hexdump >/dev/null || skip "hexdump is not installed"
+	page="$BATS_TEST_DIRNAME/../../man/gdkit-stream.5"
+	sed -n '/^\$ printf .hello.en. | gdpub -p 7001 -o - | hexdump -C$/,/^\.Ed$/p' "$page" |
+		sed '1d;$d' > want.txt
+	[ "$(wc -l < want.txt)" -eq 14 ]
+	printf 'block 1 1 - hello\nset time=0\nfloor 2\nend 0\n' | mkstream > ex.gds
+	hexdump -C ex.gds > got.txt
+	diff want.txt got.txt
+	run --separate-stderr gdinspect decode ex.gds
+	assert_success
+	assert_line --index 1 "127.0.0.1:7001/1        -             1  $T        5  \"hello\""
+	assert_line --index 2 --regexp '^127\.0\.0\.1:7001 +floor +2 '
+	assert_line --index 3 --regexp '^127\.0\.0\.1:7001 +end +0 '
 }

@@ -10,7 +10,7 @@ bats_require_minimum_version 1.5.0
 
 MANDIR="$BATS_TEST_DIRNAME/../../man"
 PROGS="gdpub gdsub gdack gdinspect"
-PAGES="gdpub.1 gdsub.1 gdack.1 gdinspect.1 gdkit.conf.5 gdkit.7"
+PAGES="gdpub.1 gdsub.1 gdack.1 gdinspect.1 gdkit.conf.5 gdkit-stream.5 gdkit.7"
 
 # SPEC §3, the contract's config keys
 SPEC_KEYS="GDpub_port GDpub_timeout GDpub_numSubs GDpub_bind GDpub_host
