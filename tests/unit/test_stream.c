@@ -320,10 +320,13 @@ static void round_trip(uint8_t type, uint8_t flags, uint64_t id, uint64_t seq,
 	ASSERT_EQ(used, gd_sframe_size(strlen(origin), len));
 	ASSERT_U64(r.off, s.n);
 	check_frame(&f, type, flags, id, seq, origin, data, len);
-	if (type == GD_SF_BLOCK) {
-		ASSERT(gd_sframe_origin_of(f.data, f.len, &olen) == f.origin);
-		ASSERT_EQ(olen, strlen(origin));
-	}
+	/* in place: the header right before the payload, the origin after
+	 * (what gd_sframe_origin_of relies on) */
+	ASSERT(f.data == s.p + GD_STREAM_HDR + GD_SFRAME_HDR);
+	ASSERT(f.origin == (const char *)f.data + f.len);
+	olen = (size_t)f.data[-GD_SFRAME_HDR + 4] |
+	    (size_t)f.data[-GD_SFRAME_HDR + 5] << 8;
+	ASSERT_EQ(olen, strlen(origin));
 	ASSERT_EQ(gd_sreader_next(&r, s.p + s.n, 0, 1, &f, &used), 0);
 	ASSERT_U64(r.frames, 1);
 	ASSERT_U64(r.blocks, type == GD_SF_BLOCK);
