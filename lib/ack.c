@@ -130,6 +130,17 @@ static int exchange(struct ack *a)
 
 	if (a->nreq == 0)
 		return 0;
+	/* connect at the first key: input without keys (an empty stream)
+	 * needs no gdsub, which may have finished already */
+	if (a->fd < 0) {
+		a->fd = gd_ctl_connect(a->path, a->o->wait);
+		if (a->fd < 0) {
+			gd_err("no gdsub answers at %s: %s (waited %g seconds)",
+			    a->path, strerror(errno), a->o->wait);
+			return GD_EX_UNAVAILABLE;
+		}
+		a->rd.fd = a->fd;
+	}
 	errno = 0;
 	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
 	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
@@ -324,13 +335,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
 		return rc;
 	a.path = path;
-	a.fd = gd_ctl_connect(path, o->wait);
-	if (a.fd < 0) {
-		gd_err("no gdsub answers at %s: %s (waited %g seconds)", path,
-		    strerror(errno), o->wait);
-		return GD_EX_UNAVAILABLE;
-	}
-	a.rd.fd = a.fd;
+	a.fd = -1;
 	if (o->nkeys > 0) {
 		rc = 0;
 		for (i = 0; i < o->nkeys && rc == 0; i++)
@@ -342,7 +347,8 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	} else {
 		rc = run_stdin(&a);
 	}
-	close(a.fd);
+	if (a.fd >= 0)
+		close(a.fd);
 	free(a.req);
 	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64
 	    ", snapshot skipped %" PRIu64, a.acked, a.failed, a.skipped);

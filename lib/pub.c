@@ -129,7 +129,7 @@ static void on_status_error(struct gd_out *o, int err)
 /* "ACK ID"; with -f frame input also the block's key as it came in,
  * "ACK ID ORIGIN/ID", so the upstream stage can be acknowledged. */
 static void status_line(struct pub *p, const char *what, uint64_t id,
-    const char *up, size_t uplen)
+    const char *up, size_t uplen, int up_snapshot)
 {
 	size_t wl = strlen(what), n;
 	uint8_t *d = gd_out_reserve(&p->status, wl + 44 + uplen);
@@ -144,6 +144,10 @@ static void status_line(struct pub *p, const char *what, uint64_t id,
 		n += uplen;
 		d[n++] = '/';
 		n += gd_u64toa((char *)d + n, id);
+		if (up_snapshot) {	/* never acknowledged upstream */
+			memcpy(d + n, "/s", 2);
+			n += 2;
+		}
 	}
 	d[n++] = '\n';
 	gd_out_commit(&p->status, n);
@@ -304,15 +308,17 @@ static void resolve(struct pub *p, uint32_t slot, int acked)
 	struct gd_chunk *c = gd_input_chunk(&p->in, gd_pend_owner(e));
 	const char *up = NULL;
 	size_t uplen = 0;
+	int snap = 0;
 
-	if (p->opt.frame)
-		up = gd_sframe_origin_of(c->data + e->off, e->len, &uplen);
+	if (p->opt.frame)	/* the key it came in with, for gdack -f status */
+		up = gd_sframe_origin_of(c->data + e->off, e->len, &uplen,
+		    &snap);
 	if (acked) {
-		status_line(p, "ACK", e->id, up, uplen);
+		status_line(p, "ACK", e->id, up, uplen, snap);
 		gd_hist_add(&p->lat, (p->now - e->sent_ns) / 1000);
 		p->n_ack++;
 	} else {
-		status_line(p, "NACK", e->id, up, uplen);
+		status_line(p, "NACK", e->id, up, uplen, snap);
 		p->n_nack++;
 	}
 	gd_chunk_unref(&p->in, c);
@@ -706,7 +712,12 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	int st = GD_ACK_NONE;
 
 	snprintf(c->name, sizeof(c->name), "%s", h->name);
-	if (h->gd) {
+	if (h->want_data && p->stream_out) {
+		/* it would wait for blocks that never come: no GD slot, no READY */
+		gd_err("subscriber %s (%s) asked for blocks over TCP, but this "
+		    "gdpub writes them as a framed stream (-o); read the stream "
+		    "with gdsub -i", c->name, c->addr);
+	} else if (h->gd) {
 		st = GD_ACK_OK;
 		for (o = p->conns; o; o = o->next)
 			if (o != c && o->slot >= 0 && strcmp(o->name, c->name) == 0)
@@ -737,13 +748,7 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	}
 	/* blocks batched so far go to the others; this one starts after */
 	flush_bcast(p);
-	c->want_data = h->want_data != 0;
-	if (c->want_data && p->stream_out) {
-		gd_err("subscriber %s (%s) asked for blocks over TCP, but this "
-		    "gdpub writes them as a framed stream (-o); read the stream "
-		    "with gdsub -i", c->name, c->addr);
-		c->want_data = 0;
-	}
+	c->want_data = h->want_data != 0 && !p->stream_out;
 	send_welcome(p, c);
 	c->hello = 1;
 	if (c->want_data)
@@ -1041,7 +1046,7 @@ static void check_done(struct pub *p)
 			bcast_ctrl(p, GD_F_FLOOR, f, 1);
 		p->floor_sent = f;
 	}
-	bcast_ctrl(p, GD_F_END, 0, 0);
+	bcast_ctrl(p, GD_F_END, p->next_seq, 0);
 	flush_bcast(p);
 	end_ackonly(p);
 	close_all(p);

@@ -83,13 +83,14 @@ void gd_sreader_init(struct gd_sreader *r, uint32_t max_payload);
 int gd_sreader_next(struct gd_sreader *r, const uint8_t *buf, size_t len,
     int eof, struct gd_sframe *f, size_t *used);
 
-/* The fixed header and origin of a block whose payload is at data and was
- * read by gd_sreader_next (in place): the origin, for status lines. */
+/* The origin (and the snapshot flag) of a block whose payload is at data
+ * and was read by gd_sreader_next in place, for status lines. */
 static inline const char *gd_sframe_origin_of(const uint8_t *data,
-    uint32_t len, size_t *olen)
+    uint32_t len, size_t *olen, int *snapshot)
 {
 	const uint8_t *h = data - GD_SFRAME_HDR;
 	*olen = (size_t)h[4] | (size_t)h[5] << 8;
+	*snapshot = (h[3] & 2) != 0;
 	return (const char *)data + len;
 }
 

@@ -80,6 +80,7 @@ struct sub {
 	size_t rpos;
 	uv_idle_t idle;
 	uint64_t n_foreign;	/* -i: blocks from publishers not listed */
+	uint64_t n_stale;	/* -i: blocks of a publisher's earlier run */
 };
 
 static void finish(struct sub *s, int code);
@@ -610,6 +611,14 @@ static void in_end(struct sub *s, int code)
 	    "end of the input stream");
 }
 
+/* -i: the stream's blocks of this publisher are from another run than
+ * the one we hold an acknowledgement connection to. */
+static int stale(const struct sub *s, const struct pconn *pc)
+{
+	return s->conf->gd && pc->origin_len && pc->epoch != pc->sepoch &&
+	    pc->state != PS_ENDED;
+}
+
 static void on_sframe(struct sub *s, const struct gd_sframe *f)
 {
 	struct pconn *pc = find_origin(s, f->origin, f->origin_len);
@@ -629,11 +638,10 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 		if (pc->sepoch != 0)
 			forget(s, pc);
 		pc->sepoch = f->epoch;
-		if (s->conf->gd && pc->origin_len && pc->epoch != f->epoch &&
-		    pc->state != PS_ENDED)
+		if (stale(s, pc))
 			gd_err("the stream holds blocks of another run of publisher "
 			    "%s than the one running now; they cannot be "
-			    "acknowledged", pc->addr);
+			    "acknowledged and are not written", pc->addr);
 	}
 	if (f->type == GD_SF_FLOOR) {
 		gd_dedup_prune(&pc->dd, f->seq);
@@ -641,6 +649,10 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 	}
 	if (f->type == GD_SF_END) {
 		gd_trace(1, "the stream of publisher %s ended", pc->addr);
+		return;
+	}
+	if (stale(s, pc)) {
+		s->n_stale++;
 		return;
 	}
 	b.id = f->id;
@@ -1116,6 +1128,11 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if (rc == GD_EX_OK && s->n_foreign > 0) {
 		gd_err("%" PRIu64 " blocks came from publishers not in GDsub_pub "
 		    "and were not acknowledged", s->n_foreign);
+		rc = GD_EX_FAIL;
+	}
+	if (rc == GD_EX_OK && s->n_stale > 0) {
+		gd_err("%" PRIu64 " blocks came from an earlier run of their "
+		    "publisher and were not acknowledged", s->n_stale);
 		rc = GD_EX_FAIL;
 	}
 out:

@@ -94,13 +94,23 @@ start_pub_sub() {
 
 @test "gdack with no gdsub: exit 69 after --wait, naming the socket" {
 	sub_conf s.ini "$(free_port)"
-	run --separate-stderr timeout 20 gdack -c s.ini --wait 0.2 < /dev/null
+	run --separate-stderr timeout 20 gdack -c s.ini --wait 0.2 <<< "127.0.0.1:1/1"
 	assert_failure 69
 	assert_equal "$output" ""
 	[[ "$stderr" =~ ^"gdack: no gdsub answers at $XDG_RUNTIME_DIR/gdkit/sub-"[0-9a-f]{16}".sock: No such file or directory (waited 0.2 seconds)"$ ]]
 	run --separate-stderr timeout 20 gdack --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 "127.0.0.1:1/1"
 	assert_failure 69
 	assert_equal "$stderr" "gdack: no gdsub answers at $BATS_TEST_TMPDIR/none.sock: No such file or directory (waited 0.2 seconds)"
+}
+
+@test "gdack with no keys to acknowledge needs no gdsub: exit 0" {
+	# an empty stream: its gdsub may have finished before gdack started
+	run --separate-stderr timeout 20 gdack --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 < /dev/null
+	assert_success
+	assert_equal "$stderr" ""
+	run --separate-stderr timeout 20 gdack --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 -f status <<< "READY"
+	assert_success
+	assert_equal "$stderr" ""
 }
 
 @test "gdack without -c, --name, --pub or --ctl: usage error, exit 64" {

@@ -467,6 +467,25 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	assert_equal "$(decode out.gds | cut -d' ' -f1 | tr '\n' ' ')" "header block block floor end "
 }
 
+@test "gdpub -f frame: a snapshot block's upstream key keeps its /s, and gdack -f status skips it" {
+	port=$(free_port)
+	printf 'set origin=127.0.0.1:7001\nblock 8 1 s old\n' | mkstream > in.gds
+	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.2 -f frame -o /dev/null < in.gds
+	assert_failure 1
+	assert_equal "$output" "NACK 8 127.0.0.1:7001/8/s"
+	run --separate-stderr timeout 20 gdack -f status -v --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 <<< "ACK 8 127.0.0.1:7001/8/s"
+	assert_success
+	[[ "$stderr" == *"gdack: acknowledged 0, failed 0, snapshot skipped 1" ]]
+}
+
+@test "gdpub -o -: a reader that goes away stops the input; the message names the stream, exit 1" {
+	port=$(free_port)
+	seq 1 1000000 > in.txt
+	run --separate-stderr timeout 30 bash -c "gdpub -p $port -o - < in.txt | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
+	assert_output 1
+	assert_equal "$stderr" "gdpub: cannot write the block stream on -: broken pipe; no more input is read"
+}
+
 @test "gdack -f frame acknowledges every block of gdsub -f frame, skips snapshot-flagged ones, --tee copies the stream" {
 	pub3 10
 	spawn "gdsub -i pub.gds -P 127.0.0.1:$port --name s -f frame --linger 5 > s.gds 2> s.err; echo \$? > s.rc"
@@ -627,10 +646,9 @@ cascade() {
 	wait_until 10 file_is pub.rc 0
 }
 
-# BUG (known failing): gdpub -o gives the TCP gdsub it then refuses a GD
-# slot first, so it reports READY and --wait-ready goes on to publish with
-# no subscriber able to acknowledge anything.
-@test "BUG: a refused TCP gdsub does not make gdpub -o READY: --wait-ready still times out, exit 69" {
+# A TCP gdsub refused by gdpub -o gets no GD slot, so it cannot make
+# gdpub READY and start publishing with nobody able to acknowledge.
+@test "a refused TCP gdsub does not make gdpub -o READY: --wait-ready still times out, exit 69" {
 	port=$(free_port)
 	seq 1 3 > in.txt
 	spawn "gdpub -p $port -n 1 -t 1 -o pub.gds --wait-ready=1.5 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
@@ -643,12 +661,10 @@ cascade() {
 	assert_equal "$(blocks pub.gds)" ""
 }
 
-# BUG (known failing): gdsub ends at once on a stream without blocks, and
-# the gdack of its pipeline, if it starts a moment later, finds no gdsub:
-# it waits --wait seconds and exits 69 although there was nothing to
-# acknowledge. Seen at random as `gdpub -o - < /dev/null | gdsub -i - |
-# gdack` exiting "0 0 69"; here made certain by starting gdack late.
-@test "BUG: a stream without blocks: the gdack of the gdsub -i pipeline succeeds even if it starts after gdsub ended" {
+# gdsub ends at once on a stream without blocks; the gdack of its
+# pipeline, even if it starts a moment later, has nothing to acknowledge
+# and needs no gdsub (it connects at its first key).
+@test "a stream without blocks: the gdack of the gdsub -i pipeline succeeds even if it starts after gdsub ended" {
 	port=$(free_port)
 	run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -o - --wait-ready=10 < /dev/null 2> st.txt |
 		gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 > out.txt 2> sub.err; echo \${PIPESTATUS[*]}"
@@ -661,16 +677,16 @@ cascade() {
 	assert_success
 }
 
-@test "gdsub -i: blocks of an earlier run of a listed publisher are written but cannot be acknowledged; gdpub NACKs" {
+@test "gdsub -i: blocks of an earlier run of a listed publisher are neither written nor acknowledged; exit 1, gdpub NACKs" {
 	pub3 2
 	# the same origin and IDs, but not this run's epoch
 	printf 'set origin=127.0.0.1:%s epoch=%s\nblock 1 1 - one\nblock 2 2 - two\n' "$port" "$(( $(epoch_of pub.gds) + 1 ))" | mkstream > old.gds
 	run timeout 30 bash -c "gdsub -i old.gds -P 127.0.0.1:$port --name s --linger 1 2> sub.err |
 		gdack -P 127.0.0.1:$port --name s --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]}"
-	assert_equal "${output#* }" 1
-	assert_equal "$(head -n 1 sub.err)" "gdsub: the stream holds blocks of another run of publisher 127.0.0.1:$port than the one running now; they cannot be acknowledged"
-	assert_equal "$(cat ack.err)" "$(for i in 1 2; do echo "gdack: cannot acknowledge 127.0.0.1:$port/$i: the stream holds blocks of an earlier run of this publisher, not of the one running now"; done)"
-	assert_equal "$(cat out.txt)" "$(good_lines "$port" 2)"
+	assert_output "1 0"
+	assert_equal "$(cat sub.err)" "$(printf 'gdsub: the stream holds blocks of another run of publisher 127.0.0.1:%s than the one running now; they cannot be acknowledged and are not written\ngdsub: 2 blocks came from an earlier run of their publisher and were not acknowledged' "$port")"
+	assert_equal "$(cat ack.err)" ""
+	assert_equal "$(cat out.txt)" ""
 	wait_until 10 test -s pub.rc
 	assert_equal "$(cat pub.out)" "$(printf 'READY\nNACK 1\nNACK 2\nNACK 3')"
 }
