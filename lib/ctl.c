@@ -1,11 +1,14 @@
 /* Control socket: path derivation, a line-based libuv server and a
- * blocking client. See ctl.h for the protocol. */
+ * blocking client, and who may talk to whom. See ctl.h for the protocol. */
+#define _GNU_SOURCE	/* struct ucred */
 #include "ctl.h"
 #include "log.h"
 #include "parse.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +133,100 @@ int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz)
 	return set_path(buf, sz, c->sub_ctl, "sub-%s.sock", h);
 }
 
+/* ---- requests ---- */
+
+static const char *const sort_names[] = { "age", "expires", "id", "acks" };
+
+int gd_ctl_sort_parse(const char *name)
+{
+	size_t i;
+	for (i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+		if (strcmp(name, sort_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *gd_ctl_sort_name(int sort)
+{
+	if (sort < 0 || (size_t)sort >= sizeof(sort_names) / sizeof(sort_names[0]))
+		return "?";
+	return sort_names[sort];
+}
+
+int gd_ctl_pending_args(const char *args, struct gd_ctl_pending_req *r,
+    char *why, size_t whysz)
+{
+	char word[GD_CTL_LINE + 1];
+	const char *p = args;
+
+	r->sort = GD_SORT_AGE;
+	r->limit = 0;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		memcpy(word, p, n);
+		word[n] = '\0';
+		p += n;
+		if (strncmp(word, "sort=", 5) == 0) {
+			if ((r->sort = gd_ctl_sort_parse(word + 5)) < 0) {
+				snprintf(why, whysz, "unknown sort '%.32s' (age, expires, id or acks)",
+				    word + 5);
+				return -1;
+			}
+		} else if (strncmp(word, "limit=", 6) == 0) {
+			if (gd_parse_u64(word + 6, &r->limit) != 0) {
+				snprintf(why, whysz, "bad limit '%.32s' (a row count, 0 for all)",
+				    word + 6);
+				return -1;
+			}
+		} else {
+			snprintf(why, whysz, "unknown argument '%.32s' (sort=KEY or limit=N)",
+			    word);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void gd_ctl_cell(char *dst, size_t sz, const char *src)
+{
+	size_t i;
+
+	if (sz == 0)
+		return;
+	if (src == NULL || *src == '\0') {
+		snprintf(dst, sz, "-");
+		return;
+	}
+	for (i = 0; i + 1 < sz && src[i]; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/* ---- who is at the other end ---- */
+
+static int peer_uid(int fd, uid_t *uid, long *pid)
+{
+#ifdef SO_PEERCRED
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return -1;
+	*uid = cr.uid;
+	*pid = (long)cr.pid;
+	return 0;
+#else
+	gid_t gid;
+	*pid = -1;
+	return getpeereid(fd, uid, &gid);
+#endif
+}
+
 /* ---- server ---- */
 
 static void client_closed(uv_handle_t *h)
@@ -204,6 +301,35 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	}
 }
 
+/* The socket's mode keeps other users out; this also holds when --ctl
+ * put it somewhere they can reach. Root may connect, as it could read
+ * our memory anyway. */
+static int peer_allowed(struct gd_ctl_client *cl)
+{
+	uv_os_fd_t fd;
+	uid_t uid;
+	long pid;
+
+	if (uv_fileno((uv_handle_t *)&cl->h, &fd) != 0 ||
+	    peer_uid(fd, &uid, &pid) != 0) {
+		gd_warn("refused a control connection: cannot tell who it is from: %s",
+		    strerror(errno));
+		gd_ctl_printf(cl, "error permission denied: cannot tell who you are\n");
+	} else if (uid != geteuid() && uid != 0) {
+		gd_warn("refused a control connection from uid %u (pid %ld): only "
+		    "uid %u and root may connect", (unsigned)uid, pid,
+		    (unsigned)geteuid());
+		gd_ctl_printf(cl, "error permission denied: uid %u may not use "
+		    "this socket, only uid %u and root\n", (unsigned)uid,
+		    (unsigned)geteuid());
+	} else {
+		return 1;
+	}
+	gd_ctl_flush(cl->srv);
+	client_close(cl);
+	return 0;
+}
+
 static void on_conn(uv_stream_t *server, int status)
 {
 	struct gd_ctl_srv *s = server->data;
@@ -226,6 +352,8 @@ static void on_conn(uv_stream_t *server, int status)
 		cl->next->pprev = &cl->next;
 	cl->pprev = &s->clients;
 	s->clients = cl;
+	if (!peer_allowed(cl))
+		return;
 	uv_read_start((uv_stream_t *)&cl->h, on_alloc, on_read);
 }
 
@@ -379,6 +507,56 @@ int gd_ctl_connect(const char *path, double wait_s)
 		}
 		nanosleep(&nap, NULL);
 	}
+}
+
+/* "uid 65534 (nobody)" */
+static const char *uid_name(uid_t uid, char *buf, size_t sz)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw != NULL && pw->pw_name != NULL)
+		snprintf(buf, sz, "uid %u (%.32s)", (unsigned)uid, pw->pw_name);
+	else
+		snprintf(buf, sz, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+int gd_ctl_trust(const char *path, int fd)
+{
+	char dir[PATH_MAX], a[64], b[64];
+	struct stat st;
+	uid_t me = geteuid(), uid;
+	long pid;
+
+	if (lstat(path, &st) == 0) {
+		if (st.st_uid != me) {
+			gd_err("refusing control socket %s: it belongs to %s, not to "
+			    "you (%s)", path, uid_name(st.st_uid, a, sizeof(a)),
+			    uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+		snprintf(dir, sizeof(dir), "%s", path);
+		if (stat(dirname(dir), &st) == 0 && st.st_uid != me &&
+		    st.st_uid != 0) {
+			gd_err("refusing control socket %s: its directory %s belongs "
+			    "to %s, not to you (%s) or root", path, dir,
+			    uid_name(st.st_uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+	}
+	if (fd >= 0) {
+		if (peer_uid(fd, &uid, &pid) != 0) {
+			gd_err("refusing control socket %s: cannot tell who serves it: %s",
+			    path, strerror(errno));
+			return GD_EX_UNAVAILABLE;
+		}
+		if (uid != me) {
+			gd_err("refusing control socket %s: the program serving it "
+			    "runs as %s, not as you (%s)", path,
+			    uid_name(uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+	}
+	return 0;
 }
 
 int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)
