@@ -198,11 +198,17 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
 		return rc;
 	a.path = path;
+	if ((rc = gd_ctl_trust(path, -1)) != 0)
+		return rc;
 	a.fd = gd_ctl_connect(path, o->wait);
 	if (a.fd < 0) {
 		gd_err("no gdsub answers at %s: %s (waited %g seconds)", path,
 		    strerror(errno), o->wait);
 		return GD_EX_UNAVAILABLE;
+	}
+	if ((rc = gd_ctl_trust(path, a.fd)) != 0) {
+		close(a.fd);
+		return rc;
 	}
 	a.rd.fd = a.fd;
 	if (o->nkeys > 0) {

@@ -10,6 +10,7 @@ struct gd_pub_opts {
 	char delim;		/* '\n', or '\0' with -0 */
 	int wait_ready;		/* 0 no, 1 until READY, 2 until READY or wait_ready_s */
 	double wait_ready_s;
+	int progress;		/* a status line on stderr (--progress) */
 };
 
 /* Runs until the input ends and every block is resolved; returns the

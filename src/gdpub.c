@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 "usage: gdpub [-c FILE] [-p PORT] [options] < blocks\n"
@@ -28,6 +29,8 @@ static const char usage[] =
 "  -I, --ids                input lines are ID<TAB>payload\n"
 "  -0, --null               records end with NUL instead of newline\n"
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"      --progress           a status line on stderr, 4 times a second\n"
+"      --no-progress        none (the default unless stderr is a terminal)\n"
 "  -v, --verbose            trace connections on stderr (-vv more)\n"
 "  -q, --quiet              errors only\n"
 "  -h, --help               show this help\n"
@@ -38,7 +41,8 @@ static const char usage[] =
 "See gdpub(1), gdkit.conf(5).\n";
 
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
-	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS };
+	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
+	O_PROGRESS, O_NO_PROGRESS };
 
 static const char shortopts[] = ":c:p:t:n:f:I0o:vqhV";
 static const struct option longopts[] = {
@@ -64,6 +68,8 @@ static const struct option longopts[] = {
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "status", required_argument, NULL, O_STATUS },
+	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -93,7 +99,7 @@ static const struct gd_keyopt keyopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_pub_opts opt = { 0, '\n', 0, 0 };
+	struct gd_pub_opts opt = { 0, '\n', 0, 0, -1 };
 	int ch, rc, verbose = 0, quiet = 0;
 
 	gd_cli_init(argv[0]);
@@ -148,6 +154,10 @@ int main(int argc, char **argv)
 			    ch == 'o' ? "-o/--output" : "--status");
 			rc = GD_EX_USAGE;
 			goto out;
+		case O_PROGRESS:
+		case O_NO_PROGRESS:
+			opt.progress = ch == O_PROGRESS;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -167,6 +177,8 @@ int main(int argc, char **argv)
 	}
 	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		goto out;
+	if (opt.progress < 0)	/* a status line only for a person watching */
+		opt.progress = !quiet && isatty(2);
 	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
 		goto out;
 	rc = gd_pub_run(&conf, &opt);
