@@ -316,12 +316,16 @@ static int peer_allowed(struct gd_ctl_client *cl)
 		    strerror(errno));
 		gd_ctl_printf(cl, "error permission denied: cannot tell who you are\n");
 	} else if (uid != geteuid() && uid != 0) {
+		char who[48];
+		if (geteuid() == 0)
+			snprintf(who, sizeof(who), "root");
+		else
+			snprintf(who, sizeof(who), "uid %u and root",
+			    (unsigned)geteuid());
 		gd_warn("refused a control connection from uid %u (pid %ld): only "
-		    "uid %u and root may connect", (unsigned)uid, pid,
-		    (unsigned)geteuid());
+		    "%s may connect", (unsigned)uid, pid, who);
 		gd_ctl_printf(cl, "error permission denied: uid %u may not use "
-		    "this socket, only uid %u and root\n", (unsigned)uid,
-		    (unsigned)geteuid());
+		    "this socket, only %s\n", (unsigned)uid, who);
 	} else {
 		return 1;
 	}
@@ -509,12 +513,12 @@ int gd_ctl_connect(const char *path, double wait_s)
 	}
 }
 
-/* "uid 65534 (nobody)" */
+/* "nobody (uid 65534)" */
 static const char *uid_name(uid_t uid, char *buf, size_t sz)
 {
 	struct passwd *pw = getpwuid(uid);
 	if (pw != NULL && pw->pw_name != NULL)
-		snprintf(buf, sz, "uid %u (%.32s)", (unsigned)uid, pw->pw_name);
+		snprintf(buf, sz, "%.32s (uid %u)", pw->pw_name, (unsigned)uid);
 	else
 		snprintf(buf, sz, "uid %u", (unsigned)uid);
 	return buf;
@@ -529,8 +533,8 @@ int gd_ctl_trust(const char *path, int fd)
 
 	if (lstat(path, &st) == 0) {
 		if (st.st_uid != me) {
-			gd_err("refusing control socket %s: it belongs to %s, not to "
-			    "you (%s)", path, uid_name(st.st_uid, a, sizeof(a)),
+			gd_err("refusing control socket %s: it belongs to %s and you "
+			    "are %s", path, uid_name(st.st_uid, a, sizeof(a)),
 			    uid_name(me, b, sizeof(b)));
 			return GD_EX_UNAVAILABLE;
 		}
@@ -538,7 +542,7 @@ int gd_ctl_trust(const char *path, int fd)
 		if (stat(dirname(dir), &st) == 0 && st.st_uid != me &&
 		    st.st_uid != 0) {
 			gd_err("refusing control socket %s: its directory %s belongs "
-			    "to %s, not to you (%s) or root", path, dir,
+			    "to %s, neither to you, %s, nor to root", path, dir,
 			    uid_name(st.st_uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
 			return GD_EX_UNAVAILABLE;
 		}
@@ -551,7 +555,7 @@ int gd_ctl_trust(const char *path, int fd)
 		}
 		if (uid != me) {
 			gd_err("refusing control socket %s: the program serving it "
-			    "runs as %s, not as you (%s)", path,
+			    "runs as %s and you are %s", path,
 			    uid_name(uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
 			return GD_EX_UNAVAILABLE;
 		}
