@@ -527,6 +527,7 @@ static const char *uid_name(uid_t uid, char *buf, size_t sz)
 int gd_ctl_trust(const char *path, int fd)
 {
 	char dir[PATH_MAX], a[64], b[64];
+	const char *d;
 	struct stat st;
 	uid_t me = geteuid(), uid;
 	long pid;
@@ -539,10 +540,10 @@ int gd_ctl_trust(const char *path, int fd)
 			return GD_EX_UNAVAILABLE;
 		}
 		snprintf(dir, sizeof(dir), "%s", path);
-		if (stat(dirname(dir), &st) == 0 && st.st_uid != me &&
-		    st.st_uid != 0) {
+		d = dirname(dir);	/* "." for a bare name, not dir */
+		if (stat(d, &st) == 0 && st.st_uid != me && st.st_uid != 0) {
 			gd_err("refusing control socket %s: its directory %s belongs "
-			    "to %s, neither to you, %s, nor to root", path, dir,
+			    "to %s, neither to you, %s, nor to root", path, d,
 			    uid_name(st.st_uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
 			return GD_EX_UNAVAILABLE;
 		}
