@@ -269,6 +269,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	char *nl;
 
 	(void)b;
+	if (nread == UV_EOF && (cl->nwrites > 0 || cl->outlen > 0)) {
+		/* "printf 'pending\n' | socat ..." half-closes at once: the
+		 * reply still goes out in full, then the connection closes */
+		cl->eof = 1;
+		uv_read_stop(st);
+		return;
+	}
 	if (nread < 0) {
 		client_close(cl);
 		return;
@@ -447,10 +454,22 @@ int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
 	return gd_ctl_reply(cl, line, (size_t)n);
 }
 
+struct reply {
+	uv_write_t req;
+	char *buf;		/* the client's output buffer, handed over */
+};
+
 static void on_written(uv_write_t *req, int status)
 {
-	(void)status;
-	free(req);	/* the reply bytes follow the request in one block */
+	struct reply *r = (struct reply *)req;
+	struct gd_ctl_client *cl = req->handle->data;
+
+	free(r->buf);
+	free(r);
+	cl->nwrites--;
+	if (cl->eof && !cl->closing && cl->nwrites == 0 &&
+	    (cl->outlen == 0 || status != 0))
+		client_close(cl);
 }
 
 void gd_ctl_flush(struct gd_ctl_srv *s)
@@ -458,22 +477,27 @@ void gd_ctl_flush(struct gd_ctl_srv *s)
 	struct gd_ctl_client *cl;
 
 	for (cl = s->clients; cl; cl = cl->next) {
-		uv_write_t *req;
+		struct reply *r;
 		uv_buf_t b;
 		if (cl->outlen == 0 || cl->closing)
 			continue;
-		req = malloc(sizeof(*req) + cl->outlen);
-		if (req == NULL) {
+		/* the buffer goes with the write, no copy: a big pending
+		 * table is held once, not twice */
+		if ((r = malloc(sizeof(*r))) == NULL) {
 			client_close(cl);
 			continue;
 		}
-		memcpy(req + 1, cl->out, cl->outlen);
-		b = uv_buf_init((char *)(req + 1), (unsigned)cl->outlen);
-		cl->outlen = 0;
-		if (uv_write(req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
-			free(req);
+		r->buf = cl->out;
+		b = uv_buf_init(cl->out, (unsigned)cl->outlen);
+		cl->out = NULL;
+		cl->outlen = cl->outcap = 0;
+		if (uv_write(&r->req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
+			free(r->buf);
+			free(r);
 			client_close(cl);
+			continue;
 		}
+		cl->nwrites++;
 	}
 }
 

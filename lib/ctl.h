@@ -74,6 +74,8 @@ struct gd_ctl_client {
 	char *fail;
 	size_t faillen, failcap;
 	int closing;
+	int eof;		/* the client is done sending: close once replied */
+	unsigned nwrites;	/* replies handed to libuv, not yet written */
 };
 
 struct gd_ctl_srv {

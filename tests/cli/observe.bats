@@ -326,6 +326,33 @@ PY=python3
 	assert_output '{"x":1}'
 }
 
+@test "a client that half-closes after its request still gets the whole reply (20000 pending rows)" {
+	port=$(free_port)
+	spawn "(seq 1 20000; sleep 300) | gdpub -p $port -n 1 -t 600 -q > pub.out 2> pub.err"
+	wait_until 20 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["pending"] == 20000'
+	run python -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX)
+s.settimeout(20)
+s.connect(sys.argv[1])
+s.sendall(b"pending sort=id\n")
+s.shutdown(socket.SHUT_WR)	# as printf ... | socat does
+got = b""
+while True:
+    b = s.recv(1 << 16)
+    if not b:
+        break
+    got += b
+lines = got.decode().splitlines()
+assert lines[0] == "pending 20000", lines[:2]
+assert len(lines) == 20002, len(lines)
+assert lines[-1].startswith("20000\t"), lines[-1]
+print("ok")
+' "$(pub_sock "$port")"
+	assert_success
+	assert_output ok
+}
+
 # other users: tests run as root; `nobody` acts through setpriv
 as_nobody_ok() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root to act as another user"
