@@ -19,24 +19,25 @@
 #define MAX_COLS 32
 
 struct table {
-	char **cells;		/* rows x ncols, row 0 the header */
+	char **cells;		/* rows x ncols, row 0 the header; a row's
+				 * cells point into one allocation, its first */
 	size_t nrows, ncols, cap;
 	char type[MAX_COLS];	/* 'n' number, 's' string */
 };
 
 static void table_free(struct table *t)
 {
-	size_t i;
-	for (i = 0; i < t->nrows * t->ncols; i++)
-		free(t->cells[i]);
+	size_t r;
+	for (r = 0; r < t->nrows; r++)
+		free(t->cells[r * t->ncols]);
 	free(t->cells);
 	memset(t, 0, sizeof(*t));
 }
 
-static int table_row(struct table *t, char *line)
+/* split a row at its TABs, in place */
+static size_t split(char *line, char **f)
 {
-	char *f[MAX_COLS];
-	size_t n = 0, i;
+	size_t n = 0;
 
 	f[n++] = line;
 	for (char *p = line; *p; p++)
@@ -44,6 +45,19 @@ static int table_row(struct table *t, char *line)
 			*p = '\0';
 			f[n++] = p + 1;
 		}
+	return n;
+}
+
+static int table_row(struct table *t, const char *line, size_t len)
+{
+	char *f[MAX_COLS], *copy = malloc(len + 1);
+	size_t n, i;
+
+	if (copy == NULL)
+		return -1;
+	memcpy(copy, line, len + 1);
+	n = split(copy, f);
+
 	if (t->nrows == 0) {
 		t->ncols = n;
 		for (i = 0; i < n; i++) {
@@ -55,6 +69,7 @@ static int table_row(struct table *t, char *line)
 			}
 		}
 	} else if (n != t->ncols) {
+		free(copy);
 		return -1;
 	}
 	if ((t->nrows + 1) * t->ncols > t->cap) {
@@ -62,14 +77,15 @@ static int table_row(struct table *t, char *line)
 		char **nc;
 		while (ncap < (t->nrows + 1) * t->ncols)
 			ncap *= 2;
-		if ((nc = realloc(t->cells, ncap * sizeof(*nc))) == NULL)
+		if ((nc = realloc(t->cells, ncap * sizeof(*nc))) == NULL) {
+			free(copy);
 			return -1;
+		}
 		t->cells = nc;
 		t->cap = ncap;
 	}
 	for (i = 0; i < n; i++)
-		if ((t->cells[t->nrows * t->ncols + i] = strdup(f[i])) == NULL)
-			return -1;
+		t->cells[t->nrows * t->ncols + i] = f[i];
 	t->nrows++;
 	return 0;
 }
@@ -119,31 +135,45 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void print_table(const struct table *t, int json)
+/* one row as a JSON object, typed by the header t holds */
+static void json_row(const struct table *t, char *const *f)
+{
+	size_t c;
+
+	fputc('{', stdout);
+	for (c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', stdout);
+		json_str(stdout, t->cells[c]);
+		fputc(':', stdout);
+		/* a number column says "-" when there is no value */
+		if (t->type[c] == 'n' && strcmp(f[c], "-") == 0)
+			fputs("null", stdout);
+		else if (t->type[c] == 'n' && json_number(f[c]))
+			fputs(f[c], stdout);
+		else
+			json_str(stdout, f[c]);
+	}
+	fputs("}\n", stdout);
+}
+
+static void pad(size_t n)
+{
+	static const char sp[64] = "                                                               ";
+	while (n > 0) {
+		size_t k = n < sizeof(sp) ? n : sizeof(sp);
+		fwrite(sp, 1, k, stdout);
+		n -= k;
+	}
+}
+
+/* Aligned columns: numbers to the right, strings to the left, the last
+ * column as it is; two spaces between. fwrite, not printf, per cell: a
+ * million pending blocks are nine million cells. */
+static void print_table(const struct table *t)
 {
 	size_t r, c, w[MAX_COLS] = { 0 };
 
-	if (json) {
-		for (r = 1; r < t->nrows; r++) {
-			fputc('{', stdout);
-			for (c = 0; c < t->ncols; c++) {
-				const char *v = t->cells[r * t->ncols + c];
-				if (c)
-					fputc(',', stdout);
-				json_str(stdout, t->cells[c]);
-				fputc(':', stdout);
-				/* a number column says "-" when there is no value */
-				if (t->type[c] == 'n' && strcmp(v, "-") == 0)
-					fputs("null", stdout);
-				else if (t->type[c] == 'n' && json_number(v))
-					fputs(v, stdout);
-				else
-					json_str(stdout, v);
-			}
-			fputs("}\n", stdout);
-		}
-		return;
-	}
 	for (r = 0; r < t->nrows; r++)
 		for (c = 0; c < t->ncols; c++) {
 			size_t l = strlen(t->cells[r * t->ncols + c]);
@@ -153,20 +183,19 @@ static void print_table(const struct table *t, int json)
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++) {
 			const char *v = t->cells[r * t->ncols + c];
+			size_t l = strlen(v);
 			int last = c + 1 == t->ncols;
 			if (r == 0) {
 				for (const char *p = v; *p; p++)
 					fputc(*p >= 'a' && *p <= 'z' ? *p - 32 : *p, stdout);
-				if (!last)
-					printf("%*s", (int)(w[c] - strlen(v) + 2), "");
-			} else if (t->type[c] == 'n' && !last) {
-				printf("%*s%s  ", (int)(w[c] - strlen(v)), "", v);
 			} else {
-				if (last)
-					fputs(v, stdout);
-				else
-					printf("%-*s  ", (int)w[c], v);
+				if (t->type[c] == 'n' && !last)
+					pad(w[c] - l);
+				fwrite(v, 1, l, stdout);
 			}
+			if (last)
+				break;
+			pad(r > 0 && t->type[c] == 'n' ? 2 : w[c] - l + 2);
 		}
 		fputc('\n', stdout);
 	}
@@ -261,14 +290,23 @@ static int query(const char *path, const char *cmd, const char *req, int json)
 		rc = GD_EX_UNAVAILABLE;
 		goto out;
 	}
+	/* JSON rows go out as they come: a million pending blocks need no
+	 * table; text needs every row first for the column widths */
 	for (i = 0; i < rows + 1; i++) {
-		if (gd_lreader_line(rd, &line, &len) != 1 || table_row(&t, line) != 0) {
+		char *f[MAX_COLS];
+		if (gd_lreader_line(rd, &line, &len) != 1 ||
+		    (json && i > 0 ? split(line, f) != t.ncols :
+		    table_row(&t, line, len) != 0)) {
+			fflush(stdout);
 			gd_err("truncated or malformed answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
 			goto out;
 		}
+		if (json && i > 0)
+			json_row(&t, f);
 	}
-	print_table(&t, json);
+	if (!json)
+		print_table(&t);
 	fflush(stdout);
 out:
 	table_free(&t);
