@@ -133,12 +133,17 @@ static int exchange(struct ack *a)
 	/* connect at the first key: input without keys (an empty stream)
 	 * needs no gdsub, which may have finished already */
 	if (a->fd < 0) {
+		int rc;
+		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
+			return rc;
 		a->fd = gd_ctl_connect(a->path, a->o->wait);
 		if (a->fd < 0) {
 			gd_err("no gdsub answers at %s: %s (waited %g seconds)",
 			    a->path, strerror(errno), a->o->wait);
 			return GD_EX_UNAVAILABLE;
 		}
+		if ((rc = gd_ctl_trust(a->path, a->fd)) != 0)
+			return rc;	/* the fd is closed at the end */
 		a->rd.fd = a->fd;
 	}
 	errno = 0;

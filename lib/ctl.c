@@ -1,11 +1,14 @@
 /* Control socket: path derivation, a line-based libuv server and a
- * blocking client. See ctl.h for the protocol. */
+ * blocking client, and who may talk to whom. See ctl.h for the protocol. */
+#define _GNU_SOURCE	/* struct ucred */
 #include "ctl.h"
 #include "log.h"
 #include "parse.h"
 
 #include <errno.h>
+#include <libgen.h>
 #include <limits.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -130,6 +133,100 @@ int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz)
 	return set_path(buf, sz, c->sub_ctl, "sub-%s.sock", h);
 }
 
+/* ---- requests ---- */
+
+static const char *const sort_names[] = { "age", "expires", "id", "acks" };
+
+int gd_ctl_sort_parse(const char *name)
+{
+	size_t i;
+	for (i = 0; i < sizeof(sort_names) / sizeof(sort_names[0]); i++)
+		if (strcmp(name, sort_names[i]) == 0)
+			return (int)i;
+	return -1;
+}
+
+const char *gd_ctl_sort_name(int sort)
+{
+	if (sort < 0 || (size_t)sort >= sizeof(sort_names) / sizeof(sort_names[0]))
+		return "?";
+	return sort_names[sort];
+}
+
+int gd_ctl_pending_args(const char *args, struct gd_ctl_pending_req *r,
+    char *why, size_t whysz)
+{
+	char word[GD_CTL_LINE + 1];
+	const char *p = args;
+
+	r->sort = GD_SORT_AGE;
+	r->limit = 0;
+	while (*p) {
+		size_t n = strcspn(p, " ");
+		if (n == 0) {
+			p++;
+			continue;
+		}
+		if (n >= sizeof(word))
+			n = sizeof(word) - 1;
+		memcpy(word, p, n);
+		word[n] = '\0';
+		p += n;
+		if (strncmp(word, "sort=", 5) == 0) {
+			if ((r->sort = gd_ctl_sort_parse(word + 5)) < 0) {
+				snprintf(why, whysz, "unknown sort '%.32s' (age, expires, id or acks)",
+				    word + 5);
+				return -1;
+			}
+		} else if (strncmp(word, "limit=", 6) == 0) {
+			if (gd_parse_u64(word + 6, &r->limit) != 0) {
+				snprintf(why, whysz, "bad limit '%.32s' (a row count, 0 for all)",
+				    word + 6);
+				return -1;
+			}
+		} else {
+			snprintf(why, whysz, "unknown argument '%.32s' (sort=KEY or limit=N)",
+			    word);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+void gd_ctl_cell(char *dst, size_t sz, const char *src)
+{
+	size_t i;
+
+	if (sz == 0)
+		return;
+	if (src == NULL || *src == '\0') {
+		snprintf(dst, sz, "-");
+		return;
+	}
+	for (i = 0; i + 1 < sz && src[i]; i++)
+		dst[i] = (unsigned char)src[i] < 0x20 || src[i] == 0x7f ? '?' : src[i];
+	dst[i] = '\0';
+}
+
+/* ---- who is at the other end ---- */
+
+static int peer_uid(int fd, uid_t *uid, long *pid)
+{
+#ifdef SO_PEERCRED
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) != 0)
+		return -1;
+	*uid = cr.uid;
+	*pid = (long)cr.pid;
+	return 0;
+#else
+	gid_t gid;
+	*pid = -1;
+	return getpeereid(fd, uid, &gid);
+#endif
+}
+
 /* ---- server ---- */
 
 static void client_closed(uv_handle_t *h)
@@ -172,6 +269,13 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	char *nl;
 
 	(void)b;
+	if (nread == UV_EOF && (cl->nwrites > 0 || cl->outlen > 0)) {
+		/* "printf 'pending\n' | socat ..." half-closes at once: the
+		 * reply still goes out in full, then the connection closes */
+		cl->eof = 1;
+		uv_read_stop(st);
+		return;
+	}
 	if (nread < 0) {
 		client_close(cl);
 		return;
@@ -204,6 +308,39 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	}
 }
 
+/* The socket's mode keeps other users out; this also holds when --ctl
+ * put it somewhere they can reach. Root may connect, as it could read
+ * our memory anyway. */
+static int peer_allowed(struct gd_ctl_client *cl)
+{
+	uv_os_fd_t fd;
+	uid_t uid;
+	long pid;
+
+	if (uv_fileno((uv_handle_t *)&cl->h, &fd) != 0 ||
+	    peer_uid(fd, &uid, &pid) != 0) {
+		gd_warn("refused a control connection: cannot tell who it is from: %s",
+		    strerror(errno));
+		gd_ctl_printf(cl, "error permission denied: cannot tell who you are\n");
+	} else if (uid != geteuid() && uid != 0) {
+		char who[48];
+		if (geteuid() == 0)
+			snprintf(who, sizeof(who), "root");
+		else
+			snprintf(who, sizeof(who), "uid %u and root",
+			    (unsigned)geteuid());
+		gd_warn("refused a control connection from uid %u (pid %ld): only "
+		    "%s may connect", (unsigned)uid, pid, who);
+		gd_ctl_printf(cl, "error permission denied: uid %u may not use "
+		    "this socket, only %s\n", (unsigned)uid, who);
+	} else {
+		return 1;
+	}
+	gd_ctl_flush(cl->srv);
+	client_close(cl);
+	return 0;
+}
+
 static void on_conn(uv_stream_t *server, int status)
 {
 	struct gd_ctl_srv *s = server->data;
@@ -226,6 +363,8 @@ static void on_conn(uv_stream_t *server, int status)
 		cl->next->pprev = &cl->next;
 	cl->pprev = &s->clients;
 	s->clients = cl;
+	if (!peer_allowed(cl))
+		return;
 	uv_read_start((uv_stream_t *)&cl->h, on_alloc, on_read);
 }
 
@@ -315,10 +454,22 @@ int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
 	return gd_ctl_reply(cl, line, (size_t)n);
 }
 
+struct reply {
+	uv_write_t req;
+	char *buf;		/* the client's output buffer, handed over */
+};
+
 static void on_written(uv_write_t *req, int status)
 {
-	(void)status;
-	free(req);	/* the reply bytes follow the request in one block */
+	struct reply *r = (struct reply *)req;
+	struct gd_ctl_client *cl = req->handle->data;
+
+	free(r->buf);
+	free(r);
+	cl->nwrites--;
+	if (cl->eof && !cl->closing && cl->nwrites == 0 &&
+	    (cl->outlen == 0 || status != 0))
+		client_close(cl);
 }
 
 void gd_ctl_flush(struct gd_ctl_srv *s)
@@ -326,22 +477,27 @@ void gd_ctl_flush(struct gd_ctl_srv *s)
 	struct gd_ctl_client *cl;
 
 	for (cl = s->clients; cl; cl = cl->next) {
-		uv_write_t *req;
+		struct reply *r;
 		uv_buf_t b;
 		if (cl->outlen == 0 || cl->closing)
 			continue;
-		req = malloc(sizeof(*req) + cl->outlen);
-		if (req == NULL) {
+		/* the buffer goes with the write, no copy: a big pending
+		 * table is held once, not twice */
+		if ((r = malloc(sizeof(*r))) == NULL) {
 			client_close(cl);
 			continue;
 		}
-		memcpy(req + 1, cl->out, cl->outlen);
-		b = uv_buf_init((char *)(req + 1), (unsigned)cl->outlen);
-		cl->outlen = 0;
-		if (uv_write(req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
-			free(req);
+		r->buf = cl->out;
+		b = uv_buf_init(cl->out, (unsigned)cl->outlen);
+		cl->out = NULL;
+		cl->outlen = cl->outcap = 0;
+		if (uv_write(&r->req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
+			free(r->buf);
+			free(r);
 			client_close(cl);
+			continue;
 		}
+		cl->nwrites++;
 	}
 }
 
@@ -379,6 +535,57 @@ int gd_ctl_connect(const char *path, double wait_s)
 		}
 		nanosleep(&nap, NULL);
 	}
+}
+
+/* "nobody (uid 65534)" */
+static const char *uid_name(uid_t uid, char *buf, size_t sz)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw != NULL && pw->pw_name != NULL)
+		snprintf(buf, sz, "%.32s (uid %u)", pw->pw_name, (unsigned)uid);
+	else
+		snprintf(buf, sz, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+int gd_ctl_trust(const char *path, int fd)
+{
+	char dir[PATH_MAX], a[64], b[64];
+	const char *d;
+	struct stat st;
+	uid_t me = geteuid(), uid;
+	long pid;
+
+	if (lstat(path, &st) == 0) {
+		if (st.st_uid != me) {
+			gd_err("refusing control socket %s: it belongs to %s and you "
+			    "are %s", path, uid_name(st.st_uid, a, sizeof(a)),
+			    uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+		snprintf(dir, sizeof(dir), "%s", path);
+		d = dirname(dir);	/* "." for a bare name, not dir */
+		if (stat(d, &st) == 0 && st.st_uid != me && st.st_uid != 0) {
+			gd_err("refusing control socket %s: its directory %s belongs "
+			    "to %s, neither to you, %s, nor to root", path, d,
+			    uid_name(st.st_uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+	}
+	if (fd >= 0) {
+		if (peer_uid(fd, &uid, &pid) != 0) {
+			gd_err("refusing control socket %s: cannot tell who serves it: %s",
+			    path, strerror(errno));
+			return GD_EX_UNAVAILABLE;
+		}
+		if (uid != me) {
+			gd_err("refusing control socket %s: the program serving it "
+			    "runs as %s and you are %s", path,
+			    uid_name(uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
+			return GD_EX_UNAVAILABLE;
+		}
+	}
+	return 0;
 }
 
 int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)

@@ -1,23 +1,32 @@
 /* The local control socket of gdpub and gdsub, where gdack and gdinspect
  * reach them. Paths derive from the config so every program started with
  * the same file finds the same socket; sockets are mode 0600 inside a 0700
- * directory. The protocol is text lines, each at most GD_CTL_LINE bytes:
+ * directory, and both ends check who is at the other one: the server
+ * serves only its own uid and root, a client talks only to a socket (and
+ * a server) of its own uid. The protocol is text lines, each at most
+ * GD_CTL_LINE bytes (a longer request is answered "error ..." and the
+ * connection closed):
  *
- *   hello                 -> "hello PROGRAM 1"
+ *   hello                 -> "hello PROGRAM GD_CTL_PROTO"
  *   ack N, then N keys    -> "ack OK FAILED", then FAILED lines KEY<TAB>REASON
- *   pending | stats       -> "NAME ROWS", a header row, then ROWS rows (TSV)
+ *   pending [sort=S] [limit=N] | subs | stats
+ *                         -> "NAME ROWS", a header row of NAME:TYPE fields
+ *                            (TYPE n number, s string), then ROWS rows (TSV)
  *   anything else         -> "error REASON" (the connection stays usable)
+ *
+ * Version 2 added the types in the header and the pending arguments.
  */
 #ifndef GD_CTL_H
 #define GD_CTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <uv.h>
 
 #include "conf.h"
 #include "wire.h"
 
-#define GD_CTL_PROTO 1
+#define GD_CTL_PROTO 2
 #define GD_CTL_LINE 1024
 #define GD_CTL_MAX_KEYS (1u << 20)
 
@@ -27,6 +36,23 @@ void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz);
 /* Socket paths; return 0, or print why and return an exit code. */
 int gd_ctl_path_pub(const struct gd_conf *c, char *buf, size_t sz);
 int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz);
+
+/* The arguments of a pending request: the order of the rows and how many. */
+enum gd_ctl_sort { GD_SORT_AGE, GD_SORT_EXPIRES, GD_SORT_ID, GD_SORT_ACKS };
+struct gd_ctl_pending_req {
+	int sort;		/* enum gd_ctl_sort */
+	uint64_t limit;		/* 0: every row */
+};
+/* The sort name (age, expires, id, acks) as enum gd_ctl_sort, or -1. */
+int gd_ctl_sort_parse(const char *name);
+const char *gd_ctl_sort_name(int sort);
+/* Parse the words after "pending" (may be empty); 0, or -1 with the
+ * reason in why. */
+int gd_ctl_pending_args(const char *args, struct gd_ctl_pending_req *r,
+    char *why, size_t whysz);
+/* Copy src into a table cell: at most sz - 1 bytes, control characters
+ * (TAB and newline would break the row) as '?', "-" when empty. */
+void gd_ctl_cell(char *dst, size_t sz, const char *src);
 
 /* Server side, on a libuv loop. */
 struct gd_ctl_client;
@@ -48,6 +74,8 @@ struct gd_ctl_client {
 	char *fail;
 	size_t faillen, failcap;
 	int closing;
+	int eof;		/* the client is done sending: close once replied */
+	unsigned nwrites;	/* replies handed to libuv, not yet written */
 };
 
 struct gd_ctl_srv {
@@ -73,6 +101,11 @@ void gd_ctl_flush(struct gd_ctl_srv *s);
 /* Client side, blocking (gdack, gdinspect). Connect, retrying for up to
  * wait_s seconds; returns the fd or -1 with errno set. */
 int gd_ctl_connect(const char *path, double wait_s);
+/* Refuse to talk to another user's program: the socket at path must be
+ * ours, its directory ours or root's, and (fd >= 0) the program serving
+ * the connected fd must run as our uid. Returns 0, or prints why and
+ * returns GD_EX_UNAVAILABLE. A path that does not exist passes. */
+int gd_ctl_trust(const char *path, int fd);
 
 struct gd_lreader {
 	int fd;

@@ -52,6 +52,8 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	e = &d->e[s];
 	d->free_head = e->fnext;
 	e->seq = seq;
+	if (seq > d->max_seq)
+		d->max_seq = seq;
 	e->state = (uint16_t)state;
 	e->extra = 0;
 	e->fnext = GD_NONE;

@@ -29,6 +29,7 @@ struct gd_dedup {
 	uint32_t cap, count, free_head;
 	uint32_t fhead, ftail;
 	struct gd_idmap map;
+	uint64_t max_seq;	/* highest seq ever added: the blocks sent so far */
 };
 
 int gd_dedup_init(struct gd_dedup *d);

@@ -1,6 +1,8 @@
 /* gdinspect: one request on the control socket, a table back. The reply
  * is "NAME ROWS", a header row and ROWS rows of TAB-separated fields; the
- * header gives the JSON field names, so new columns need no change here. */
+ * header gives the JSON field names and their types (NAME:n a number,
+ * NAME:s a string), so new columns need no change here and a subscriber
+ * named "42" stays a string. */
 #include "inspect.h"
 #include "ctl.h"
 #include "log.h"
@@ -17,23 +19,25 @@
 #define MAX_COLS 32
 
 struct table {
-	char **cells;		/* rows x ncols, row 0 the header */
+	char **cells;		/* rows x ncols, row 0 the header; a row's
+				 * cells point into one allocation, its first */
 	size_t nrows, ncols, cap;
+	char type[MAX_COLS];	/* 'n' number, 's' string */
 };
 
 static void table_free(struct table *t)
 {
-	size_t i;
-	for (i = 0; i < t->nrows * t->ncols; i++)
-		free(t->cells[i]);
+	size_t r;
+	for (r = 0; r < t->nrows; r++)
+		free(t->cells[r * t->ncols]);
 	free(t->cells);
 	memset(t, 0, sizeof(*t));
 }
 
-static int table_row(struct table *t, char *line)
+/* split a row at its TABs, in place */
+static size_t split(char *line, char **f)
 {
-	char *f[MAX_COLS];
-	size_t n = 0, i;
+	size_t n = 0;
 
 	f[n++] = line;
 	for (char *p = line; *p; p++)
@@ -41,31 +45,79 @@ static int table_row(struct table *t, char *line)
 			*p = '\0';
 			f[n++] = p + 1;
 		}
-	if (t->nrows == 0)
-		t->ncols = n;
-	else if (n != t->ncols)
+	return n;
+}
+
+static int table_row(struct table *t, const char *line, size_t len)
+{
+	char *f[MAX_COLS], *copy = malloc(len + 1);
+	size_t n, i;
+
+	if (copy == NULL)
 		return -1;
+	memcpy(copy, line, len + 1);
+	n = split(copy, f);
+
+	if (t->nrows == 0) {
+		t->ncols = n;
+		for (i = 0; i < n; i++) {
+			char *colon = strrchr(f[i], ':');
+			t->type[i] = 's';	/* untyped: a string, never a guess */
+			if (colon != NULL && colon[1] != '\0' && colon[2] == '\0') {
+				t->type[i] = colon[1] == 'n' ? 'n' : 's';
+				*colon = '\0';
+			}
+		}
+	} else if (n != t->ncols) {
+		free(copy);
+		return -1;
+	}
 	if ((t->nrows + 1) * t->ncols > t->cap) {
 		size_t ncap = t->cap ? t->cap * 2 : 64;
 		char **nc;
 		while (ncap < (t->nrows + 1) * t->ncols)
 			ncap *= 2;
-		if ((nc = realloc(t->cells, ncap * sizeof(*nc))) == NULL)
+		if ((nc = realloc(t->cells, ncap * sizeof(*nc))) == NULL) {
+			free(copy);
 			return -1;
+		}
 		t->cells = nc;
 		t->cap = ncap;
 	}
 	for (i = 0; i < n; i++)
-		if ((t->cells[t->nrows * t->ncols + i] = strdup(f[i])) == NULL)
-			return -1;
+		t->cells[t->nrows * t->ncols + i] = f[i];
 	t->nrows++;
 	return 0;
 }
 
-static int is_number(const char *s)
+/* a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int json_number(const char *s)
 {
-	double d;
-	return s[0] != '\0' && s[0] != '+' && gd_parse_dur(s, -1e300, 1e300, &d) == 0;
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (*s >= '0' && *s <= '9')
+			s++;
+	else
+		return 0;
+	if (*s == '.') {
+		if (!(*++s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	if (*s == 'e' || *s == 'E') {
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!(*s >= '0' && *s <= '9'))
+			return 0;
+		while (*s >= '0' && *s <= '9')
+			s++;
+	}
+	return *s == '\0';
 }
 
 static void json_str(FILE *f, const char *s)
@@ -83,28 +135,45 @@ static void json_str(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void print_table(const struct table *t, int json)
+/* one row as a JSON object, typed by the header t holds */
+static void json_row(const struct table *t, char *const *f)
+{
+	size_t c;
+
+	fputc('{', stdout);
+	for (c = 0; c < t->ncols; c++) {
+		if (c)
+			fputc(',', stdout);
+		json_str(stdout, t->cells[c]);
+		fputc(':', stdout);
+		/* a number column says "-" when there is no value */
+		if (t->type[c] == 'n' && strcmp(f[c], "-") == 0)
+			fputs("null", stdout);
+		else if (t->type[c] == 'n' && json_number(f[c]))
+			fputs(f[c], stdout);
+		else
+			json_str(stdout, f[c]);
+	}
+	fputs("}\n", stdout);
+}
+
+static void pad(size_t n)
+{
+	static const char sp[64] = "                                                               ";
+	while (n > 0) {
+		size_t k = n < sizeof(sp) ? n : sizeof(sp);
+		fwrite(sp, 1, k, stdout);
+		n -= k;
+	}
+}
+
+/* Aligned columns: numbers to the right, strings to the left, the last
+ * column as it is; two spaces between. fwrite, not printf, per cell: a
+ * million pending blocks are nine million cells. */
+static void print_table(const struct table *t)
 {
 	size_t r, c, w[MAX_COLS] = { 0 };
 
-	if (json) {
-		for (r = 1; r < t->nrows; r++) {
-			fputc('{', stdout);
-			for (c = 0; c < t->ncols; c++) {
-				const char *v = t->cells[r * t->ncols + c];
-				if (c)
-					fputc(',', stdout);
-				json_str(stdout, t->cells[c]);
-				fputc(':', stdout);
-				if (is_number(v))
-					fputs(v, stdout);
-				else
-					json_str(stdout, v);
-			}
-			fputs("}\n", stdout);
-		}
-		return;
-	}
 	for (r = 0; r < t->nrows; r++)
 		for (c = 0; c < t->ncols; c++) {
 			size_t l = strlen(t->cells[r * t->ncols + c]);
@@ -114,26 +183,77 @@ static void print_table(const struct table *t, int json)
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++) {
 			const char *v = t->cells[r * t->ncols + c];
+			size_t l = strlen(v);
 			int last = c + 1 == t->ncols;
 			if (r == 0) {
 				for (const char *p = v; *p; p++)
 					fputc(*p >= 'a' && *p <= 'z' ? *p - 32 : *p, stdout);
-				if (!last)
-					printf("%*s", (int)(w[c] - strlen(v) + 2), "");
-			} else if (is_number(v) && !last) {
-				printf("%*s%s  ", (int)(w[c] - strlen(v)), "", v);
 			} else {
-				if (last)
-					fputs(v, stdout);
-				else
-					printf("%-*s  ", (int)w[c], v);
+				if (t->type[c] == 'n' && !last)
+					pad(w[c] - l);
+				fwrite(v, 1, l, stdout);
 			}
+			if (last)
+				break;
+			pad(r > 0 && t->type[c] == 'n' ? 2 : w[c] - l + 2);
 		}
 		fputc('\n', stdout);
 	}
 }
 
-static int query(const char *path, const char *cmd, int json)
+/* Connect and check who serves the socket and which protocol it speaks;
+ * the fd, or -1 with *rc set. */
+static int open_ctl(const char *path, struct gd_lreader *rd, int *rc)
+{
+	char *line, prog[32];
+	size_t len;
+	int fd, ver;
+
+	if ((*rc = gd_ctl_trust(path, -1)) != 0)
+		return -1;
+	fd = gd_ctl_connect(path, 0);
+	if (fd < 0) {
+		gd_err("nothing answers at %s: %s (is gdpub or gdsub running?)",
+		    path, strerror(errno));
+		*rc = GD_EX_UNAVAILABLE;
+		return -1;
+	}
+	if ((*rc = gd_ctl_trust(path, fd)) != 0) {
+		close(fd);
+		return -1;
+	}
+	rd->fd = fd;
+	rd->off = rd->len = 0;
+	*rc = GD_EX_UNAVAILABLE;
+	if (gd_write_all(fd, "hello\n", 6) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1) {
+		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
+		    "connection closed");
+		close(fd);
+		return -1;
+	}
+	if (strncmp(line, "error ", 6) == 0) {
+		gd_err("%s refused the connection: %s", path, line + 6);
+		close(fd);
+		return -1;
+	}
+	if (sscanf(line, "hello %31s %d", prog, &ver) != 2) {
+		gd_err("unexpected answer from %s: %.80s", path, line);
+		close(fd);
+		return -1;
+	}
+	if (ver != GD_CTL_PROTO) {
+		gd_err("%s at %s speaks control protocol %d, this gdinspect %d: "
+		    "use programs of the same gdkit version", prog, path, ver,
+		    GD_CTL_PROTO);
+		close(fd);
+		return -1;
+	}
+	*rc = 0;
+	return fd;
+}
+
+static int query(const char *path, const char *cmd, const char *req, int json)
 {
 	struct gd_lreader *rd;
 	struct table t;
@@ -142,22 +262,21 @@ static int query(const char *path, const char *cmd, int json)
 	uint64_t rows, i;
 	int fd, rc = 0;
 
-	fd = gd_ctl_connect(path, 0);
-	if (fd < 0) {
-		gd_err("nothing answers at %s: %s (is gdpub or gdsub running?)",
-		    path, strerror(errno));
-		return GD_EX_UNAVAILABLE;
-	}
 	rd = calloc(1, sizeof(*rd));
 	memset(&t, 0, sizeof(t));
 	if (rd == NULL) {
-		close(fd);
+		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	rd->fd = fd;
-	if (gd_write_all(fd, cmd, strlen(cmd)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
+	if ((fd = open_ctl(path, rd, &rc)) < 0) {
+		free(rd);
+		return rc;
+	}
+	errno = 0;
+	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
 	    gd_lreader_line(rd, &line, &len) != 1) {
-		gd_err("no answer from %s: %s", path, strerror(errno));
+		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
+		    "connection closed");
 		rc = GD_EX_UNAVAILABLE;
 		goto out;
 	}
@@ -171,14 +290,23 @@ static int query(const char *path, const char *cmd, int json)
 		rc = GD_EX_UNAVAILABLE;
 		goto out;
 	}
+	/* JSON rows go out as they come: a million pending blocks need no
+	 * table; text needs every row first for the column widths */
 	for (i = 0; i < rows + 1; i++) {
-		if (gd_lreader_line(rd, &line, &len) != 1 || table_row(&t, line) != 0) {
+		char *f[MAX_COLS];
+		if (gd_lreader_line(rd, &line, &len) != 1 ||
+		    (json && i > 0 ? split(line, f) != t.ncols :
+		    table_row(&t, line, len) != 0)) {
+			fflush(stdout);
 			gd_err("truncated or malformed answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
 			goto out;
 		}
+		if (json && i > 0)
+			json_row(&t, f);
 	}
-	print_table(&t, json);
+	if (!json)
+		print_table(&t);
 	fflush(stdout);
 out:
 	table_free(&t);
@@ -189,7 +317,7 @@ out:
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 {
-	char path[108];
+	char path[108], req[128];
 	int rc = 0;
 
 	if (o->ctl)
@@ -204,10 +332,14 @@ int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 	}
 	if (!o->ctl && rc != 0)
 		return rc;
+	snprintf(req, sizeof(req), "%s", o->cmd);
+	if (strcmp(o->cmd, "pending") == 0 && (o->sort >= 0 || o->limit > 0))
+		snprintf(req, sizeof(req), "pending sort=%s limit=%" PRIu64,
+		    gd_ctl_sort_name(o->sort < 0 ? GD_SORT_AGE : o->sort), o->limit);
 	for (;;) {
 		if (o->watch > 0 && isatty(1))
 			fputs("\033[H\033[2J", stdout);
-		rc = query(path, o->cmd, o->json);
+		rc = query(path, o->cmd, req, o->json);
 		if (rc != 0 || o->watch <= 0)
 			return rc;
 		{

@@ -3,6 +3,8 @@
 #ifndef GD_INSPECT_H
 #define GD_INSPECT_H
 
+#include <stdint.h>
+
 #include "conf.h"
 
 struct gd_inspect_opts {
@@ -10,6 +12,8 @@ struct gd_inspect_opts {
 	int json;
 	double watch;		/* 0: once */
 	const char *cmd;
+	int sort;		/* pending: enum gd_ctl_sort, -1 the default */
+	uint64_t limit;		/* pending: at most this many rows; 0 all */
 };
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o);

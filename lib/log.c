@@ -1,6 +1,9 @@
 /* The message module: program name first, no trailing newline in formats,
  * the cause last. Writes go straight to fd 2 in one write() per line so
- * lines from concurrent programs in a pipeline do not interleave. */
+ * lines from concurrent programs in a pipeline do not interleave. At -v
+ * and -vv every line carries a timestamp, so a trace reads as a timeline.
+ * A status line (gdpub --progress) is redrawn in place and erased in the
+ * same write() as any message, so the two never mix. */
 #include "log.h"
 
 #include <stdio.h>
@@ -10,6 +13,9 @@
 
 static const char *prog_name = "gdkit";
 static int log_level;
+static int status_shown;	/* a status line is on the terminal */
+
+#define CLEAR_LINE "\r\033[K"
 
 void gd_log_init(const char *prog)
 {
@@ -26,12 +32,17 @@ static void emit(const char *tag, const char *fmt, va_list ap)
 	char line[2048];
 	int n = 0;
 
-	if (tag != NULL && tag[0] == 'T') {
+	if (status_shown) {
+		memcpy(line, CLEAR_LINE, sizeof(CLEAR_LINE) - 1);
+		n = (int)sizeof(CLEAR_LINE) - 1;
+		status_shown = 0;
+	}
+	if ((tag != NULL && tag[0] == 'T') || log_level > 0) {
 		struct timespec ts;
 		struct tm tm;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		localtime_r(&ts.tv_sec, &tm);
-		n = (int)strftime(line, sizeof(line), "%H:%M:%S", &tm);
+		n += (int)strftime(line + n, sizeof(line) - (size_t)n, "%H:%M:%S", &tm);
 		n += snprintf(line + n, sizeof(line) - (size_t)n, ".%06ld ",
 		    ts.tv_nsec / 1000);
 	}
@@ -84,4 +95,28 @@ void gd_usage_err(const char *fmt, ...)
 	va_end(ap);
 	n = snprintf(line, sizeof(line), "try '%s --help'\n", prog_name);
 	(void)!write(2, line, (size_t)n);
+}
+
+void gd_status(const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), CLEAR_LINE "%s: ", prog_name);
+	va_start(ap, fmt);
+	n += vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if ((size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	status_shown = 1;
+	(void)!write(2, line, (size_t)n);
+}
+
+void gd_status_clear(void)
+{
+	if (!status_shown)
+		return;
+	status_shown = 0;
+	(void)!write(2, CLEAR_LINE, sizeof(CLEAR_LINE) - 1);
 }

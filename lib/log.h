@@ -28,6 +28,11 @@ void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* verbose trace, shown at -v (level 1) or -vv (level 2), with a timestamp */
 void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A status line on stderr, redrawn in place ("\r" PROG ": " text, then
+ * clear to the end of the line); the next message or gd_status_clear
+ * erases it. */
+void gd_status(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void gd_status_clear(void);
 /* usage error: message, then "try 'PROG --help'" */
 void gd_usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

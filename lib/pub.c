@@ -12,6 +12,7 @@
 #include "out.h"
 #include "parse.h"
 #include "pending.h"
+#include "rank.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -31,6 +32,8 @@
 #define PARSE_BUDGET 16384		/* records per loop turn */
 #define BACKLOG_HIGH (64u << 20)	/* pause input above this per subscriber */
 #define BACKLOG_LOW (16u << 20)
+#define TICK_MS 250			/* --progress redraws at most 4 times a second */
+#define RATE_SAMPLES 5			/* ticks: the rate is over the last second */
 
 struct pub;
 
@@ -43,6 +46,7 @@ struct sconn {
 	char addr[80];
 	int hello, want_data, slot, ack_status, closing;
 	uint64_t acks, blocks;
+	uint64_t hello_ns;		/* blocks sent since then reached it */
 	uv_shutdown_t sreq;
 };
 
@@ -102,6 +106,11 @@ struct pub {
 	struct gd_hist lat;
 	uint64_t n_pub, n_ack, n_nack, n_reject, n_resent, n_bytes, n_nosub,
 	    n_late_acks;
+	/* observability: a 4 Hz tick samples n_pub for the rate over the
+	 * last second and draws the --progress line */
+	uv_timer_t tick;
+	struct { uint64_t t, n; } rate_s[RATE_SAMPLES];
+	unsigned rate_head, rate_n;
 };
 
 static void kick(struct pub *p);
@@ -828,6 +837,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 				return;
 			}
 			on_hello(p, c, &h);
+			c->hello_ns = p->now;
 		} else if (f.type == GD_F_ACK && c->hello) {
 			on_acks(p, c, &f);
 		} else if (f.type == GD_F_BYE) {
@@ -898,6 +908,179 @@ static void on_accept(uv_stream_t *server, int status)
 
 /* ---- control socket ---- */
 
+/* The names of the GD subscribers whose slot bits are set, comma-separated */
+static void reply_acked_by(struct pub *p, struct gd_ctl_client *cl,
+    uint32_t mask)
+{
+	char cell[sizeof(p->slot_name[0])];
+	unsigned i;
+	int first = 1;
+
+	if (mask == 0) {
+		gd_ctl_reply(cl, "-", 1);
+		return;
+	}
+	for (i = 0; i < GD_MAX_SUBS; i++) {
+		if (!(mask & ((uint32_t)1 << i)))
+			continue;
+		gd_ctl_cell(cell, sizeof(cell), p->slot_name[i]);
+		if (!first)
+			gd_ctl_reply(cl, ",", 1);
+		gd_ctl_reply(cl, cell, strlen(cell));
+		first = 0;
+	}
+}
+
+static void reply_pending_row(struct pub *p, struct gd_ctl_client *cl,
+    uint32_t s, uint64_t now)
+{
+	struct gd_pend *e = gd_pending_at(&p->pend, s);
+	double age = (double)(now - e->sent_ns) / 1e9;
+	double left = (double)(int64_t)(e->sent_ns + p->pend.timeout_ns - now) / 1e9;
+
+	gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\t",
+	    e->id, p->origin, e->id, gd_pend_nacks(e), p->needed,
+	    age, left < 0 ? 0 : left, gd_pend_resends(e), e->len);
+	reply_acked_by(p, cl, e->acked);
+	gd_ctl_reply(cl, "\n", 1);
+}
+
+/* pending [sort=age|expires|id|acks] [limit=N]. The deadline list is
+ * already in age (and expiry) order, so those stop after N rows; id and
+ * acks keep the first N in a bounded heap: O(pending log N) per request,
+ * nothing per block. */
+static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	struct gd_ctl_pending_req q;
+	struct gd_rank rk;
+	char why[128];
+	uint64_t rows;
+	uint32_t s, ord = 0;
+	size_t i;
+
+	if (gd_ctl_pending_args(args, &q, why, sizeof(why)) != 0) {
+		gd_ctl_printf(cl, "error %s\n", why);
+		return;
+	}
+	rows = p->pend.count;
+	if (q.limit > 0 && q.limit < rows)
+		rows = q.limit;
+	gd_ctl_printf(cl, "pending %" PRIu64 "\n", rows);
+	gd_ctl_printf(cl, "id:n\tkey:s\tacks:n\tneeded:n\tage:n\texpires_in:n\t"
+	    "resends:n\tsize:n\tacked_by:s\n");
+	if (q.sort == GD_SORT_AGE || q.sort == GD_SORT_EXPIRES) {
+		for (s = p->pend.head; s != GD_NONE && ord < rows;
+		    s = p->pend.e[s].next, ord++)
+			reply_pending_row(p, cl, s, now);
+		return;
+	}
+	gd_rank_init(&rk, (size_t)rows);
+	for (s = p->pend.head; s != GD_NONE; s = p->pend.e[s].next, ord++) {
+		struct gd_pend *e = &p->pend.e[s];
+		/* acks: fewest first, the blocks furthest from an ACK */
+		if (gd_rank_add(&rk, q.sort == GD_SORT_ID ? e->id :
+		    gd_pend_nacks(e), ord, s) != 0)
+			break;
+	}
+	gd_rank_sort(&rk);
+	/* out of memory: fewer rows than announced would break the reply, so
+	 * pad with deadline order */
+	for (i = 0; i < rk.n; i++)
+		reply_pending_row(p, cl, rk.v[i].val, now);
+	for (s = p->pend.head; i < rows && s != GD_NONE; s = p->pend.e[s].next, i++)
+		reply_pending_row(p, cl, s, now);
+	gd_rank_free(&rk);
+}
+
+static const char *conn_state(const struct sconn *c)
+{
+	if (!c->hello)
+		return "connecting";
+	switch (c->ack_status) {
+	case GD_ACK_OK: return "active";
+	case GD_ACK_NONE: return "receive-only";
+	case GD_ACK_OFF: return "active, GD off";
+	case GD_ACK_FULL: return "refused: numSubs reached";
+	case GD_ACK_NAME: return "refused: name in use";
+	default: return "refused";
+	}
+}
+
+/* in_flight per GD slot: pending blocks sent (or resent) to it since it
+ * connected that it has not acked. One walk of the pending table. */
+static void ctl_subs(struct pub *p, struct gd_ctl_client *cl)
+{
+	uint64_t infl[GD_MAX_SUBS] = { 0 };
+	unsigned slots[GD_MAX_SUBS], nslots = 0, i, n = 0;
+	struct sconn *c;
+	uint32_t s;
+	char name[sizeof(c->name)];
+
+	for (i = 0; i < p->needed && i < GD_MAX_SUBS; i++)
+		if (p->slot_conn[i] != NULL)
+			slots[nslots++] = i;
+	for (s = p->pend.head; nslots > 0 && s != GD_NONE; s = p->pend.e[s].next) {
+		const struct gd_pend *e = &p->pend.e[s];
+		for (i = 0; i < nslots; i++)
+			if (!(e->acked & ((uint32_t)1 << slots[i])) &&
+			    e->sent_ns >= p->slot_conn[slots[i]]->hello_ns)
+				infl[slots[i]]++;
+	}
+	for (c = p->conns; c; c = c->next)
+		n++;
+	gd_ctl_printf(cl, "subs %u\n", n);
+	/* qos and failures: per-subscription QoS is not supported yet, so
+	 * every subscriber has the default and no failure count */
+	gd_ctl_printf(cl, "name:s\taddress:s\tgd:s\tstate:s\tqos:s\tqueue:n\t"
+	    "in_flight:n\tfailures:n\tacks:n\n");
+	for (c = p->conns; c; c = c->next) {
+		gd_ctl_cell(name, sizeof(name), c->name);
+		gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t-\t%zu\t", name, c->addr,
+		    c->slot >= 0 ? "yes" : "no", conn_state(c),
+		    uv_stream_get_write_queue_size((uv_stream_t *)&c->h));
+		if (c->slot >= 0)
+			gd_ctl_printf(cl, "%" PRIu64, infl[c->slot]);
+		else
+			gd_ctl_reply(cl, "-", 1);
+		gd_ctl_printf(cl, "\t0\t%" PRIu64 "\n", c->acks);
+	}
+}
+
+/* blocks published per second over the last second or so */
+static double rate_now(struct pub *p, uint64_t now)
+{
+	uint64_t t0 = p->t_start, n0 = 0;
+
+	if (p->rate_n > 0) {
+		unsigned old = (p->rate_head + RATE_SAMPLES - p->rate_n) %
+		    RATE_SAMPLES;
+		t0 = p->rate_s[old].t;
+		n0 = p->rate_s[old].n;
+	}
+	if (now <= t0)
+		return 0;
+	return (double)(p->n_pub - n0) * 1e9 / (double)(now - t0);
+}
+
+static void ctl_stats(struct pub *p, struct gd_ctl_client *cl, uint64_t now)
+{
+	double up = (double)(now - p->t_start) / 1e9;
+
+	gd_ctl_printf(cl, "stats 1\n");
+	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
+	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
+	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\n");
+	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%" PRIu64 "\t%"
+	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub,
+	    p->n_ack, p->n_nack, p->n_reject, p->n_resent, p->pend.count,
+	    p->n_bytes, up, rate_now(p, now),
+	    up > 0 ? (double)p->n_pub / up : 0.0, gd_hist_pct(&p->lat, 50),
+	    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
+	    p->lat.max, p->n_late_acks);
+}
+
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
@@ -906,56 +1089,35 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 
 	(void)len;
 	gd_trace(2, "control request '%.64s'", line);
-	if (strcmp(line, "hello") == 0) {
+	if (strcmp(line, "hello") == 0)
 		gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
-	} else if (strcmp(line, "pending") == 0) {
-		uint32_t s;
-		gd_ctl_printf(cl, "pending %u\n", p->pend.count);
-		gd_ctl_printf(cl, "id\tkey\tacks\tneeded\tage\texpires_in\tresends\tsize\n");
-		for (s = p->pend.head; s != GD_NONE; s = p->pend.e[s].next) {
-			struct gd_pend *e = &p->pend.e[s];
-			double age = (double)(now - e->sent_ns) / 1e9;
-			double left = (double)(int64_t)(e->sent_ns +
-			    p->pend.timeout_ns - now) / 1e9;
-			gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\n",
-			    e->id, p->origin, e->id, gd_pend_nacks(e), p->needed,
-			    age, left < 0 ? 0 : left, gd_pend_resends(e), e->len);
-		}
-	} else if (strcmp(line, "stats") == 0) {
-		double up = (double)(now - p->t_start) / 1e9;
-		gd_ctl_printf(cl, "stats 1\n");
-		gd_ctl_printf(cl, "published\tack\tnack\treject\tresent\tpending\tbytes\tuptime\tlat_p50_us\tlat_p90_us\tlat_p99_us\tlat_max_us\tlate_acks\n");
-		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-		    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%" PRIu64 "\t%" PRIu64
-		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub, p->n_ack,
-		    p->n_nack, p->n_reject, p->n_resent, p->pend.count,
-		    p->n_bytes, up, gd_hist_pct(&p->lat, 50),
-		    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
-		    p->lat.max, p->n_late_acks);
-	} else if (strcmp(line, "subs") == 0) {
-		struct sconn *c;
-		unsigned n = 0;
-		for (c = p->conns; c; c = c->next)
-			n++;
-		gd_ctl_printf(cl, "subs %u\n", n);
-		/* qos and failures: per-subscription QoS is not supported yet,
-		 * so every subscriber has the default and no failure count */
-		gd_ctl_printf(cl, "name\taddress\tgd\tstate\tqos\tqueue\tfailures\tacks\n");
-		for (c = p->conns; c; c = c->next)
-			gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t-\t%zu\t0\t%" PRIu64 "\n",
-			    c->name[0] ? c->name : "-", c->addr,
-			    c->slot >= 0 ? "yes" : "no",
-			    !c->hello ? "connecting" :
-			    c->ack_status == GD_ACK_OK ? "active" :
-			    c->ack_status == GD_ACK_NONE ? "receive-only" :
-			    c->ack_status == GD_ACK_OFF ? "active, GD off" :
-			    "acknowledgements refused",
-			    uv_stream_get_write_queue_size((uv_stream_t *)&c->h),
-			    c->acks);
-	} else {
+	else if (strcmp(line, "pending") == 0 || strncmp(line, "pending ", 8) == 0)
+		ctl_pending(p, cl, line + 7, now);
+	else if (strcmp(line, "stats") == 0)
+		ctl_stats(p, cl, now);
+	else if (strcmp(line, "subs") == 0)
+		ctl_subs(p, cl);
+	else
 		gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
-	}
 	return 0;
+}
+
+/* ---- rate and --progress ---- */
+
+static void on_tick(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+	uint64_t now = uv_hrtime();
+
+	p->rate_s[p->rate_head].t = now;
+	p->rate_s[p->rate_head].n = p->n_pub;
+	p->rate_head = (p->rate_head + 1) % RATE_SAMPLES;
+	if (p->rate_n < RATE_SAMPLES)
+		p->rate_n++;
+	if (p->opt.progress && !p->finished)
+		gd_status("%" PRIu64 " read, %" PRIu64 " ACK, %" PRIu64 " NACK, %u "
+		    "pending, %.0f blocks/s", p->n_pub + p->n_reject, p->n_ack,
+		    p->n_nack, p->pend.count, rate_now(p, now));
 }
 
 /* ---- lifecycle ---- */
@@ -1243,6 +1405,10 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	uv_prepare_init(&p->loop, &p->prep);
 	uv_signal_init(&p->loop, &p->sigint);
 	uv_signal_init(&p->loop, &p->sigterm);
+	uv_timer_init(&p->loop, &p->tick);
+	p->tick.data = p;
+	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
+	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
 	p->timer.data = p->ready_timer.data = p->idle.data = p->prep.data = p;
 	p->sigint.data = p->sigterm.data = p;
 	uv_prepare_start(&p->prep, on_prepare);
@@ -1269,6 +1435,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	gd_trace(1, "listening on %s, numSubs=%u, timeout=%gs", p->origin,
 	    p->needed, conf->timeout);
 	uv_run(&p->loop, UV_RUN_DEFAULT);
+	gd_status_clear();
 	if (rc == 0)
 		rc = p->stop_code ? p->stop_code :
 		    (p->n_nack || p->n_reject) ? GD_EX_FAIL : GD_EX_OK;

@@ -13,6 +13,7 @@ struct gd_pub_opts {
 	int frame;		/* -f frame: the input is a framed stream */
 	const char *out;	/* -o FILE|-: write the stream, serve no blocks */
 	const char *status;	/* --status FILE|-: where status lines go */
+	int progress;		/* a status line on stderr (--progress) */
 };
 
 /* Runs until the input ends and every block is resolved; returns the

@@ -53,6 +53,7 @@ struct pconn {
 	uint64_t *acks;
 	size_t nacks, capacks;
 	uint64_t n_recv, n_unique, n_dup, n_acked, n_snap;
+	uint64_t seq_base;	/* blocks of the publisher's earlier runs */
 };
 
 struct sub {
@@ -310,6 +311,7 @@ static void forget(struct sub *s, struct pconn *pc)
 	    "(%" PRIu64 " written on stdout were not acknowledged)",
 	    pc->addr, waiting);
 	s->unacked -= waiting;
+	pc->seq_base += pc->dd.max_seq;
 	gd_dedup_free(&pc->dd);
 	if (gd_dedup_init(&pc->dd) != 0) {
 		gd_err("out of memory");
@@ -547,6 +549,8 @@ static void start_connect(struct pconn *pc)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	snprintf(port, sizeof(port), "%d", pc->hp.port);
+	gd_trace(1, "connecting to publisher %s (attempt %d)", pc->addr,
+	    pc->attempts + 1);
 	pc->state = PS_RESOLVING;
 	pc->gai.data = pc;
 	rc = uv_getaddrinfo(&pc->s->loop, &pc->gai, on_resolved, pc->hp.host,
@@ -826,6 +830,68 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 	return NULL;
 }
 
+/* S, as far as this gdsub can tell: sequence indexes run 1, 2, 3... at
+ * each publisher, so the highest one seen is how many it has sent */
+static uint64_t sent_estimate(const struct pconn *pc)
+{
+	return pc->seq_base + pc->dd.max_seq;
+}
+
+static void ctl_subs(struct sub *s, struct gd_ctl_client *cl)
+{
+	static const char *const st[] = { "waiting", "resolving",
+		"connecting", "handshake", "connected", "ended" };
+	size_t i;
+
+	gd_ctl_printf(cl, "subs %zu\n", s->npc);
+	gd_ctl_printf(cl, "publisher:s\torigin:s\tstate:s\tattempts:n\t"
+	    "ack_conn:s\treceived:n\tunique:n\tduplicates:n\tacked:n\t"
+	    "snapshot:n\tsent:n\n");
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    pc->addr, pc->origin_len ? pc->origin : "-", st[pc->state],
+		    pc->attempts, pc->origin_len == 0 ? "-" :
+		    gd_ack_status_str(pc->ack_status),
+		    pc->n_recv - pc->n_snap, pc->n_unique, pc->n_dup,
+		    pc->n_acked, pc->n_snap, sent_estimate(pc));
+	}
+}
+
+/* one row of totals; R = Ru/S and UR = Ru/R as gdinspect measure has them */
+static void ctl_stats(struct sub *s, struct gd_ctl_client *cl)
+{
+	uint64_t recv = 0, uniq = 0, dup = 0, acked = 0, snap = 0, sent = 0;
+	size_t i, ended = 0;
+
+	for (i = 0; i < s->npc; i++) {
+		struct pconn *pc = &s->pc[i];
+		recv += pc->n_recv - pc->n_snap;
+		uniq += pc->n_unique;
+		dup += pc->n_dup;
+		acked += pc->n_acked;
+		snap += pc->n_snap;
+		sent += sent_estimate(pc);
+		ended += pc->state == PS_ENDED;
+	}
+	gd_ctl_printf(cl, "stats 1\n");
+	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
+	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
+	    "reliability:n\tuniqueness:n\n");
+	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
+	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
+	    recv, uniq, dup, snap, acked, s->unacked, sent);
+	if (sent > 0)
+		gd_ctl_printf(cl, "%.4f\t", (double)uniq / (double)sent);
+	else
+		gd_ctl_reply(cl, "-\t", 2);
+	if (recv > 0)
+		gd_ctl_printf(cl, "%.4f\n", (double)uniq / (double)recv);
+	else
+		gd_ctl_reply(cl, "-\n", 2);
+}
+
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
@@ -873,22 +939,10 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 			gd_ctl_printf(cl, "ack 0 0\n");
 	} else if (strcmp(line, "hello") == 0) {
 		gd_ctl_printf(cl, "hello gdsub %d\n", GD_CTL_PROTO);
-	} else if (strcmp(line, "subs") == 0 || strcmp(line, "stats") == 0) {
-		size_t i;
-		static const char *const st[] = { "waiting", "resolving",
-			"connecting", "handshake", "connected", "ended" };
-		gd_ctl_printf(cl, "%s %zu\n", line, s->npc);
-		gd_ctl_printf(cl, "publisher\torigin\tstate\tattempts\tacks\treceived\tunique\tduplicates\tacked\tsnapshot\n");
-		for (i = 0; i < s->npc; i++) {
-			struct pconn *pc = &s->pc[i];
-			gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
-			    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", pc->addr,
-			    pc->origin_len ? pc->origin : "-", st[pc->state],
-			    pc->attempts, pc->origin_len == 0 ? "-" :
-			    gd_ack_status_str(pc->ack_status),
-			    pc->n_recv, pc->n_unique, pc->n_dup, pc->n_acked,
-			    pc->n_snap);
-		}
+	} else if (strcmp(line, "subs") == 0) {
+		ctl_subs(s, cl);
+	} else if (strcmp(line, "stats") == 0) {
+		ctl_stats(s, cl);
 	} else {
 		gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
 	}

@@ -1,21 +1,24 @@
 /* gdinspect: show what a running gdpub or gdsub holds. */
 #include "cli.h"
+#include "ctl.h"
 #include "decode.h"
 #include "inspect.h"
 #include "log.h"
 #include "measure.h"
 #include "parse.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
 static const char usage[] =
-"usage: gdinspect [-c FILE] [--ctl PATH] [--json] [--watch SECS] COMMAND\n"
+"usage: gdinspect [-c FILE] [--ctl PATH] [--json] [--watch SECS]\n"
+"                 [--sort KEY] [--limit N] COMMAND\n"
 "Ask a running gdpub or gdsub (found from its config file) what it holds.\n"
 "\n"
 "Commands:\n"
 "  pending   each pending block at a gdpub: id, key, acks, needed, age,\n"
-"            expires_in, resends, size\n"
+"            expires_in, resends, size, acked_by\n"
 "  subs      each subscriber connection at a gdpub, or publisher at a gdsub\n"
 "  stats     counters\n"
 "  measure SENT RECEIVED\n"
@@ -30,13 +33,16 @@ static const char usage[] =
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
 "      --json          one JSON object per line\n"
 "      --watch SECS    repeat every SECS seconds (clears a terminal)\n"
+"      --sort KEY      pending: age (default, oldest first), expires (the\n"
+"                      same order), id, or acks (fewest first)\n"
+"      --limit N       pending: the first N rows only (gdpub sends no more)\n"
 "  -h, --help          show this help\n"
 "  -V, --version       show the version\n"
 "\n"
 "Not supported yet (refused): journal.\n"
 "See gdinspect(1).\n";
 
-enum { O_CTL = 256, O_JSON, O_WATCH };
+enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT };
 
 static const char shortopts[] = ":c:hV";
 static const struct option longopts[] = {
@@ -44,6 +50,8 @@ static const struct option longopts[] = {
 	{ "ctl", required_argument, NULL, O_CTL },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "watch", required_argument, NULL, O_WATCH },
+	{ "sort", required_argument, NULL, O_SORT },
+	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
@@ -58,6 +66,7 @@ int main(int argc, char **argv)
 	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_ANY);
 	memset(&opt, 0, sizeof(opt));
+	opt.sort = -1;
 	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
 	if (rc != 0) {
 		gd_conf_free(&conf);
@@ -81,6 +90,25 @@ int main(int argc, char **argv)
 				goto out;
 			}
 			break;
+		case O_SORT:
+			if ((opt.sort = gd_ctl_sort_parse(optarg)) < 0) {
+				gd_usage_err("invalid value '%s' for --sort: expected age, expires, id or acks",
+				    optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			break;
+		case O_LIMIT: {
+			int64_t n;
+			if (gd_parse_i64(optarg, 1, INT64_MAX, &n) != 0) {
+				gd_usage_err("invalid value '%s' for --limit: expected a row count from 1",
+				    optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			opt.limit = (uint64_t)n;
+			break;
+		}
 		default:
 			rc = gd_cli_bad_option(ch, argv);
 			goto out;
@@ -92,6 +120,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	opt.cmd = argv[optind];
+	if ((opt.sort >= 0 || opt.limit > 0) && strcmp(opt.cmd, "pending") != 0) {
+		gd_usage_err("--sort and --limit apply to pending only, not to %s",
+		    opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if (strcmp(opt.cmd, "measure") == 0) {
 		struct gd_measure m;
 		if (argc - optind != 3) {

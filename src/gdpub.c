@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char usage[] =
 "usage: gdpub [-c FILE] [-p PORT] [options] < blocks\n"
@@ -32,6 +33,8 @@ static const char usage[] =
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
+"      --progress           a status line on stderr, 4 times a second\n"
+"      --no-progress        none (the default unless stderr is a terminal)\n"
 "  -v, --verbose            trace connections on stderr (-vv more)\n"
 "  -q, --quiet              errors only\n"
 "  -h, --help               show this help\n"
@@ -42,7 +45,8 @@ static const char usage[] =
 "See gdpub(1), gdkit.conf(5).\n";
 
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
-	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS };
+	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
+	O_PROGRESS, O_NO_PROGRESS };
 
 static const char shortopts[] = ":c:p:t:n:f:I0o:vqhV";
 static const struct option longopts[] = {
@@ -68,6 +72,8 @@ static const struct option longopts[] = {
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "status", required_argument, NULL, O_STATUS },
+	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -98,11 +104,12 @@ int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_pub_opts opt;
-	int ch, rc, verbose = 0, quiet = 0;
+	int ch, rc, verbose = 0, quiet = 0, serr;
 
 	gd_cli_init(argv[0]);
 	memset(&opt, 0, sizeof(opt));
 	opt.delim = '\n';
+	opt.progress = -1;
 	gd_conf_init(&conf, GD_FAM_PUB);
 	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
 	if (rc != 0) {
@@ -155,6 +162,10 @@ int main(int argc, char **argv)
 		case O_STATUS:
 			opt.status = optarg;
 			break;
+		case O_PROGRESS:
+		case O_NO_PROGRESS:
+			opt.progress = ch == O_PROGRESS;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -174,6 +185,16 @@ int main(int argc, char **argv)
 	}
 	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		goto out;
+	/* status lines on stderr: -o - without --status */
+	serr = opt.out && strcmp(opt.out, "-") == 0 && opt.status == NULL;
+	if (opt.progress < 0)	/* a status line only for a person watching */
+		opt.progress = !quiet && isatty(2) && !serr;
+	if (opt.progress && serr) {
+		gd_usage_err("--progress would mix with the status lines on "
+		    "standard error (-o -); give --status a file");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
 		goto out;
 	if (opt.frame && (opt.ids || opt.delim != '\n')) {

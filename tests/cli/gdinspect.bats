@@ -39,16 +39,16 @@ mode, port = sys.argv[1], sys.argv[2]
 lines = sys.stdin.read().splitlines()
 if mode == "text":
     head = lines[0].split()
-    assert head == ["ID", "KEY", "ACKS", "NEEDED", "AGE", "EXPIRES_IN", "RESENDS", "SIZE"], head
+    assert head == ["ID", "KEY", "ACKS", "NEEDED", "AGE", "EXPIRES_IN", "RESENDS", "SIZE", "ACKED_BY"], head
     rows = [dict(zip([h.lower() for h in head], l.split())) for l in lines[1:]]
-    assert all(len(l.split()) == 8 for l in lines[1:]), lines
-    rows = [{k: (v if k == "key" else float(v)) for k, v in r.items()} for r in rows]
+    assert all(len(l.split()) == 9 for l in lines[1:]), lines
+    rows = [{k: (v if k in ("key", "acked_by") else float(v)) for k, v in r.items()} for r in rows]
 else:
     rows = [json.loads(l) for l in lines]
     for r in rows:
         for k in ("id", "acks", "needed", "age", "expires_in", "resends", "size"):
             assert isinstance(r[k], (int, float)) and not isinstance(r[k], bool), (k, r)
-        assert isinstance(r["key"], str), r
+        assert isinstance(r["key"], str) and isinstance(r["acked_by"], str), r
         for k in ("id", "acks", "needed", "resends", "size"):
             assert isinstance(r[k], int), (k, r)
 assert len(rows) == 5, rows
@@ -57,6 +57,7 @@ for r in rows:
     i = int(r["id"])
     assert r["key"] == "127.0.0.1:%s/%d" % (port, i), r
     assert r["acks"] == 0 and r["needed"] == 1 and r["resends"] == 0, r
+    assert r["acked_by"] == "-", r
     assert r["size"] == i, r
     assert 0 <= r["age"] < 60 and 0 < r["expires_in"] <= 60, r
     assert abs(r["age"] + r["expires_in"] - 60) < 0.01, r
@@ -69,7 +70,7 @@ for r in rows:
 	assert_success
 	[ -z "$stderr" ]
 	[ "${#lines[@]}" -eq 6 ]
-	assert_line --index 0 --regexp '^ID +KEY +ACKS +NEEDED +AGE +EXPIRES_IN +RESENDS +SIZE$'
+	assert_line --index 0 --regexp '^ID +KEY +ACKS +NEEDED +AGE +EXPIRES_IN +RESENDS +SIZE +ACKED_BY$'
 	check_pending text <<<"$output"
 	gdpub_alive
 }
@@ -233,10 +234,13 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 	stall
 	run ctl_talk "$pubsock" 3 <<<$'bogus\n\nhello'
 	assert_success
-	assert_output "$(printf "error unknown request 'bogus'\nerror unknown request ''\nhello gdpub 1")"
+	assert_output "$(printf "error unknown request 'bogus'\nerror unknown request ''\nhello gdpub 2")"
 	run ctl_talk "$pubsock" 1 <<<'pending please'
 	assert_success
-	assert_output "error unknown request 'pending please'"
+	assert_output "error unknown argument 'please' (sort=KEY or limit=N)"
+	run ctl_talk "$pubsock" 3 <<<$'pending sort=size\npending limit=-1\nhello'
+	assert_success
+	assert_output "$(printf "error unknown sort 'size' (age, expires, id or acks)\nerror bad limit '-1' (a row count, 0 for all)\nhello gdpub 2")"
 	gdpub_alive
 }
 
@@ -261,7 +265,7 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 	run ctl_talk "$pubsock" 2 < <(printf '%01024d\nhello\n' 0)
 	assert_success
 	assert_line --index 0 "error unknown request '$(printf '%064d' 0)'"
-	assert_line --index 1 'hello gdpub 1'
+	assert_line --index 1 'hello gdpub 2'
 }
 
 @test "gdsub: unknown, malformed and over-long requests get errors; gdsub survives" {
@@ -269,7 +273,7 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 	sock=$(sub_sock)
 	run ctl_talk "$sock" 2 <<<$'bogus\nhello'
 	assert_success
-	assert_output "$(printf "error unknown request 'bogus'\nhello gdsub 1")"
+	assert_output "$(printf "error unknown request 'bogus'\nhello gdsub 2")"
 	run ctl_talk "$sock" <<<'ack many'
 	assert_success
 	assert_output "error bad key count in 'ack many'"
