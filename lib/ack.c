@@ -26,7 +26,10 @@ struct ack {
 	size_t reqlen, reqcap;
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
+	double waited;		/* seconds of --wait spent connecting at start */
 };
+
+#define START_WAIT 2.0
 
 static int req_add(struct ack *a, const char *p, size_t n)
 {
@@ -130,13 +133,13 @@ static int exchange(struct ack *a)
 
 	if (a->nreq == 0)
 		return 0;
-	/* connect at the first key: input without keys (an empty stream)
-	 * needs no gdsub, which may have finished already */
+	/* not connected at the start: try again for the rest of --wait */
 	if (a->fd < 0) {
 		int rc;
 		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
 			return rc;
-		a->fd = gd_ctl_connect(a->path, a->o->wait);
+		a->fd = gd_ctl_connect(a->path, a->o->wait > a->waited ?
+		    a->o->wait - a->waited : 0);
 		if (a->fd < 0) {
 			gd_err("no gdsub answers at %s: %s (waited %g seconds)",
 			    a->path, strerror(errno), a->o->wait);
@@ -340,7 +343,23 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
 		return rc;
 	a.path = path;
+	/* Connect now, so that a gdsub with nothing left to wait for (GD
+	 * off) still waits for this gdack; but give up early and quietly:
+	 * input without keys (an empty stream) needs no gdsub, which may
+	 * have finished already. exchange() tries again at the first key. */
+	a.waited = o->wait < START_WAIT ? o->wait : START_WAIT;
 	a.fd = -1;
+	if (o->nkeys == 0) {
+		if ((rc = gd_ctl_trust(path, -1)) != 0)
+			return rc;
+		if ((a.fd = gd_ctl_connect(path, a.waited)) >= 0) {
+			if ((rc = gd_ctl_trust(path, a.fd)) != 0) {
+				close(a.fd);
+				return rc;
+			}
+			a.rd.fd = a.fd;
+		}
+	}
 	if (o->nkeys > 0) {
 		rc = 0;
 		for (i = 0; i < o->nkeys && rc == 0; i++)
