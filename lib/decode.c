@@ -168,7 +168,7 @@ int gd_decode_file(const char *path, int json)
 		name = path;
 		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
 			gd_err("cannot open %s: %s", path, strerror(errno));
-			return GD_EX_DATAERR;
+			return GD_EX_IOERR;
 		}
 	}
 	if ((buf = malloc(CHUNK)) == NULL) {
@@ -236,7 +236,7 @@ int gd_decode_file(const char *path, int json)
 		if (got < 0) {
 			(void)fflush(stdout);
 			gd_err("cannot read %s: %s", name, strerror(errno));
-			rc = GD_EX_DATAERR;
+			rc = GD_EX_IOERR;
 			break;
 		}
 		eof = got == 0;

@@ -74,7 +74,7 @@ static int load(const char *path, struct list *l, int by_id, int pass)
 
 	if (fp == NULL) {
 		gd_err("cannot read %s: %s", path, strerror(errno));
-		return GD_EX_USAGE;
+		return GD_EX_IOERR;
 	}
 	while ((len = getline(&line, &cap, fp)) >= 0) {
 		struct item it;
@@ -116,7 +116,7 @@ static int load(const char *path, struct list *l, int by_id, int pass)
 	}
 	if (rc == 0 && ferror(fp)) {
 		gd_err("cannot read %s: %s", path, strerror(errno));
-		rc = GD_EX_USAGE;
+		rc = GD_EX_IOERR;
 	}
 	free(line);
 	fclose(fp);

@@ -1208,7 +1208,7 @@ static void check_done(struct pub *p)
 			bcast_ctrl(p, GD_F_FLOOR, f, 1);
 		p->floor_sent = f;
 	}
-	bcast_ctrl(p, GD_F_END, p->next_seq, 0);
+	bcast_ctrl(p, GD_F_END, 0, 0);
 	flush_bcast(p);
 	end_ackonly(p);
 	close_all(p);

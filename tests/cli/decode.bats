@@ -471,11 +471,11 @@ open("f.gds", "wb").write(b)' "$off"
 
 # ---- command line ----
 
-@test "decode: a file that cannot be opened or read exits 65" {
-	expect_fail 65 "gdinspect: cannot open nosuch.gds: No such file or directory" -- gdinspect decode nosuch.gds
+@test "decode: a file that cannot be opened or read exits 74" {
+	expect_fail 74 "gdinspect: cannot open nosuch.gds: No such file or directory" -- gdinspect decode nosuch.gds
 	mkdir d
 	run --separate-stderr gdinspect decode d
-	[ "$status" -eq 65 ]
+	[ "$status" -eq 74 ]
 	[ "$stderr" = "gdinspect: cannot read d: Is a directory" ]
 }
 

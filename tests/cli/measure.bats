@@ -65,10 +65,10 @@ assert abs(d["uniqueness"] - float(sys.argv[3])) < 1e-6, d
 	assert_equal "$stderr" "gdinspect: recv:2: not a key or ID: 'hello'"
 }
 
-@test "measure: missing file -> 64, one file -> 64, empty SENT -> 65" {
+@test "measure: missing file -> 74, one file -> 64, empty SENT -> 65" {
 	seq 1 2 > sent
 	run --separate-stderr gdinspect measure sent nosuch
-	assert_failure 64
+	assert_failure 74
 	assert_equal "$stderr" "gdinspect: cannot read nosuch: No such file or directory"
 	run --separate-stderr gdinspect measure sent
 	assert_failure 64

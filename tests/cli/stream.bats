@@ -441,7 +441,9 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 		run --separate-stderr timeout 20 bash -c "gdack -f frame -v -P 127.0.0.1:$port --name s --tee < $c.gds > tee.out"
 		in_case "$c" assert_equal "$status" 65
 		in_case "$c" assert_equal "${#stderr_lines[@]}" 2
-		in_case "$c" assert_equal "${stderr_lines[0]}" "gdack: standard input: corrupt stream at byte offset $off: $why"
+		# -v puts a timestamp before each line
+		in_case "$c" assert_regex "${stderr_lines[0]}" "^[0-9:.]+ gdack: "
+		in_case "$c" assert_equal "${stderr_lines[0]#*[0-9] }" "gdack: standard input: corrupt stream at byte offset $off: $why"
 		in_case "$c" assert_regex "${stderr_lines[1]}" "^[0-9:.]+ gdack: acknowledged $good, failed 0, snapshot skipped 0\$"
 		# --tee copies what was acknowledged: the bytes before the bad frame
 		in_case "$c" cmp tee.out <(head -c "$off" "$c.gds")

@@ -327,6 +327,13 @@ static void round_trip(uint8_t type, uint8_t flags, uint64_t id, uint64_t seq,
 	olen = (size_t)f.data[-GD_SFRAME_HDR + 4] |
 	    (size_t)f.data[-GD_SFRAME_HDR + 5] << 8;
 	ASSERT_EQ(olen, strlen(origin));
+	if (type == GD_SF_BLOCK) {
+		int snap = -1;
+		const char *o = gd_sframe_origin_of(f.data, f.len, &olen, &snap);
+		ASSERT(o == f.origin);
+		ASSERT_EQ(olen, strlen(origin));
+		ASSERT_EQ(snap, (flags & GD_FL_SNAPSHOT) != 0);
+	}
 	ASSERT_EQ(gd_sreader_next(&r, s.p + s.n, 0, 1, &f, &used), 0);
 	ASSERT_U64(r.frames, 1);
 	ASSERT_U64(r.blocks, type == GD_SF_BLOCK);
