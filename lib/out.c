@@ -12,6 +12,8 @@
 #define OUT_CHUNK (256 * 1024)
 #define OUT_LOW (1024 * 1024)
 
+void gd_out_flush(struct gd_out *o);
+
 struct wreq {
 	uv_write_t req;
 	struct gd_out *o;
@@ -64,6 +66,9 @@ int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 
 uint8_t *gd_out_reserve(struct gd_out *o, size_t n)
 {
+	/* hand a full buffer to the writer rather than grow (and copy) it */
+	if (o->cap - o->len < n && o->len >= OUT_CHUNK * 4 && !o->closing)
+		gd_out_flush(o);
 	if (o->cap - o->len < n) {
 		size_t ncap = o->cap ? o->cap : OUT_CHUNK;
 		uint8_t *nb;
