@@ -338,6 +338,12 @@ static void on_welcome(struct sub *s, struct pconn *pc,
 	 * epoch decides that instead) */
 	if (!first && w->epoch != pc->epoch && !s->stream_in)
 		forget(s, pc);
+	if (!first && w->epoch != pc->epoch && s->stream_in && pc->nacks > 0) {
+		/* acks kept while disconnected are for the old run's blocks */
+		gd_warn("publisher %s restarted; %zu acknowledgements for its "
+		    "earlier run are dropped", pc->addr, pc->nacks);
+		pc->nacks = 0;
+	}
 	if (!first && strcmp(pc->origin, w->origin) != 0)
 		gd_warn("publisher %s now stamps its keys %s (was %s)",
 		    pc->addr, w->origin, pc->origin);
