@@ -190,6 +190,18 @@ static void tee(struct ack *a, const char *p, size_t n)
 	}
 }
 
+/* read(0) past EINTR; a failure is reported here. */
+static ssize_t read_stdin(void *buf, size_t n)
+{
+	ssize_t r;
+
+	while ((r = read(0, buf, n)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		gd_err("cannot read standard input: %s", strerror(errno));
+	return r;
+}
+
 /* -f frame: acknowledge every block frame of a framed stream. */
 static int run_frames(struct ack *a)
 {
@@ -210,11 +222,7 @@ static int run_frames(struct ack *a)
 		ssize_t r;
 		int k;
 
-		r = read(0, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			gd_err("cannot read standard input: %s", strerror(errno));
+		if ((r = read_stdin(buf + len, cap - len)) < 0) {
 			rc = GD_EX_FAIL;
 			break;
 		}
@@ -296,11 +304,7 @@ static int run_stdin(struct ack *a)
 			buf = nb;
 			cap *= 2;
 		}
-		r = read(0, buf + len, cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			gd_err("cannot read standard input: %s", strerror(errno));
+		if ((r = read_stdin(buf + len, cap - len)) < 0) {
 			rc = GD_EX_FAIL;
 			break;
 		}

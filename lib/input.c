@@ -82,6 +82,22 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 	return stop ? -1 : 0;
 }
 
+/* Read after len bytes of c; -1 once a read error has been handed on. */
+static ssize_t read_chunk(struct gd_input *in, struct gd_chunk *c, size_t len)
+{
+	ssize_t r;
+
+	while ((r = read(in->fd, c->data + len, c->cap - len)) < 0 &&
+	    errno == EINTR)
+		;
+	if (r < 0) {
+		int e = errno;
+		hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0);
+		hand(in, NULL, 0, 0, GD_RG_ERROR, e);
+	}
+	return r;
+}
+
 static void *read_records(struct gd_input *in)
 {
 	struct gd_chunk *c = chunk_get(in, 0), *n;
@@ -118,15 +134,8 @@ static void *read_records(struct gd_input *in)
 				return NULL;
 			c = n;
 		}
-		r = read(in->fd, c->data + len, c->cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0);
-			hand(in, NULL, 0, 0, GD_RG_ERROR, e);
+		if ((r = read_chunk(in, c, len)) < 0)
 			return NULL;
-		}
 		if (r == 0) {
 			if (len > start && !discarding &&
 			    hand(in, c, start, len - start, GD_RG_LAST, 0) != 0)
@@ -190,15 +199,8 @@ static void *read_frames(struct gd_input *in)
 				return NULL;
 			c = n;
 		}
-		r = read(in->fd, c->data + len, c->cap - len);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			int e = errno;
-			hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0);
-			hand(in, NULL, 0, 0, GD_RG_ERROR, e);
+		if ((r = read_chunk(in, c, len)) < 0)
 			return NULL;
-		}
 		if (r == 0)
 			break;
 		len += (size_t)r;
