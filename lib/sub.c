@@ -73,7 +73,8 @@ struct sub {
 	int closing, done, sigs, code, out_paused;
 	char name[256];
 	/* -i: the framed stream read instead of TCP */
-	int stream_in, in_fd, in_reading, in_eof, in_corrupt;
+	int stream_in, in_reading;
+	int in_code;		/* -i ended on a corrupt stream (65) or read error (74) */
 	const char *in_name;
 	struct gd_input in;
 	struct gd_sreader sr;
@@ -614,8 +615,7 @@ static void in_stop(struct sub *s)
  * what was written stays and is acknowledged; nothing more is read. */
 static void in_end(struct sub *s, int code)
 {
-	s->in_eof = 1;
-	s->in_corrupt = code;
+	s->in_code = code;
 	in_stop(s);
 	begin_close(s, code ? "the input stream cannot be read further" :
 	    "end of the input stream");
@@ -767,7 +767,6 @@ static int in_open(struct sub *s, const char *path)
 		}
 		s->in_name = path;
 	}
-	s->in_fd = fd;
 	gd_sreader_init(&s->sr, GD_STREAM_MAX_PAYLOAD);
 	uv_idle_init(&s->loop, &s->idle);
 	s->idle.data = s;
@@ -1178,8 +1177,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		finish(s, rc);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	rc = s->code;
-	if (rc == GD_EX_OK && s->in_corrupt)
-		rc = s->in_corrupt;
+	if (rc == GD_EX_OK && s->in_code)
+		rc = s->in_code;
 	if (rc == GD_EX_OK && s->n_unwritable > 0) {
 		gd_err("%" PRIu64 " blocks could not be written in the output format "
 		    "and were not acknowledged", s->n_unwritable);

@@ -699,6 +699,10 @@ cascade() {
 		gdsub -i nope.gds -P "127.0.0.1:$port" --no-gd
 	expect_fail 74 "gdsub: cannot open the stream file 'nope.gds': No such file or directory" -- \
 		gdsub -i nope.gds -P "127.0.0.1:$port" --retry-interval 0.05 --max-retries 2
+	# opened, but not readable: a read error ends the input, 74
+	mkdir d.gds
+	expect_fail 74 "gdsub: cannot read d.gds: Is a directory" -- \
+		gdsub -i d.gds -P "127.0.0.1:$port" --no-gd
 }
 
 @test "-f frame with -0 is a usage error for gdsub and gdpub" {
