@@ -37,7 +37,8 @@ static int grow(struct gd_dedup *d)
 	return 0;
 }
 
-uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
+/* A free slot, filled and appended to the arrival order; not in the map. */
+static uint32_t take(struct gd_dedup *d, uint64_t id, uint64_t seq,
     uint32_t state)
 {
 	uint32_t s;
@@ -46,15 +47,14 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	if (d->free_head == GD_NONE && grow(d) != 0)
 		return GD_NONE;
 	s = d->free_head;
-	d->e[s].id = id;
-	if (gd_idmap_put(&d->map, id, s, d->e, sizeof(*d->e)) != 0)
-		return GD_NONE;
 	e = &d->e[s];
 	d->free_head = e->fnext;
+	e->id = id;
 	e->seq = seq;
 	if (seq > d->max_seq)
 		d->max_seq = seq;
-	e->state = (uint16_t)state;
+	e->state = (uint8_t)state;
+	e->older = 0;
 	e->extra = 0;
 	e->fnext = GD_NONE;
 	if (d->ftail != GD_NONE)
@@ -66,22 +66,104 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	return s;
 }
 
+/* Back to the free list: the caller unlinked it from the arrival order. */
+static void put_back(struct gd_dedup *d, uint32_t s)
+{
+	d->e[s].fnext = d->free_head;
+	d->free_head = s;
+	d->count--;
+}
+
+/* The tail entry (just taken) goes back: undo take(). */
+static void untake(struct gd_dedup *d, uint32_t s)
+{
+	uint32_t i;
+
+	if (d->fhead == s) {
+		d->fhead = d->ftail = GD_NONE;
+	} else {	/* rare (out of memory): find the one before the tail */
+		for (i = d->fhead; d->e[i].fnext != s; i = d->e[i].fnext)
+			;
+		d->e[i].fnext = GD_NONE;
+		d->ftail = i;
+	}
+	put_back(d, s);
+}
+
+uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
+    uint32_t state)
+{
+	uint32_t s = take(d, id, seq, state);
+
+	if (s == GD_NONE)
+		return GD_NONE;
+	if (gd_idmap_put(&d->map, id, s, d->e, sizeof(*d->e)) != 0) {
+		untake(d, s);
+		return GD_NONE;
+	}
+	return s;
+}
+
+uint32_t gd_dedup_replace(struct gd_dedup *d, uint32_t slot, uint64_t seq,
+    uint32_t state)
+{
+	uint64_t id = d->e[slot].id;
+	uint32_t s = take(d, id, seq, state);
+	struct gd_dent *old;
+
+	if (s == GD_NONE)
+		return GD_NONE;
+	old = &d->e[slot];	/* take() may have moved the array */
+	gd_idmap_del(&d->map, id, d->e, sizeof(*d->e));
+	if (gd_idmap_put(&d->map, id, s, d->e, sizeof(*d->e)) != 0) {
+		/* cannot fail after a delete, but leave a consistent set */
+		gd_idmap_put(&d->map, id, slot, d->e, sizeof(*d->e));
+		untake(d, s);
+		return GD_NONE;
+	}
+	if (old->fnext == GD_DEDUP_OFF) {	/* already out of the order */
+		d->off--;
+		put_back(d, slot);
+	} else {
+		old->state = GD_DS_GONE;	/* freed when the prune reaches it */
+		old->older = 0;
+		old->extra = 0;
+	}
+	return s;
+}
+
 uint32_t gd_dedup_prune(struct gd_dedup *d, uint64_t floor)
 {
 	uint32_t n = 0, s;
 
 	while ((s = d->fhead) != GD_NONE) {
 		struct gd_dent *e = &d->e[s];
-		if (e->seq >= floor || e->state == GD_DS_EMITTED || e->extra > 0)
+		if (e->seq >= floor && e->state != GD_DS_GONE)
 			break;
 		d->fhead = e->fnext;
 		if (d->fhead == GD_NONE)
 			d->ftail = GD_NONE;
-		gd_idmap_del(&d->map, e->id, d->e, sizeof(*d->e));
-		e->fnext = d->free_head;
-		d->free_head = s;
-		d->count--;
+		if (e->state != GD_DS_GONE && gd_dent_waiting(e) > 0) {
+			e->fnext = GD_DEDUP_OFF;	/* freed once settled */
+			d->off++;
+			continue;
+		}
+		if (e->state != GD_DS_GONE)
+			gd_idmap_del(&d->map, e->id, d->e, sizeof(*d->e));
+		put_back(d, s);
 		n++;
 	}
 	return n;
+}
+
+int gd_dedup_settled(struct gd_dedup *d, uint32_t slot)
+{
+	struct gd_dent *e = &d->e[slot];
+
+	if (e->fnext != GD_DEDUP_OFF || gd_dent_waiting(e) > 0)
+		return 0;
+	gd_idmap_del(&d->map, e->id, d->e, sizeof(*d->e));
+	d->off--;
+	put_back(d, slot);
+	return 1;
 }

@@ -73,6 +73,8 @@ static int grow_bits(struct gd_pending *p, uint64_t seq)
 		nn *= 2;
 	if (nn == p->nbits)
 		return 0;
+	if (nn > ((uint64_t)1 << 31))
+		return -1;	/* gd_pending_seq relies on this bound */
 	nb = calloc(nn / 64, sizeof(uint64_t));
 	if (nb == NULL)
 		return -1;

@@ -71,6 +71,14 @@ static inline uint32_t gd_pending_find(const struct gd_pending *p, uint64_t id)
 {
 	return gd_idmap_get(&p->map, id, p->e, sizeof(*p->e));
 }
+/* The full sequence index of a pending block: pending blocks are within
+ * 2^32 of the newest (the floor bitmap never grows that far). */
+static inline uint64_t gd_pending_seq(const struct gd_pending *p,
+    const struct gd_pend *e)
+{
+	uint64_t last = p->top - 1;
+	return last - (uint32_t)((uint32_t)last - e->seq32);
+}
 /* Add a block; seq must be larger than any seq added before, owner at
  * most GD_PEND_MAX_OWNER. Returns its slot, or GD_NONE when out of memory.
  * The id must not be pending. */

@@ -359,7 +359,7 @@ static void on_timer(uv_timer_t *t)
 				e->len, gd_input_chunk(&p->in,
 				gd_pend_owner(e))->data + e->off };
 			/* the sequence index is kept so --dedup index works */
-			b.seq = p->next_seq - ((uint32_t)p->next_seq - e->seq32);
+			b.seq = gd_pending_seq(&p->pend, e);
 			gd_pend_resent(e);
 			p->n_resent++;
 			gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
@@ -774,15 +774,20 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
-	uint32_t i, n = f->len / 8;
+	uint32_t i, n = f->len / GD_ACK_SIZE;
 
 	if (c->slot < 0)
 		return;		/* not a GD subscriber: its acks do not count */
 	for (i = 0; i < n; i++) {
-		uint64_t id = gd_get64(f->body + 8 * i);
-		uint32_t s = gd_pending_find(&p->pend, id);
+		uint64_t id, seq;
+		uint32_t s;
+		gd_wire_ack_at(f->body, i, &id, &seq);
+		s = gd_pending_find(&p->pend, id);
 		c->acks++;
-		if (s == GD_NONE) {
+		/* an ack of an earlier block with this id (resolved before the
+		 * id was published again) does not count for this one */
+		if (s == GD_NONE || gd_pending_seq(&p->pend,
+		    gd_pending_at(&p->pend, s)) != seq) {
 			p->n_late_acks++;
 			continue;
 		}

@@ -5,12 +5,12 @@
  * socket; acks, stdout and replies leave together in the prepare phase. */
 #include "sub.h"
 #include "ctl.h"
-#include "dedup.h"
 #include "input.h"
 #include "key.h"
 #include "log.h"
 #include "out.h"
 #include "parse.h"
+#include "receive.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -24,7 +24,6 @@
 #include <unistd.h>
 
 #define OUT_HIGH (8u << 20)	/* stop reading publishers above this backlog */
-#define ACKS_PER_FRAME 32768
 
 enum pstate { PS_IDLE, PS_RESOLVING, PS_CONNECTING, PS_WELCOME, PS_ACTIVE,
 	PS_ENDED };
@@ -49,11 +48,10 @@ struct pconn {
 	uint64_t sepoch;	/* -i: the epoch of its frames in the stream */
 	uint32_t max_block;
 	struct gd_rbuf rb;
-	struct gd_dedup dd;
-	uint64_t *acks;
+	struct gd_recv rv;	/* dedup and acknowledgement rules */
+	struct ack { uint64_t id, seq; } *acks;
 	size_t nacks, capacks;
-	uint64_t n_recv, n_unique, n_dup, n_acked, n_snap;
-	uint64_t seq_base;	/* blocks of the publisher's earlier runs */
+	uint64_t n_snap;
 };
 
 struct sub {
@@ -67,7 +65,6 @@ struct sub {
 	struct gd_out out;
 	struct pconn *pc;
 	size_t npc, nended;
-	uint64_t unacked;	/* written on stdout, not yet acknowledged */
 	uint64_t emitted;
 	uint64_t n_unwritable;	/* blocks the output format could not carry */
 	int closing, done, sigs, code, out_paused;
@@ -213,17 +210,18 @@ static void emit(struct sub *s, const struct korigin *o,
 	gd_out_commit(&s->out, n);
 }
 
-static void queue_ack(struct pconn *pc, uint64_t id)
+static void queue_ack(struct pconn *pc, uint64_t id, uint64_t seq)
 {
 	if (pc->nacks == pc->capacks) {
 		size_t ncap = pc->capacks ? pc->capacks * 2 : 1024;
-		uint64_t *n = realloc(pc->acks, ncap * sizeof(*n));
+		struct ack *n = realloc(pc->acks, ncap * sizeof(*n));
 		if (n == NULL)
 			return;	/* the block will be resent and acked again */
 		pc->acks = n;
 		pc->capacks = ncap;
 	}
-	pc->acks[pc->nacks++] = id;
+	pc->acks[pc->nacks].id = id;
+	pc->acks[pc->nacks++].seq = seq;
 }
 
 static int acks_refused(const struct pconn *pc)
@@ -231,16 +229,24 @@ static int acks_refused(const struct pconn *pc)
 	return pc->ack_status == GD_ACK_FULL || pc->ack_status == GD_ACK_NAME;
 }
 
+/* blocks written on stdout and not yet acknowledged, all publishers */
+static uint64_t unacked(const struct sub *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->npc; i++)
+		n += s->pc[i].rv.unacked;
+	return n;
+}
+
 static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b,
     const struct korigin *o)
 {
-	uint32_t slot;
-	struct gd_dent *e;
 	int gd = s->conf->gd && pc->ack_status == GD_ACK_OK;
-	int delim_in = s->opt.format != GD_OUT_FRAME &&
-	    memchr(b->data, s->opt.delim, b->len) != NULL;
+	int how = (gd ? GD_RB_GD : 0) | (s->closing ? GD_RB_CLOSED : 0);
+	const char *flags = b->flags & GD_FL_RESENT ? "r" : "";
 
-	pc->n_recv++;
 	if (b->flags & GD_FL_SNAPSHOT) {
 		/* snapshot blocks are history: shown, never deduped or acked */
 		pc->n_snap++;
@@ -248,53 +254,44 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b,
 			emit(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
 		return;
 	}
-	slot = gd_dedup_find(&pc->dd, b->id);
-	if (slot != GD_NONE) {
-		e = gd_dedup_at(&pc->dd, slot);
-		pc->n_dup++;
-		if (e->state == GD_DS_ACKED && gd) {
-			queue_ack(pc, b->id);	/* its ack was lost: ack again */
-			return;
-		}
-		if (s->conf->dedup != GD_DEDUP_NONE || s->closing)
-			return;
-		/* at-least-once: the copy goes out too and needs its own ack */
-		if ((e->state == GD_DS_EMITTED || e->state == GD_DS_ACKED) &&
-		    e->extra < UINT16_MAX) {
-			e->extra++;
-			s->unacked++;
-		} else if (e->state != GD_DS_DONE || gd || delim_in) {
-			return;	/* receive-only copies go out; others never */
-		}
-		emit(s, o, b, b->flags & GD_FL_RESENT ? "r" : "");
+	if (s->opt.format != GD_OUT_FRAME &&
+	    memchr(b->data, s->opt.delim, b->len) != NULL)
+		how |= GD_RB_UNWRITABLE;
+	switch (gd_recv_block(&pc->rv, b->id, b->seq, how)) {
+	case GD_RV_REACK:
+		queue_ack(pc, b->id, b->seq);	/* its ack was lost: ack again */
 		return;
-	}
-	if (s->closing)
-		return;		/* stdout is closed: the block stays unacked */
-	if (acks_refused(pc) && s->conf->gd)
-		gd_err("block %.*s/%" PRIu64 " received but cannot be acknowledged: "
-		    "publisher %s %s", (int)o->len, o->s, b->id, pc->addr,
-		    gd_ack_status_str(pc->ack_status));
-	if (delim_in) {
+	case GD_RV_COPY:
+		emit(s, o, b, flags);
+		return;
+	case GD_RV_DUP:
+	case GD_RV_CLOSED:	/* stdout is closed: the block stays unacked */
+		return;
+	case GD_RV_UNWRITABLE:
 		gd_err("block %.*s/%" PRIu64 " cannot be written in %s format: its "
 		    "payload contains %s; not acknowledged", (int)o->len, o->s,
 		    b->id,
 		    s->opt.format == GD_OUT_LINE ? "line" : "payload",
 		    s->opt.delim ? "a newline (use -0)" : "a NUL byte");
-		gd_dedup_add(&pc->dd, b->id, b->seq, GD_DS_DONE);
 		s->n_unwritable++;
 		return;
-	}
-	if (gd_dedup_add(&pc->dd, b->id, b->seq, gd ? GD_DS_EMITTED :
-	    GD_DS_DONE) == GD_NONE) {
+	case GD_RV_TOO_MANY:
+		gd_err("block %.*s/%" PRIu64 " reuses an id whose %u earlier "
+		    "blocks are still in the pipeline unacknowledged; not "
+		    "written, not acknowledged", (int)o->len, o->s, b->id,
+		    GD_DEDUP_MAX_OLDER);
+		s->n_unwritable++;
+		return;
+	case GD_RV_NOMEM:
 		gd_err("out of memory for the duplicate filter");
 		finish(s, GD_EX_FAIL);
 		return;
 	}
-	pc->n_unique++;
-	if (gd)
-		s->unacked++;
-	emit(s, o, b, b->flags & GD_FL_RESENT ? "r" : "");
+	if (acks_refused(pc) && s->conf->gd)
+		gd_err("block %.*s/%" PRIu64 " received but cannot be acknowledged: "
+		    "publisher %s %s", (int)o->len, o->s, b->id, pc->addr,
+		    gd_ack_status_str(pc->ack_status));
+	emit(s, o, b, flags);
 	s->emitted++;
 	if (s->opt.count && s->emitted >= s->opt.count)
 		begin_close(s, NULL);
@@ -302,23 +299,16 @@ static void on_block(struct sub *s, struct pconn *pc, const struct gd_block *b,
 
 static void forget(struct sub *s, struct pconn *pc)
 {
-	uint64_t waiting = 0;
-	uint32_t i;
+	int64_t lost = gd_recv_reset(&pc->rv);
 
-	for (i = pc->dd.fhead; i != GD_NONE; i = pc->dd.e[i].fnext)
-		if (pc->dd.e[i].state == GD_DS_EMITTED)
-			waiting += 1u + pc->dd.e[i].extra;
-	gd_warn("publisher %s restarted; forgetting its earlier blocks "
-	    "(%" PRIu64 " written on stdout were not acknowledged)",
-	    pc->addr, waiting);
-	s->unacked -= waiting;
-	pc->seq_base += pc->dd.max_seq;
-	gd_dedup_free(&pc->dd);
-	if (gd_dedup_init(&pc->dd) != 0) {
+	if (lost < 0) {
 		gd_err("out of memory");
 		finish(s, GD_EX_FAIL);
 		return;
 	}
+	gd_warn("publisher %s restarted; forgetting its earlier blocks "
+	    "(%" PRId64 " written on stdout were not acknowledged)",
+	    pc->addr, lost);
 	pc->nacks = 0;
 }
 
@@ -450,7 +440,7 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			}
 			on_welcome(s, pc, &w);
 		} else if (f.type == GD_F_FLOOR && f.len == 8) {
-			gd_dedup_prune(&pc->dd, gd_get64(f.body));
+			gd_recv_floor(&pc->rv, gd_get64(f.body));
 		} else if (f.type == GD_F_END) {
 			gd_trace(1, "publisher %s ended its stream", pc->addr);
 			pc->state = PS_ENDED;
@@ -654,7 +644,7 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 			    "acknowledged and are not written", pc->addr);
 	}
 	if (f->type == GD_SF_FLOOR) {
-		gd_dedup_prune(&pc->dd, f->seq);
+		gd_recv_floor(&pc->rv, f->seq);
 		return;
 	}
 	if (f->type == GD_SF_END) {
@@ -788,10 +778,8 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 {
 	struct pconn *pc;
 	size_t olen;
-	uint64_t id;
+	uint64_t id, seq;
 	int flags;
-	uint32_t slot;
-	struct gd_dent *e;
 
 	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
 		return "malformed key (expected HOST:PORT/ID)";
@@ -808,38 +796,19 @@ static const char *ack_key(struct sub *s, const char *key, size_t len)
 		return NULL;	/* numSubs=0: nothing to acknowledge */
 	if (acks_refused(pc))
 		return "the publisher refused this gdsub's acknowledgement connection";
-	slot = gd_dedup_find(&pc->dd, id);
-	if (slot == GD_NONE)
+	switch (gd_recv_ack(&pc->rv, id, pc->state == PS_ENDED, &seq)) {
+	case GD_RA_SEND:
+		queue_ack(pc, id, seq);
+		return NULL;
+	case GD_RA_OK:
+		return NULL;
+	case GD_RA_UNKNOWN:
 		return "unknown key: no such block is waiting for acknowledgement";
-	e = gd_dedup_at(&pc->dd, slot);
-	if (e->state == GD_DS_DONE)
+	case GD_RA_NOT_WRITTEN:
 		return "the block was not written on stdout";
-	if (e->state == GD_DS_EMITTED) {
-		if (pc->state == PS_ENDED) {
-			/* the publisher resolved it without us: it was NACKed */
-			s->unacked -= 1u + e->extra;
-			e->state = GD_DS_DONE;
-			e->extra = 0;
-			return "the publisher ended its stream before this acknowledgement";
-		}
-		e->state = GD_DS_ACKED;
-		s->unacked--;
-	} else if (e->extra > 0) {
-		e->extra--;	/* another copy done (--dedup none) */
-		s->unacked--;
+	default:
+		return "the publisher ended its stream before this acknowledgement";
 	}
-	if (pc->state == PS_ENDED)
-		return NULL;	/* acknowledged before; nothing left to send */
-	queue_ack(pc, id);
-	pc->n_acked++;
-	return NULL;
-}
-
-/* S, as far as this gdsub can tell: sequence indexes run 1, 2, 3... at
- * each publisher, so the highest one seen is how many it has sent */
-static uint64_t sent_estimate(const struct pconn *pc)
-{
-	return pc->seq_base + pc->dd.max_seq;
 }
 
 static void ctl_subs(struct sub *s, struct gd_ctl_client *cl)
@@ -859,8 +828,8 @@ static void ctl_subs(struct sub *s, struct gd_ctl_client *cl)
 		    pc->addr, pc->origin_len ? pc->origin : "-", st[pc->state],
 		    pc->attempts, pc->origin_len == 0 ? "-" :
 		    gd_ack_status_str(pc->ack_status),
-		    pc->n_recv - pc->n_snap, pc->n_unique, pc->n_dup,
-		    pc->n_acked, pc->n_snap, sent_estimate(pc));
+		    pc->rv.n_recv, pc->rv.n_unique, pc->rv.n_dup,
+		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv));
 	}
 }
 
@@ -872,12 +841,12 @@ static void ctl_stats(struct sub *s, struct gd_ctl_client *cl)
 
 	for (i = 0; i < s->npc; i++) {
 		struct pconn *pc = &s->pc[i];
-		recv += pc->n_recv - pc->n_snap;
-		uniq += pc->n_unique;
-		dup += pc->n_dup;
-		acked += pc->n_acked;
+		recv += pc->rv.n_recv;
+		uniq += pc->rv.n_unique;
+		dup += pc->rv.n_dup;
+		acked += pc->rv.n_acked;
 		snap += pc->n_snap;
-		sent += sent_estimate(pc);
+		sent += gd_recv_sent(&pc->rv);
 		ended += pc->state == PS_ENDED;
 	}
 	gd_ctl_printf(cl, "stats 1\n");
@@ -886,7 +855,7 @@ static void ctl_stats(struct sub *s, struct gd_ctl_client *cl)
 	    "reliability:n\tuniqueness:n\n");
 	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
-	    recv, uniq, dup, snap, acked, s->unacked, sent);
+	    recv, uniq, dup, snap, acked, unacked(s), sent);
 	if (sent > 0)
 		gd_ctl_printf(cl, "%.4f\t", (double)uniq / (double)sent);
 	else
@@ -970,16 +939,18 @@ static void flush_acks(struct sub *s)
 			uv_write_t *w;
 			uint8_t *d;
 			uv_buf_t b;
-			if (n > ACKS_PER_FRAME)
-				n = ACKS_PER_FRAME;
-			w = malloc(sizeof(*w) + GD_WIRE_HDR + 8 * n);
+			if (n > GD_ACKS_PER_FRAME)
+				n = GD_ACKS_PER_FRAME;
+			w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
 			if (w == NULL)
 				break;
 			d = (uint8_t *)(w + 1);
-			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(8 * n));
+			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
 			for (k = 0; k < n; k++)
-				gd_put64(d + GD_WIRE_HDR + 8 * k, pc->acks[off + k]);
-			b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + 8 * n));
+				gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
+				    pc->acks[off + k].id, pc->acks[off + k].seq);
+			b = uv_buf_init((char *)d,
+			    (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
 			if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
 			    free_write) != 0)
 				free(w);
@@ -1003,7 +974,7 @@ static void on_linger(uv_timer_t *t)
 {
 	struct sub *s = t->data;
 	gd_warn("%" PRIu64 " blocks written on stdout were not acknowledged "
-	    "within --linger %g seconds", s->unacked, s->opt.linger);
+	    "within --linger %g seconds", unacked(s), s->opt.linger);
 	finish(s, GD_EX_OK);
 }
 
@@ -1017,7 +988,7 @@ static void out_closed(uv_handle_t *h)
  * keys that need no acknowledgement, as with numSubs=0). */
 static void maybe_done(struct sub *s)
 {
-	if (s->closing && !s->done && (s->unacked == 0 || !s->conf->gd) &&
+	if (s->closing && !s->done && (!s->conf->gd || unacked(s) == 0) &&
 	    s->ctl.clients == NULL)
 		finish(s, GD_EX_OK);
 }
@@ -1094,7 +1065,7 @@ static void on_signal(uv_signal_t *h, int sig)
 
 	if (++s->sigs >= 2) {
 		gd_err("second %s: exiting with %" PRIu64 " blocks unacknowledged",
-		    sig == SIGINT ? "SIGINT" : "SIGTERM", s->unacked);
+		    sig == SIGINT ? "SIGINT" : "SIGTERM", unacked(s));
 		exit(sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
 	}
 	begin_close(s, sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -1165,7 +1136,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		uv_timer_init(&s->loop, &pc->retry);
 		pc->retry.data = pc;
 		if (gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
-		    gd_dedup_init(&pc->dd) != 0) {
+		    gd_recv_init(&pc->rv, (int)conf->dedup) != 0) {
 			gd_err("out of memory");
 			finish(s, GD_EX_FAIL);
 			break;
@@ -1200,7 +1171,7 @@ out:
 	uv_loop_close(&s->loop);
 	for (i = 0; s->pc && i < s->npc; i++) {
 		gd_rbuf_free(&s->pc[i].rb);
-		gd_dedup_free(&s->pc[i].dd);
+		gd_recv_free(&s->pc[i].rv);
 		free(s->pc[i].acks);
 	}
 	free(s->pc);

@@ -36,7 +36,7 @@ int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
 	} else if (type != GD_F_ACK && blen > GD_CTRL_MAX) {
 		return -1;
 	}
-	if (type == GD_F_ACK && blen % 8 != 0)
+	if (type == GD_F_ACK && blen % GD_ACK_SIZE != 0)
 		return -1;
 	if (len - GD_WIRE_HDR < blen)
 		return 0;

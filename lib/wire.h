@@ -1,7 +1,10 @@
 /* The wire codec between gdpub and gdsub: length-prefixed frames with a
  * fixed 8-byte header, little-endian integers. Blocks carry id, sequence
- * index and publish time; acks carry many ids per frame. Every decoder
- * checks lengths against an explicit bound before touching the body. */
+ * index and publish time; acks carry many (id, sequence index) pairs per
+ * frame: the pair names the very block acknowledged, so an ack of an
+ * earlier block with a re-published id never counts for the new one.
+ * Every decoder checks lengths against an explicit bound before touching
+ * the body. */
 #ifndef GD_WIRE_H
 #define GD_WIRE_H
 
@@ -9,16 +12,18 @@
 #include <stdint.h>
 #include <string.h>
 
-#define GD_WIRE_VERSION 1
+#define GD_WIRE_VERSION 2		/* 2: acks name (id, seq) */
 #define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
 #define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
 #define GD_CTRL_MAX 4096		/* bound on every non-block frame body */
+#define GD_ACK_SIZE 16			/* u64 id, u64 seq */
+#define GD_ACKS_PER_FRAME (GD_CTRL_MAX * 64 / GD_ACK_SIZE)
 
 enum gd_ftype {
 	GD_F_HELLO = 1,		/* sub -> pub: version, gd, want data, name */
 	GD_F_WELCOME = 2,	/* pub -> sub: version, ack status, limits, origin */
 	GD_F_BLOCK = 3,		/* pub -> sub: one event block */
-	GD_F_ACK = 4,		/* sub -> pub: n x u64 id */
+	GD_F_ACK = 4,		/* sub -> pub: n x (u64 id, u64 seq) */
 	GD_F_FLOOR = 5,		/* pub -> sub: every seq below this is resolved */
 	GD_F_END = 6,		/* pub -> sub: the stream has ended */
 	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
@@ -113,10 +118,24 @@ static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
 /* Next frame in buf[0..len). Returns 1 and fills *f and *used, 0 when more
  * bytes are needed, -1 when the frame is malformed (unknown type, reserved
  * bits set, a body over max_block+24 for blocks, over GD_CTRL_MAX*64 for
- * acks (up to 32768 ids) or GD_CTRL_MAX for the rest, or an ack body that
- * is not a multiple of 8). */
+ * acks (up to GD_ACKS_PER_FRAME) or GD_CTRL_MAX for the rest, or an ack
+ * body that is not a multiple of GD_ACK_SIZE). */
 int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
     struct gd_frame *f, size_t *used);
+
+/* Write one acknowledgement (GD_ACK_SIZE bytes) of an ack frame body. */
+static inline void gd_wire_ack_put(uint8_t *p, uint64_t id, uint64_t seq)
+{
+	gd_put64(p, id);
+	gd_put64(p + 8, seq);
+}
+/* The i-th acknowledgement of an ack frame body. */
+static inline void gd_wire_ack_at(const uint8_t *body, uint32_t i,
+    uint64_t *id, uint64_t *seq)
+{
+	*id = gd_get64(body + (size_t)GD_ACK_SIZE * i);
+	*seq = gd_get64(body + (size_t)GD_ACK_SIZE * i + 8);
+}
 
 int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b);
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h);

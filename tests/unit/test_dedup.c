@@ -1,6 +1,6 @@
 /* Unit tests of lib/dedup.c (a subscriber's set of seen block ids, pruned
- * by the publisher's floor) and lib/idmap.c (the id -> slot hash under it
- * and under the pending table): backward-shift deletion, rehash, and a
+ * by the publisher's floor, waiting entries set aside, ids replaced) and
+ * lib/idmap.c (the id -> slot hash under it and under the pending table): backward-shift deletion, rehash, and a
  * long random run against a plain reference array. Fixed seeds. */
 #include "dedup.h"
 #include "idmap.h"
@@ -51,7 +51,7 @@ TEST(dedup_add_find)
 	gd_dedup_free(&d);
 }
 
-TEST(dedup_prune_stops_at_emitted)
+TEST(dedup_prune_sets_waiting_aside)
 {
 	struct gd_dedup d;
 	uint32_t s[6];
@@ -64,22 +64,29 @@ TEST(dedup_prune_stops_at_emitted)
 	/* nothing below floor 1 */
 	ASSERT_EQ(gd_dedup_prune(&d, 1), 0);
 	ASSERT_EQ(d.count, 6);
-	/* floor 10: 1 and 2 go, 3 (seq 3) waits for gdack and blocks the rest */
-	ASSERT_EQ(gd_dedup_prune(&d, 10), 2);
-	ASSERT_EQ(d.count, 4);
+	/* floor 5: seqs 1-4 leave the order; 3 (EMITTED) waits for gdack
+	 * aside instead of holding back the rest */
+	ASSERT_EQ(gd_dedup_prune(&d, 5), 3);
+	ASSERT_EQ(d.count, 3);
+	ASSERT_EQ(d.off, 1);
 	ASSERT_EQ(gd_dedup_find(&d, 100), GD_NONE);
 	ASSERT_EQ(gd_dedup_find(&d, 101), GD_NONE);
 	ASSERT_EQ(gd_dedup_find(&d, 102), s[2]);
-	ASSERT_EQ(gd_dedup_find(&d, 103), s[3]);
-	ASSERT_EQ(gd_dedup_find(&d, 105), s[5]);
-	ASSERT_EQ(gd_dedup_prune(&d, 10), 0);	/* still waiting */
-	/* acknowledged: pruning resumes, up to the floor only */
-	gd_dedup_at(&d, s[2])->state = GD_DS_ACKED;
-	ASSERT_EQ(gd_dedup_prune(&d, 5), 2);	/* seqs 3, 4 */
-	ASSERT_EQ(gd_dedup_find(&d, 102), GD_NONE);
+	ASSERT_EQ(gd_dedup_at(&d, s[2])->fnext, GD_DEDUP_OFF);
 	ASSERT_EQ(gd_dedup_find(&d, 103), GD_NONE);
 	ASSERT_EQ(gd_dedup_find(&d, 104), s[4]);
+	ASSERT_EQ(d.fhead, s[4]);
+	ASSERT_EQ(gd_dedup_prune(&d, 5), 0);
+	/* still waiting: settling does nothing */
+	ASSERT_EQ(gd_dedup_settled(&d, s[2]), 0);
+	/* acknowledged: freed at once, the floor passed it long ago */
+	gd_dedup_at(&d, s[2])->state = GD_DS_ACKED;
+	ASSERT_EQ(gd_dedup_settled(&d, s[2]), 1);
+	ASSERT_EQ(gd_dedup_find(&d, 102), GD_NONE);
+	ASSERT_EQ(d.off, 0);
 	ASSERT_EQ(d.count, 2);
+	/* an entry in the order is freed by the prune, not by settling */
+	ASSERT_EQ(gd_dedup_settled(&d, s[4]), 0);
 	ASSERT_EQ(gd_dedup_prune(&d, 7), 2);
 	ASSERT_EQ(d.count, 0);
 	ASSERT_EQ(d.fhead, GD_NONE);
@@ -90,6 +97,68 @@ TEST(dedup_prune_stops_at_emitted)
 	ASSERT_EQ(d.fhead, s[0]);
 	ASSERT_EQ(d.ftail, s[0]);
 	ASSERT_EQ(gd_dedup_find(&d, 200), s[0]);
+	gd_dedup_free(&d);
+}
+
+TEST(dedup_waiting_copies_keep_entries)
+{
+	struct gd_dedup d;
+	uint32_t a, b;
+
+	ASSERT_EQ(gd_dedup_init(&d), 0);
+	a = gd_dedup_add(&d, 1, 1, GD_DS_ACKED);
+	b = gd_dedup_add(&d, 2, 2, GD_DS_ACKED);
+	gd_dedup_at(&d, a)->extra = 1;	/* --dedup none copy out */
+	gd_dedup_at(&d, b)->older = 2;	/* earlier blocks' copies out */
+	ASSERT_EQ(gd_dent_waiting(gd_dedup_at(&d, a)), 1);
+	ASSERT_EQ(gd_dent_waiting(gd_dedup_at(&d, b)), 2);
+	ASSERT_EQ(gd_dedup_prune(&d, 10), 0);
+	ASSERT_EQ(d.off, 2);
+	ASSERT_EQ(d.count, 2);
+	gd_dedup_at(&d, a)->extra = 0;
+	ASSERT_EQ(gd_dedup_settled(&d, a), 1);
+	gd_dedup_at(&d, b)->older = 1;
+	ASSERT_EQ(gd_dedup_settled(&d, b), 0);
+	gd_dedup_at(&d, b)->older = 0;
+	ASSERT_EQ(gd_dedup_settled(&d, b), 1);
+	ASSERT_EQ(d.count, 0);
+	ASSERT_EQ(d.off, 0);
+	gd_dedup_free(&d);
+}
+
+TEST(dedup_replace)
+{
+	struct gd_dedup d;
+	uint32_t a, b, n, m;
+
+	ASSERT_EQ(gd_dedup_init(&d), 0);
+	a = gd_dedup_add(&d, 7, 1, GD_DS_EMITTED);
+	b = gd_dedup_add(&d, 8, 2, GD_DS_ACKED);
+	/* id 7 published again as seq 3: a new entry at the tail */
+	n = gd_dedup_replace(&d, a, 3, GD_DS_EMITTED);
+	ASSERT(n != GD_NONE && n != a && n != b);
+	ASSERT_EQ(gd_dedup_find(&d, 7), n);
+	ASSERT_U64(gd_dedup_at(&d, n)->seq, 3);
+	ASSERT_EQ(gd_dedup_at(&d, n)->older, 0);
+	ASSERT_EQ(gd_dedup_at(&d, a)->state, GD_DS_GONE);
+	ASSERT_EQ(d.count, 3);
+	ASSERT_EQ(d.ftail, n);
+	ASSERT_U64(d.max_seq, 3);
+	/* the retired entry goes with the prune, leaving the map alone */
+	ASSERT_EQ(gd_dedup_prune(&d, 3), 2);
+	ASSERT_EQ(d.count, 1);
+	ASSERT_EQ(gd_dedup_find(&d, 7), n);
+	ASSERT_EQ(gd_dedup_find(&d, 8), GD_NONE);
+	/* replacing an entry that waits aside frees it at once */
+	ASSERT_EQ(gd_dedup_prune(&d, 4), 0);
+	ASSERT_EQ(d.off, 1);
+	m = gd_dedup_replace(&d, n, 9, GD_DS_DONE);
+	ASSERT(m != GD_NONE);
+	ASSERT_EQ(d.off, 0);
+	ASSERT_EQ(d.count, 1);
+	ASSERT_EQ(gd_dedup_find(&d, 7), m);
+	ASSERT_EQ(gd_dedup_at(&d, m)->state, GD_DS_DONE);
+	ASSERT_EQ(d.fhead, m);
 	gd_dedup_free(&d);
 }
 
@@ -115,14 +184,16 @@ TEST(dedup_prune_frees_and_reuses)
 	/* arrival order continues from 3: c, x, y */
 	ASSERT_EQ(d.fhead, c);
 	ASSERT_EQ(d.ftail, y);
-	ASSERT_EQ(gd_dedup_prune(&d, 100), 1);	/* c, then x is EMITTED */
-	ASSERT_EQ(d.fhead, x);
+	ASSERT_EQ(gd_dedup_prune(&d, 100), 1);	/* c; x and y wait aside */
+	ASSERT_EQ(d.fhead, GD_NONE);
+	ASSERT_EQ(d.off, 2);
 	/* a long steady state of add + prune never grows the array */
 	{
 		uint64_t i;
 		uint32_t freed = 0;
 		gd_dedup_at(&d, x)->state = GD_DS_ACKED;
 		gd_dedup_at(&d, y)->state = GD_DS_ACKED;
+		ASSERT_EQ(gd_dedup_settled(&d, x) + gd_dedup_settled(&d, y), 2);
 		for (i = 10; i < 100000; i++) {
 			gd_dedup_add(&d, i * 7919, i, GD_DS_ACKED);
 			if (i % 100 == 0)
@@ -134,15 +205,16 @@ TEST(dedup_prune_frees_and_reuses)
 	gd_dedup_free(&d);
 }
 
-/* Many entries, pruned in batches behind a window of EMITTED ones that
- * get acked later, against a reference of what must remain. */
+/* Many entries pruned in batches by a floor 100 behind, with EMITTED
+ * ones acknowledged 200 behind (so they wait aside a while), against a
+ * reference of what must remain. */
 TEST(dedup_many_with_window)
 {
 	enum { N = 60000 };
 	struct gd_dedup d;
 	unsigned char *present = calloc(N, 1);
 	uint32_t *slot = malloc(N * sizeof(*slot));
-	uint64_t bad = 0, i, pruned_to = 0;
+	uint64_t bad = 0, i, acked_to = 0, floor = 0;
 
 	ASSERT_EQ(gd_dedup_init(&d), 0);
 	for (i = 0; i < N; i++) {
@@ -154,19 +226,24 @@ TEST(dedup_many_with_window)
 		if (i >= 300 && i % 50 == 0) {
 			uint64_t k;
 			/* gdack confirms EMITTED entries 200 behind */
-			for (k = pruned_to; k < i - 200; k++)
-				if (present[k] && gd_dedup_at(&d, slot[k])->state ==
+			for (; acked_to < i - 200; acked_to++) {
+				k = acked_to;
+				if (!present[k] || gd_dedup_at(&d, slot[k])->state !=
 				    GD_DS_EMITTED)
-					gd_dedup_at(&d, slot[k])->state = GD_DS_ACKED;
-			/* floor i - 100: everything before it goes, up to the
-			 * first still EMITTED entry */
-			gd_dedup_prune(&d, i - 100);
-			for (k = pruned_to; k < i - 100; k++) {
-				if (gd_dedup_at(&d, slot[k])->state == GD_DS_EMITTED)
-					break;
-				present[k] = 0;
+					continue;
+				gd_dedup_at(&d, slot[k])->state = GD_DS_ACKED;
+				/* only entries the floor passed (aside) settle */
+				if (gd_dedup_settled(&d, slot[k]) != (k < floor))
+					bad++;
+				else if (k < floor)
+					present[k] = 0;
 			}
-			pruned_to = k;
+			/* floor i - 100: what waits for nothing goes */
+			gd_dedup_prune(&d, i - 100);
+			for (k = floor; k < i - 100; k++)
+				if (gd_dedup_at(&d, slot[k])->state != GD_DS_EMITTED)
+					present[k] = 0;
+			floor = i - 100;
 		}
 	}
 	ASSERT_U64(bad, 0);
@@ -181,7 +258,7 @@ TEST(dedup_many_with_window)
 		for (i = 0; i < N; i++)
 			n += present[i];
 		ASSERT_U64(d.count, n);
-		ASSERT(n < 1000);
+		ASSERT(n < 400);
 	}
 	gd_dedup_free(&d);
 	free(present);
@@ -363,7 +440,9 @@ TEST(idmap_random_vs_reference)
 int main(void)
 {
 	RUN(dedup_add_find);
-	RUN(dedup_prune_stops_at_emitted);
+	RUN(dedup_prune_sets_waiting_aside);
+	RUN(dedup_waiting_copies_keep_entries);
+	RUN(dedup_replace);
 	RUN(dedup_prune_frees_and_reuses);
 	RUN(dedup_many_with_window);
 	RUN(idmap_wraparound_delete);

@@ -460,6 +460,10 @@ TEST(floor_past_2_32)
 	ASSERT_EQ(gd_pending_init(&p, 1000, 0), 0);
 	for (i = 0; i < 8; i++)
 		s[i] = gd_pending_add(&p, 1000 + i, base + i, 0, 0, 0, 0);
+	/* the full index comes back from its low 32 bits across 2^32: an
+	 * acknowledgement is checked against it */
+	for (i = 0; i < 8; i++)
+		ASSERT_U64(gd_pending_seq(&p, gd_pending_at(&p, s[i])), base + i);
 	ASSERT_U64(gd_pending_floor(&p, base + 8), base);
 	gd_pending_remove(&p, s[0]);
 	gd_pending_remove(&p, s[1]);

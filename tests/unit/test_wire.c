@@ -295,10 +295,9 @@ TEST(u64_and_empty_frames)
 	ASSERT_U64(gd_get64(f.body), 0xdeadbeefcafef00dull);
 	ASSERT(all_prefixes_need_more(buf, n, 0));
 
+	/* an ack names (id, seq): one u64 alone is malformed */
 	n = gd_wire_u64(buf, GD_F_ACK, 42);
-	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
-	ASSERT_EQ(f.type, GD_F_ACK);
-	ASSERT_U64(gd_get64(f.body), 42);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), -1);
 
 	n = gd_wire_empty(buf, GD_F_END);
 	ASSERT_EQ(n, GD_WIRE_HDR);
@@ -315,19 +314,25 @@ TEST(u64_and_empty_frames)
 
 TEST(ack_frame_many_ids)
 {
-	uint8_t a[GD_WIRE_HDR + 8 * 5];
+	uint8_t a[GD_WIRE_HDR + GD_ACK_SIZE * 5];
 	struct gd_frame f;
 	size_t used;
 	unsigned i;
 
-	gd_wire_hdr(a, GD_F_ACK, 0, 8 * 5);
-	for (i = 0; i < 5; i++)
-		gd_put64(a + GD_WIRE_HDR + 8 * i, 1000 + i);
+	gd_wire_hdr(a, GD_F_ACK, 0, GD_ACK_SIZE * 5);
+	for (i = 0; i < 5; i++) {
+		gd_put64(a + GD_WIRE_HDR + GD_ACK_SIZE * i, 1000 + i);
+		gd_put64(a + GD_WIRE_HDR + GD_ACK_SIZE * i + 8, 7 + i);
+	}
 	ASSERT_EQ(next_copy(a, sizeof(a), 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_next(a, sizeof(a), 0, &f, &used), 1);
-	ASSERT_EQ(f.len, 40);
-	for (i = 0; i < 5; i++)
-		ASSERT_U64(gd_get64(f.body + 8 * i), 1000 + i);
+	ASSERT_EQ(f.len, GD_ACK_SIZE * 5);
+	for (i = 0; i < 5; i++) {
+		uint64_t id, seq;
+		gd_wire_ack_at(f.body, i, &id, &seq);
+		ASSERT_U64(id, 1000 + i);
+		ASSERT_U64(seq, 7 + i);
+	}
 	ASSERT(all_prefixes_need_more(a, sizeof(a), 0));
 	/* an empty ack is well-formed */
 	gd_wire_hdr(a, GD_F_ACK, 0, 0);
@@ -384,16 +389,19 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, 25, 0), -1);
 	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, UINT32_MAX, UINT32_MAX - 24), 0);
 	ASSERT_EQ(hdr_verdict(GD_F_BLOCK, UINT32_MAX, MAXB), -1);
-	/* acks: multiples of 8 only */
+	/* acks: whole (id, seq) pairs only */
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, 4, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 8, MAXB), -1);
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, 12, MAXB), -1);
-	ASSERT_EQ(hdr_verdict(GD_F_ACK, 7, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 24, MAXB), -1);
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, 16, MAXB), 0);
-	/* acks batch up to GD_CTRL_MAX * 64 bytes (32768 ids, gdsub's
-	 * ACKS_PER_FRAME); other control frames GD_CTRL_MAX */
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, 32, MAXB), 0);
+	/* acks batch up to GD_CTRL_MAX * 64 bytes (GD_ACKS_PER_FRAME pairs);
+	 * other control frames GD_CTRL_MAX */
+	ASSERT_EQ(GD_ACKS_PER_FRAME * GD_ACK_SIZE, GD_CTRL_MAX * 64);
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64, MAXB), 0);
-	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
-	ASSERT_EQ(hdr_verdict(GD_F_ACK, UINT32_MAX - 7, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64 + 16, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_ACK, UINT32_MAX - 15, MAXB), -1);
 	for (t = 1; t <= GD_F_MAX; t++) {
 		if (t == GD_F_BLOCK || t == GD_F_ACK)
 			continue;
@@ -469,7 +477,9 @@ TEST(back_to_back)
 	n += gd_wire_block(s + n, &b1);
 	n += gd_wire_block(s + n, &b2);
 	n += gd_wire_block(s + n, &b3);
-	n += gd_wire_u64(s + n, GD_F_ACK, 2);
+	gd_wire_hdr(s + n, GD_F_ACK, 0, GD_ACK_SIZE);
+	gd_wire_ack_put(s + n + GD_WIRE_HDR, 2, 11);
+	n += GD_WIRE_HDR + GD_ACK_SIZE;
 	n += gd_wire_u64(s + n, GD_F_FLOOR, 12);
 	n += gd_wire_empty(s + n, GD_F_END);
 	/* and half of another block */

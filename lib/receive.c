@@ -1,0 +1,152 @@
+/* The subscriber's delivery rules (see receive.h). */
+#include "receive.h"
+#include "conf.h"
+
+int gd_recv_init(struct gd_recv *r, int dedup)
+{
+	r->dedup = dedup;
+	r->floor = 0;
+	r->unacked = 0;
+	r->seq_base = 0;
+	r->n_recv = r->n_unique = r->n_dup = r->n_acked = 0;
+	return gd_dedup_init(&r->dd);
+}
+
+void gd_recv_free(struct gd_recv *r)
+{
+	gd_dedup_free(&r->dd);
+}
+
+/* A copy of the block the entry holds. */
+static int same_block(struct gd_recv *r, struct gd_dent *e, int how)
+{
+	int gd = (how & GD_RB_GD) != 0;
+
+	r->n_dup++;
+	if (e->state == GD_DS_ACKED && gd)
+		return GD_RV_REACK;	/* its acknowledgement was lost */
+	if (r->dedup != GD_DEDUP_NONE || (how & GD_RB_CLOSED))
+		return GD_RV_DUP;
+	/* at-least-once: the copy goes out too and needs its own ack */
+	if ((e->state == GD_DS_EMITTED || e->state == GD_DS_ACKED) &&
+	    e->extra < UINT16_MAX) {
+		e->extra++;
+		r->unacked++;
+		return GD_RV_COPY;
+	}
+	/* receive-only copies go out; others never */
+	if (e->state != GD_DS_DONE || gd || (how & GD_RB_UNWRITABLE))
+		return GD_RV_DUP;
+	return GD_RV_COPY;
+}
+
+int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
+{
+	uint32_t slot, state = (how & GD_RB_GD) ? GD_DS_EMITTED : GD_DS_DONE;
+	struct gd_dent *e = NULL;
+
+	r->n_recv++;
+	if (seq < r->floor) {	/* resolved at the publisher: a late copy */
+		r->n_dup++;
+		return GD_RV_DUP;
+	}
+	slot = gd_dedup_find(&r->dd, id);
+	if (slot != GD_NONE) {
+		e = gd_dedup_at(&r->dd, slot);
+		if (seq == e->seq)
+			return same_block(r, e, how);
+		if (seq < e->seq) {	/* an earlier block with this id, resolved
+					 * before this one was published */
+			r->n_dup++;
+			return GD_RV_DUP;
+		}
+	}
+	if (how & GD_RB_CLOSED)
+		return GD_RV_CLOSED;
+	if (how & GD_RB_UNWRITABLE)
+		state = GD_DS_DONE;
+	if (e == NULL) {
+		slot = gd_dedup_add(&r->dd, id, seq, state);
+	} else {
+		/* a re-published id: the copies of the earlier block still in
+		 * the pipeline are credited first */
+		unsigned carried = gd_dent_waiting(e);
+		if (carried > GD_DEDUP_MAX_OLDER)
+			return GD_RV_TOO_MANY;
+		slot = gd_dedup_replace(&r->dd, slot, seq, state);
+		if (slot != GD_NONE)
+			gd_dedup_at(&r->dd, slot)->older = (uint8_t)carried;
+	}
+	if (slot == GD_NONE)
+		return GD_RV_NOMEM;
+	if (how & GD_RB_UNWRITABLE)
+		return GD_RV_UNWRITABLE;
+	r->n_unique++;
+	if (state == GD_DS_EMITTED)
+		r->unacked++;
+	return GD_RV_NEW;
+}
+
+int gd_recv_ack(struct gd_recv *r, uint64_t id, int ended, uint64_t *seq)
+{
+	uint32_t slot = gd_dedup_find(&r->dd, id);
+	struct gd_dent *e;
+	int rc = GD_RA_SEND;
+
+	if (slot == GD_NONE)
+		return GD_RA_UNKNOWN;
+	e = gd_dedup_at(&r->dd, slot);
+	if (e->older > 0) {
+		/* an earlier block's copy: the publisher resolved that block
+		 * before it published this one, so nothing is sent */
+		e->older--;
+		r->unacked--;
+		gd_dedup_settled(&r->dd, slot);
+		return GD_RA_OK;
+	}
+	if (e->state == GD_DS_DONE && e->extra == 0)
+		return GD_RA_NOT_WRITTEN;
+	if (e->state == GD_DS_EMITTED) {
+		if (ended) {
+			/* the publisher resolved it without us: NACKed */
+			r->unacked -= 1u + e->extra;
+			e->state = GD_DS_DONE;
+			e->extra = 0;
+			gd_dedup_settled(&r->dd, slot);
+			return GD_RA_ENDED;
+		}
+		e->state = GD_DS_ACKED;
+		r->unacked--;
+	} else if (e->extra > 0) {
+		e->extra--;	/* another copy done (--dedup none) */
+		r->unacked--;
+	}
+	if (ended)
+		rc = GD_RA_OK;	/* acknowledged before; nothing left to send */
+	else
+		r->n_acked++;
+	*seq = e->seq;
+	gd_dedup_settled(&r->dd, slot);
+	return rc;
+}
+
+void gd_recv_floor(struct gd_recv *r, uint64_t floor)
+{
+	if (floor <= r->floor)
+		return;
+	r->floor = floor;
+	gd_dedup_prune(&r->dd, floor);
+}
+
+int64_t gd_recv_reset(struct gd_recv *r)
+{
+	int64_t lost = (int64_t)r->unacked;
+
+	r->seq_base += r->dd.max_seq;
+	gd_dedup_free(&r->dd);
+	r->unacked = 0;
+	r->floor = 0;
+	if (gd_dedup_init(&r->dd) != 0)
+		return -1;
+	return lost;
+}

@@ -1,0 +1,76 @@
+/* What a subscriber does with each block of one publisher and with each
+ * acknowledgement its pipeline gives back (SPEC §5), with no I/O: the
+ * engine (lib/sub.c) acts on the verdicts.
+ *
+ * A block is its id *and* its sequence index: a resend keeps both, so a
+ * copy with the same pair is a duplicate (dropped with --dedup id, written
+ * again with --dedup none, acknowledged again if it was acknowledged); a
+ * re-published id gets a new sequence index from the publisher and is a
+ * new block. Keys in a pipeline carry only the id, so acknowledgements of
+ * one key are credited to its copies in the order they were written: the
+ * acknowledgement that reaches the publisher names the sequence index of
+ * the copy it completes, and the publisher counts it for that block only.
+ * A payload is never acknowledged unless gdack acknowledged that copy, or
+ * a later one of the same key. */
+#ifndef GD_RECEIVE_H
+#define GD_RECEIVE_H
+
+#include <stdint.h>
+
+#include "dedup.h"
+
+/* how a block can be handled, from the engine's state */
+#define GD_RB_GD 1		/* acknowledgements go back to the publisher */
+#define GD_RB_UNWRITABLE 2	/* the output format cannot carry it */
+#define GD_RB_CLOSED 4		/* stdout is closed: nothing new is written */
+
+enum gd_rverdict {
+	GD_RV_NEW = 1,		/* a new block: write it */
+	GD_RV_COPY,		/* --dedup none: write this copy again */
+	GD_RV_REACK,		/* a copy of an acknowledged block: ack again */
+	GD_RV_DUP,		/* a duplicate, or a copy of a resolved block */
+	GD_RV_UNWRITABLE,	/* new, cannot be written: never acknowledged */
+	GD_RV_CLOSED,		/* new, but stdout is closed: not recorded */
+	GD_RV_TOO_MANY,		/* new, but GD_DEDUP_MAX_OLDER earlier copies of
+				 * its id are unacknowledged: not written */
+	GD_RV_NOMEM,
+};
+
+enum gd_raverdict {
+	GD_RA_SEND = 1,		/* send the acknowledgement (id, *seq) */
+	GD_RA_OK,		/* credited; nothing to send */
+	GD_RA_UNKNOWN,		/* no such block waits for acknowledgement */
+	GD_RA_NOT_WRITTEN,	/* the block was not written on stdout */
+	GD_RA_ENDED,		/* the publisher ended before it: it was NACKed */
+};
+
+struct gd_recv {
+	struct gd_dedup dd;
+	int dedup;		/* GD_DEDUP_ID or GD_DEDUP_NONE (conf.h) */
+	uint64_t floor;		/* every sequence index below it is resolved */
+	uint64_t unacked;	/* copies written and not yet acknowledged */
+	uint64_t seq_base;	/* blocks of the publisher's earlier runs */
+	uint64_t n_recv, n_unique, n_dup, n_acked;
+};
+
+int gd_recv_init(struct gd_recv *r, int dedup);
+void gd_recv_free(struct gd_recv *r);
+/* A block (not a snapshot one) arrived; how is one of GD_RB_*. */
+int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how);
+/* gdack acknowledged key id; ended: the publisher has ended its stream.
+ * On GD_RA_SEND *seq is the copy's sequence index. */
+int gd_recv_ack(struct gd_recv *r, uint64_t id, int ended, uint64_t *seq);
+/* The publisher's floor: every sequence index below it is resolved. */
+void gd_recv_floor(struct gd_recv *r, uint64_t floor);
+/* The publisher restarted (a new run, ids start over): forget its blocks.
+ * Returns how many written copies will never be acknowledged, or -1 when
+ * out of memory. */
+int64_t gd_recv_reset(struct gd_recv *r);
+/* Blocks the publisher has sent so far, as far as this subscriber knows:
+ * sequence indexes run 1, 2, 3... in each run. */
+static inline uint64_t gd_recv_sent(const struct gd_recv *r)
+{
+	return r->seq_base + r->dd.max_seq;
+}
+
+#endif

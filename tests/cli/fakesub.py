@@ -1,0 +1,68 @@
+#!/usr/bin/env python3
+"""A scripted gdsub for fault injection: speaks gdpub's wire protocol
+(version 2) on one TCP connection and acknowledges only what the test says.
+
+usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
+  Connects as a GD subscriber NAME, writes one line per event to EVENTS
+  ("welcome STATUS", "block ID SEQ FLAGS PAYLOAD", "floor N", "end"), and
+  follows the commands appended to CMDFILE, one a line:
+  "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are),
+  "bye", "quit". Exits at "quit", at the publisher's end or close.
+"""
+import os, select, socket, struct, sys, time
+
+host, port, name, cmdfile, events = sys.argv[1:6]
+s = socket.create_connection((host, int(port)), timeout=10)
+s.setblocking(False)
+ev = open(events, "a", buffering=1)
+hello = struct.pack("<HBB", 2, 1, 1) + name.encode()
+s.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
+buf, done, pos = b"", False, 0
+while not done:
+    r, _, _ = select.select([s], [], [], 0.02)
+    if r:
+        d = s.recv(65536)
+        if not d:
+            break
+        buf += d
+        while len(buf) >= 8:
+            n, t, fl = struct.unpack_from("<IBB", buf)
+            if len(buf) < 8 + n:
+                break
+            body, buf = buf[8:8 + n], buf[8 + n:]
+            if t == 2:
+                ev.write("welcome %d\n" % body[2])
+            elif t == 3:
+                i, q, _ = struct.unpack_from("<QQQ", body)
+                ev.write("block %d %d %d %s\n" % (i, q, fl, body[24:].decode("latin-1")))
+            elif t == 5:
+                ev.write("floor %d\n" % struct.unpack_from("<Q", body)[0])
+            elif t == 6:
+                ev.write("end\n")
+                done = True
+    if os.path.exists(cmdfile):
+        with open(cmdfile) as f:
+            f.seek(pos)
+            lines = f.readlines()
+            pos = f.tell()
+        for l in lines:
+            w = l.split()
+            if not w:
+                continue
+            if w[0] == "ack":
+                v = [int(x) for x in w[1:]]
+                body = b"".join(struct.pack("<QQ", v[i], v[i + 1]) for i in range(0, len(v), 2))
+                s.setblocking(True)
+                s.sendall(struct.pack("<IBBH", len(body), 4, 0, 0) + body)
+                s.setblocking(False)
+            elif w[0] == "raw":
+                s.setblocking(True)
+                s.sendall(bytes.fromhex(w[1]))
+                s.setblocking(False)
+            elif w[0] == "bye":
+                s.setblocking(True)
+                s.sendall(struct.pack("<IBBH", 0, 7, 0, 0))
+                s.setblocking(False)
+            elif w[0] == "quit":
+                done = True
+s.close()

@@ -1,0 +1,236 @@
+/* Unit tests of lib/receive.c, the subscriber's delivery rules, without
+ * processes: duplicates, re-acknowledgement, --dedup none, re-published
+ * ids (a new sequence index is a new block; acks are credited to copies in
+ * the order they were written and name the copy's sequence index), the
+ * floor, the end of a publisher's stream and its restart. */
+#include "conf.h"
+#include "receive.h"
+#include "unit.h"
+
+#define GD GD_RB_GD
+
+static uint64_t ack(struct gd_recv *r, uint64_t id, int want)
+{
+	uint64_t seq = UINT64_MAX;
+	int rc = gd_recv_ack(r, id, 0, &seq);
+	if (rc != want)
+		FAILF("ack %" PRIu64 ": verdict %d, expected %d", id, rc, want);
+	return seq;
+}
+
+TEST(new_dup_ack_reack)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 5, 1, GD), GD_RV_NEW);
+	ASSERT_U64(r.unacked, 1);
+	ASSERT_EQ(gd_recv_block(&r, 5, 1, GD), GD_RV_DUP);	/* resent */
+	ASSERT_U64(ack(&r, 5, GD_RA_SEND), 1);
+	ASSERT_U64(r.unacked, 0);
+	/* resent again because the ack was lost: acknowledged again */
+	ASSERT_EQ(gd_recv_block(&r, 5, 1, GD), GD_RV_REACK);
+	/* receive-only: nothing to acknowledge */
+	ASSERT_EQ(gd_recv_block(&r, 5, 1, 0), GD_RV_DUP);
+	/* gdack repeats a key: acknowledged again, harmless */
+	ASSERT_U64(ack(&r, 5, GD_RA_SEND), 1);
+	ack(&r, 6, GD_RA_UNKNOWN);
+	ASSERT_U64(r.n_recv, 4);
+	ASSERT_U64(r.n_unique, 1);
+	ASSERT_U64(r.n_dup, 3);
+	ASSERT_U64(r.n_acked, 2);
+	gd_recv_free(&r);
+}
+
+/* Issue 15: ID 1 acknowledged, then published again with new content:
+ * it is a new block, written, and acknowledged on its own. */
+TEST(reused_id_after_ack_is_new)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 1);
+	/* no floor yet: the subscriber still remembers seq 1 */
+	ASSERT_EQ(gd_recv_block(&r, 1, 2, GD), GD_RV_NEW);
+	ASSERT_U64(r.unacked, 1);
+	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 2);
+	ASSERT_U64(r.unacked, 0);
+	/* a late copy of the first block is not the second */
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_DUP);
+	/* and a copy of the second is acknowledged again */
+	ASSERT_EQ(gd_recv_block(&r, 1, 2, GD), GD_RV_REACK);
+	gd_recv_free(&r);
+}
+
+/* Issue 15: block 1 NACKed while still in the pipeline, ID 1 retried:
+ * the first acknowledgement is the first copy's, and only the second
+ * reaches the publisher, naming the retry's sequence index. */
+TEST(reused_id_while_first_in_pipeline)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 1, 7, GD), GD_RV_NEW);
+	ASSERT_U64(r.unacked, 2);
+	ack(&r, 1, GD_RA_OK);		/* the first copy: nothing sent */
+	ASSERT_U64(r.unacked, 1);
+	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 7);
+	ASSERT_U64(r.unacked, 0);
+	ASSERT_U64(r.n_acked, 1);
+	/* a third publication while both earlier copies are out */
+	ASSERT_EQ(gd_recv_block(&r, 1, 9, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 1, 12, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 1, 15, GD), GD_RV_NEW);
+	ASSERT_U64(r.unacked, 3);
+	ack(&r, 1, GD_RA_OK);
+	ack(&r, 1, GD_RA_OK);
+	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 15);
+	gd_recv_free(&r);
+}
+
+TEST(reused_id_too_many_waiting)
+{
+	struct gd_recv r;
+	uint64_t i;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	for (i = 1; i <= GD_DEDUP_MAX_OLDER + 1; i++)
+		ASSERT_EQ(gd_recv_block(&r, 3, i, GD), GD_RV_NEW);
+	/* 256 copies out, unacknowledged: the next one cannot be tracked */
+	ASSERT_EQ(gd_recv_block(&r, 3, i, GD), GD_RV_TOO_MANY);
+	ASSERT_U64(r.unacked, GD_DEDUP_MAX_OLDER + 1);
+	ack(&r, 3, GD_RA_OK);
+	ASSERT_EQ(gd_recv_block(&r, 3, i + 1, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+}
+
+TEST(dedup_none_copies)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_NONE), 0);
+	ASSERT_EQ(gd_recv_block(&r, 4, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 4, 1, GD), GD_RV_COPY);
+	ASSERT_U64(r.unacked, 2);
+	ASSERT_U64(ack(&r, 4, GD_RA_SEND), 1);
+	ASSERT_U64(ack(&r, 4, GD_RA_SEND), 1);
+	ASSERT_U64(r.unacked, 0);
+	/* after the ack a copy is acknowledged again, not written */
+	ASSERT_EQ(gd_recv_block(&r, 4, 1, GD), GD_RV_REACK);
+	/* receive-only copies are written again, untracked */
+	ASSERT_EQ(gd_recv_block(&r, 8, 2, 0), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 8, 2, 0), GD_RV_COPY);
+	ASSERT_U64(r.unacked, 0);
+	/* a copy, then the id published again: both copies come first */
+	ASSERT_EQ(gd_recv_block(&r, 9, 3, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 9, 3, GD), GD_RV_COPY);
+	ASSERT_EQ(gd_recv_block(&r, 9, 4, GD), GD_RV_NEW);
+	ASSERT_U64(r.unacked, 3);
+	ack(&r, 9, GD_RA_OK);
+	ack(&r, 9, GD_RA_OK);
+	ASSERT_U64(ack(&r, 9, GD_RA_SEND), 4);
+	/* stdout closed: copies are not written */
+	ASSERT_EQ(gd_recv_block(&r, 9, 4, GD | GD_RB_CLOSED), GD_RV_REACK);
+	ASSERT_EQ(gd_recv_block(&r, 8, 2, GD_RB_CLOSED), GD_RV_DUP);
+	gd_recv_free(&r);
+}
+
+TEST(unwritable_and_closed)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 2, 1, GD | GD_RB_UNWRITABLE),
+	    GD_RV_UNWRITABLE);
+	ASSERT_U64(r.unacked, 0);
+	ASSERT_EQ(gd_recv_block(&r, 2, 1, GD | GD_RB_UNWRITABLE), GD_RV_DUP);
+	ack(&r, 2, GD_RA_NOT_WRITTEN);
+	/* the id published again with a payload that fits */
+	ASSERT_EQ(gd_recv_block(&r, 2, 5, GD), GD_RV_NEW);
+	ASSERT_U64(ack(&r, 2, GD_RA_SEND), 5);
+	/* stdout closed: a new block is not written nor remembered */
+	ASSERT_EQ(gd_recv_block(&r, 3, 6, GD | GD_RB_CLOSED), GD_RV_CLOSED);
+	ack(&r, 3, GD_RA_UNKNOWN);
+	ASSERT_EQ(gd_recv_block(&r, 2, 9, GD | GD_RB_CLOSED), GD_RV_CLOSED);
+	gd_recv_free(&r);
+}
+
+TEST(ended_publisher)
+{
+	struct gd_recv r;
+	uint64_t seq = 0;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 2, 2, GD), GD_RV_NEW);
+	ASSERT_U64(ack(&r, 2, GD_RA_SEND), 2);
+	/* the publisher ended: block 1 was NACKed, 2 needs nothing more */
+	ASSERT_EQ(gd_recv_ack(&r, 1, 1, &seq), GD_RA_ENDED);
+	ASSERT_U64(r.unacked, 0);
+	ASSERT_EQ(gd_recv_ack(&r, 2, 1, &seq), GD_RA_OK);
+	ASSERT_EQ(gd_recv_ack(&r, 1, 1, &seq), GD_RA_NOT_WRITTEN);
+	gd_recv_free(&r);
+}
+
+TEST(floor_drops_late_copies_and_frees)
+{
+	struct gd_recv r;
+	uint64_t i;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	for (i = 1; i <= 10; i++)
+		ASSERT_EQ(gd_recv_block(&r, 100 + i, i, GD), GD_RV_NEW);
+	for (i = 2; i <= 10; i++)
+		ack(&r, 100 + i, GD_RA_SEND);
+	gd_recv_floor(&r, 11);
+	/* 2..10 are forgotten; 1 still waits for gdack, set aside */
+	ASSERT_EQ(r.dd.count, 1);
+	ASSERT_EQ(r.dd.off, 1);
+	/* a copy of a resolved block below the floor is a duplicate, even
+	 * though its entry is gone: never written twice */
+	ASSERT_EQ(gd_recv_block(&r, 105, 5, GD), GD_RV_DUP);
+	ASSERT_U64(ack(&r, 101, GD_RA_SEND), 1);
+	ASSERT_EQ(r.dd.count, 0);
+	ack(&r, 101, GD_RA_UNKNOWN);
+	/* a floor never goes back */
+	gd_recv_floor(&r, 3);
+	ASSERT_U64(r.floor, 11);
+	/* ids may come back above the floor */
+	ASSERT_EQ(gd_recv_block(&r, 105, 11, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+}
+
+TEST(reset_on_restart)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 2, 2, GD), GD_RV_NEW);
+	ack(&r, 2, GD_RA_SEND);
+	gd_recv_floor(&r, 2);
+	ASSERT_U64(gd_recv_sent(&r), 2);
+	ASSERT_EQ(gd_recv_reset(&r), 1);
+	ASSERT_U64(r.unacked, 0);
+	ASSERT_U64(r.floor, 0);
+	/* the new run starts over at 1: not a duplicate */
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_U64(gd_recv_sent(&r), 3);
+	gd_recv_free(&r);
+}
+
+int main(void)
+{
+	RUN(new_dup_ack_reack);
+	RUN(reused_id_after_ack_is_new);
+	RUN(reused_id_while_first_in_pipeline);
+	RUN(reused_id_too_many_waiting);
+	RUN(dedup_none_copies);
+	RUN(unwritable_and_closed);
+	RUN(ended_publisher);
+	RUN(floor_drops_late_copies_and_frees);
+	RUN(reset_on_restart);
+	return UNIT_DONE();
+}
