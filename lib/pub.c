@@ -14,6 +14,7 @@
 #include "pending.h"
 #include "rank.h"
 #include "stream.h"
+#include "window.h"
 #include "wire.h"
 
 #include <errno.h>
@@ -86,6 +87,7 @@ struct pub {
 	struct gd_sreader sr;		/* -f frame: the input stream */
 	size_t origin_len;
 	struct gd_pending pend;
+	struct gd_window win;		/* how many GD blocks may be pending */
 	int gd;				/* numSubs > 0 */
 	unsigned needed;
 	struct sconn *conns;
@@ -332,8 +334,6 @@ static void resolve(struct pub *p, uint32_t slot, int acked)
 	}
 	gd_chunk_unref(&p->in, c);
 	gd_pending_remove(&p->pend, slot);
-	if (p->pend.count + 1 == (uint64_t)p->conf->max_pending)
-		kick(p);
 }
 
 static void arm_timer(struct pub *p)
@@ -369,8 +369,10 @@ static void on_timer(uv_timer_t *t)
 		} else {
 			resolve(p, s, 0);
 		}
+		gd_window_expired(&p->win, p->now);
 	}
 	arm_timer(p);
+	kick(p);
 	check_done(p);
 }
 
@@ -482,7 +484,7 @@ static int parse_paused(struct pub *p)
 		return 1;
 	if (p->opt.wait_ready && !p->ready)
 		return 1;
-	if (p->gd && p->pend.count >= (uint64_t)p->conf->max_pending)
+	if (p->gd && p->pend.count >= gd_window_size(&p->win))
 		return 1;
 	if (p->stream_out && gd_out_backlog(&p->sout) > BACKLOG_HIGH)
 		return 1;
@@ -774,7 +776,7 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
-	uint32_t i, n = f->len / GD_ACK_SIZE;
+	uint32_t i, n = f->len / GD_ACK_SIZE, before = p->pend.count;
 
 	if (c->slot < 0)
 		return;		/* not a GD subscriber: its acks do not count */
@@ -793,6 +795,10 @@ static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		}
 		if (gd_pending_ack(&p->pend, s, (unsigned)c->slot) >= p->needed)
 			resolve(p, s, 1);
+	}
+	if (p->pend.count < before) {
+		gd_window_acked(&p->win, p->now, before - p->pend.count, before);
+		kick(p);
 	}
 }
 
@@ -1075,15 +1081,19 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl, uint64_t now)
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
-	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\n");
+	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\n");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%" PRIu64 "\t%"
-	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n", p->n_pub,
+	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", p->n_pub,
 	    p->n_ack, p->n_nack, p->n_reject, p->n_resent, p->pend.count,
 	    p->n_bytes, up, rate_now(p, now),
 	    up > 0 ? (double)p->n_pub / up : 0.0, gd_hist_pct(&p->lat, 50),
 	    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
 	    p->lat.max, p->n_late_acks);
+	if (p->gd)
+		gd_ctl_printf(cl, "%u\n", gd_window_size(&p->win));
+	else
+		gd_ctl_reply(cl, "-\n", 2);
 }
 
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
@@ -1114,6 +1124,12 @@ static void on_tick(uv_timer_t *t)
 	struct pub *p = t->data;
 	uint64_t now = uv_hrtime();
 
+	if (p->gd) {
+		gd_window_check(&p->win, now, p->pend.head == GD_NONE ? 0 :
+		    gd_pending_at(&p->pend, p->pend.head)->sent_ns,
+		    p->pend.count);
+		kick(p);
+	}
 	p->rate_s[p->rate_head].t = now;
 	p->rate_s[p->rate_head].n = p->n_pub;
 	p->rate_head = (p->rate_head + 1) % RATE_SAMPLES;
@@ -1389,6 +1405,8 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		uv_close((uv_handle_t *)&p->srv, NULL);
 		goto out;
 	}
+	gd_window_init(&p->win, (uint64_t)(conf->timeout * 1e9),
+	    (uint32_t)conf->max_pending, p->now);
 	if (gd_pending_init(&p->pend, (uint64_t)(conf->timeout * 1e9),
 	    (uint32_t)(conf->max_pending < 65536 ? conf->max_pending : 65536)) != 0 ||
 	    (conf->snapshot > 0 && (p->snap = calloc((size_t)conf->snapshot,

@@ -1,0 +1,233 @@
+/* Unit tests of lib/window.c, the publisher's adaptive in-flight window:
+ * its rules directly, then a simulated publisher (infinite input, sends
+ * while fewer than the window are pending) feeding a FIFO pipeline of a
+ * given speed, with acknowledgements batched by the millisecond as gdsub
+ * and gdack batch them. A pipeline that keeps up with its own steady
+ * speed must see every block acknowledged within the timeout, and a fast
+ * one must reach the full GDpub_maxPending window at once. */
+#include "window.h"
+#include "unit.h"
+
+#include <stdlib.h>
+
+#define MS 1000000ull
+#define S 1000000000ull
+
+TEST(starts_small_and_capped)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 10 * S, 65536, 0);
+	ASSERT_EQ(gd_window_size(&w), GD_WINDOW_INIT);
+	gd_window_init(&w, 10 * S, 8, 0);
+	ASSERT_EQ(gd_window_size(&w), 8);
+	gd_window_init(&w, 10 * S, 0, 0);
+	ASSERT_EQ(gd_window_size(&w), 1);
+}
+
+TEST(round_rules)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 4 * S, 1000000, 0);
+	/* fewer than 32 ACKs and under a quarter timeout: round goes on */
+	gd_window_acked(&w, 20 * MS, 10, 64);
+	ASSERT_EQ(gd_window_size(&w), 64);
+	/* 64 ACKs in 20 ms = 3200/s; x 1 s = 3200, but at most doubled */
+	gd_window_acked(&w, 20 * MS, 54, 64);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	/* 40 ACKs in 100 ms = 400/s: 400 wanted, window 128 -> 256 */
+	gd_window_acked(&w, 120 * MS, 40, 128);
+	ASSERT_EQ(gd_window_size(&w), 256);
+	/* 40 ACKs in 1 s: 40/s, 40 wanted: at most halved, 128 */
+	gd_window_acked(&w, 1120 * MS, 40, 256);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	gd_window_acked(&w, 2120 * MS, 40, 256);
+	ASSERT_EQ(gd_window_size(&w), 64);
+	gd_window_acked(&w, 3120 * MS, 40, 40);
+	ASSERT_EQ(gd_window_size(&w), 40);
+	/* the window was not the limit (at most 10 in flight): no growth */
+	gd_window_acked(&w, 3220 * MS, 400, 10);
+	ASSERT_EQ(gd_window_size(&w), 40);
+	/* but a slow round still shrinks it */
+	gd_window_acked(&w, 4220 * MS, 10, 10);
+	ASSERT_EQ(gd_window_size(&w), 20);
+}
+
+/* ACKs that stop before a round is over (the window filled with blocks
+ * the pipeline will not acknowledge soon): the periodic check ends it. */
+TEST(round_ended_by_check)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 600 * S, 65536, 0);
+	gd_window_acked(&w, 1 * MS, 20, 64);
+	ASSERT_EQ(gd_window_size(&w), 64);
+	gd_window_check(&w, 5 * MS, 0, 64);	/* under 10 ms: not yet */
+	ASSERT_EQ(gd_window_size(&w), 64);
+	gd_window_check(&w, 250 * MS, 0, 64);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	/* no ACK since: nothing to measure */
+	gd_window_check(&w, 500 * MS, 0, 128);
+	ASSERT_EQ(gd_window_size(&w), 128);
+}
+
+TEST(expiry_and_stall_halve)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 10 * S, 1024, 0);
+	w.w = 1024;
+	gd_window_expired(&w, 100 * S);
+	ASSERT_EQ(gd_window_size(&w), 512);
+	gd_window_expired(&w, 100 * S + 1 * MS);	/* the same wave */
+	ASSERT_EQ(gd_window_size(&w), 512);
+	gd_window_expired(&w, 100 * S + 20 * MS);
+	ASSERT_EQ(gd_window_size(&w), 256);
+	/* nothing pending, or the oldest younger than half the timeout */
+	gd_window_check(&w, 200 * S, 0, 0);
+	gd_window_check(&w, 200 * S, 196 * S, 10);
+	ASSERT_EQ(gd_window_size(&w), 256);
+	/* older: halved, then not again within a quarter timeout */
+	gd_window_check(&w, 200 * S, 194 * S, 10);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	gd_window_check(&w, 201 * S, 194 * S, 10);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	gd_window_check(&w, 203 * S, 194 * S, 10);
+	ASSERT_EQ(gd_window_size(&w), 64);
+	for (int i = 0; i < 20; i++)
+		gd_window_check(&w, (204 + 3 * (uint64_t)i) * S, 194 * S, 10);
+	ASSERT_EQ(gd_window_size(&w), 1);
+}
+
+/* ---- simulation ---- */
+
+struct sim {
+	uint64_t n, sent, acked, late, max_window, t_full;
+	uint64_t end;		/* when the last ACK came */
+	uint64_t worst;		/* longest publish -> ACK */
+};
+
+/* The pipeline serves blocks one at a time, FIFO, in service_ns(i) each,
+ * after base_ns of transport; its ACK comes base_ns after service, in the
+ * next whole millisecond (batching). */
+static void simulate(struct sim *r, uint64_t n, uint64_t timeout_ns,
+    uint32_t max, uint64_t base_ns, uint64_t (*service_ns)(uint64_t))
+{
+	uint64_t *sent_t = malloc(n * sizeof(*sent_t));
+	uint64_t *ack_t = malloc(n * sizeof(*ack_t));
+	uint64_t t = 0, free_at = 0, tick = 250 * MS;
+	struct gd_window w;
+
+	memset(r, 0, sizeof(*r));
+	r->n = n;
+	gd_window_init(&w, timeout_ns, max, 0);
+	while (r->acked < n) {
+		uint32_t k = 0, before;
+		while (r->sent < n && r->sent - r->acked < gd_window_size(&w)) {
+			uint64_t start = t + base_ns > free_at ? t + base_ns : free_at;
+			free_at = start + service_ns(r->sent);
+			sent_t[r->sent] = t;
+			ack_t[r->sent] = (free_at + base_ns + MS - 1) / MS * MS;
+			r->sent++;
+		}
+		if (gd_window_size(&w) > r->max_window)
+			r->max_window = gd_window_size(&w);
+		if (r->t_full == 0 && gd_window_size(&w) >= max)
+			r->t_full = t;
+		t = ack_t[r->acked];
+		before = (uint32_t)(r->sent - r->acked);
+		while (r->acked < r->sent && ack_t[r->acked] <= t) {
+			uint64_t lat = ack_t[r->acked] - sent_t[r->acked];
+			if (lat > r->worst)
+				r->worst = lat;
+			if (lat > timeout_ns)
+				r->late++;
+			r->acked++;
+			k++;
+		}
+		gd_window_acked(&w, t, k, before);
+		if (t >= tick) {	/* gdpub checks 4 times a second */
+			gd_window_check(&w, t, r->acked < r->sent ?
+			    sent_t[r->acked] : 0, (uint32_t)(r->sent - r->acked));
+			tick = t + 250 * MS;
+		}
+	}
+	r->end = t;
+	free(sent_t);
+	free(ack_t);
+}
+
+static uint64_t at_2000(uint64_t i) { (void)i; return S / 2000; }
+static uint64_t at_200(uint64_t i) { (void)i; return S / 200; }
+static uint64_t at_7500(uint64_t i) { (void)i; return S / 7500; }
+static uint64_t at_1m4(uint64_t i) { (void)i; return S / 1400000; }
+static uint64_t slowing(uint64_t i) { return i < 20000 ? S / 2000 : S / 1000; }
+static uint64_t speeding(uint64_t i) { return i < 5000 ? S / 500 : S / 20000; }
+
+TEST(pipeline_2000_per_s)
+{
+	struct sim r;
+	simulate(&r, 20000, 10 * S, 65536, 100000, at_2000);
+	ASSERT_U64(r.late, 0);
+	ASSERT(r.worst < 6 * S);	/* near a quarter of the timeout */
+	ASSERT(r.end < 11 * S);		/* the pipeline's own speed: 10 s */
+}
+
+TEST(pipeline_200_per_s_timeout_2)
+{
+	struct sim r;
+	simulate(&r, 20000, 2 * S, 65536, 100000, at_200);
+	ASSERT_U64(r.late, 0);
+	ASSERT(r.end < 101 * S);
+}
+
+TEST(pipeline_7500_per_s)
+{
+	struct sim r;
+	simulate(&r, 100000, 10 * S, 65536, 100000, at_7500);
+	ASSERT_U64(r.late, 0);
+	ASSERT(r.end < 14 * S);
+}
+
+TEST(fast_pipeline_gets_the_full_window)
+{
+	struct sim r;
+	simulate(&r, 2000000, 10 * S, 65536, 50000, at_1m4);
+	ASSERT_U64(r.late, 0);
+	ASSERT_EQ(r.max_window, 65536);
+	ASSERT(r.t_full > 0 && r.t_full < 200 * MS);
+	/* 2M at 1.4M/s is 1.43 s; the start costs little */
+	ASSERT(r.end < (uint64_t)(1.6 * S));
+}
+
+TEST(pipeline_that_slows_down)
+{
+	struct sim r;
+	simulate(&r, 40000, 10 * S, 65536, 100000, slowing);
+	ASSERT_U64(r.late, 0);
+}
+
+TEST(pipeline_that_speeds_up)
+{
+	struct sim r;
+	simulate(&r, 200000, 10 * S, 65536, 100000, speeding);
+	ASSERT_U64(r.late, 0);
+	/* 5000 at 500/s, then 195000 at 20000/s: about 20 s */
+	ASSERT(r.end < 22 * S);
+}
+
+int main(void)
+{
+	RUN(starts_small_and_capped);
+	RUN(round_rules);
+	RUN(round_ended_by_check);
+	RUN(expiry_and_stall_halve);
+	RUN(pipeline_2000_per_s);
+	RUN(pipeline_200_per_s_timeout_2);
+	RUN(pipeline_7500_per_s);
+	RUN(fast_pipeline_gets_the_full_window);
+	RUN(pipeline_that_slows_down);
+	RUN(pipeline_that_speeds_up);
+	return UNIT_DONE();
+}
