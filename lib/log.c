@@ -75,6 +75,16 @@ void gd_warn(const char *fmt, ...)
 	va_end(ap);
 }
 
+void gd_info(const char *fmt, ...)
+{
+	va_list ap;
+	if (log_level < 0)
+		return;
+	va_start(ap, fmt);
+	emit(NULL, fmt, ap);
+	va_end(ap);
+}
+
 void gd_trace(int level, const char *fmt, ...)
 {
 	va_list ap;

@@ -26,6 +26,8 @@ int gd_log_get_level(void);
 
 void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* a notice at the default level (quiet with -q, timestamped at -v) */
+void gd_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* verbose trace, shown at -v (level 1) or -vv (level 2), with a timestamp */
 void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A status line on stderr, redrawn in place ("\r" PROG ": " text, then

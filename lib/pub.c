@@ -75,7 +75,7 @@ struct pub {
 	struct gd_pub_opts opt;
 	uv_loop_t loop;
 	uv_tcp_t srv;
-	uv_timer_t timer, ready_timer;
+	uv_timer_t timer, ready_timer, force_exit;
 	uv_idle_t idle;
 	uv_prepare_t prep;
 	uv_signal_t sigint, sigterm;
@@ -99,6 +99,7 @@ struct pub {
 	size_t rpos;
 	uint64_t next_id, next_seq, line_no, floor_sent;
 	int eof, ready, finished, sigs, stop_code, paused_backlog;
+	int warned_few;			/* published with < numSubs connected */
 	char origin[300];
 	uint64_t epoch;
 	uint64_t now;			/* monotonic ns, per callback */
@@ -473,6 +474,14 @@ static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
 	}
 	if (p->ndata == 0 && !p->stream_out)
 		p->n_nosub++;
+	if (p->gd && p->ngd < p->needed && !p->warned_few) {
+		p->warned_few = 1;
+		gd_warn("block %" PRIu64 " published while %u of %u GD subscribers "
+		    "are connected: it is NACKed unless %s within %g seconds "
+		    "(--wait-ready holds input until READY)", b.id, p->ngd,
+		    p->needed, p->needed - p->ngd == 1 ? "one connects" :
+		    "they connect", p->conf->timeout);
+	}
 	snap_push(p, &b, c);
 	p->n_pub++;
 	p->n_bytes += plen;
@@ -498,6 +507,44 @@ static void check_backlog(struct pub *p)
 		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
 		    BACKLOG_HIGH)
 			p->paused_backlog = 1;
+}
+
+/* Records (-f frame: bytes) read from standard input and not published
+ * yet: what a stop leaves without a status line. */
+static uint64_t unread_input(struct pub *p, uint64_t *bytes)
+{
+	struct gd_region *r, *more = gd_input_take(&p->in);
+	uint64_t n = 0;
+	size_t pos = p->rpos;
+
+	if (more != NULL) {	/* the reader's latest regions, not yet parsed */
+		if (p->rq_tail)
+			p->rq_tail->next = more;
+		else
+			p->rq = more;
+		for (p->rq_tail = more; p->rq_tail->next; )
+			p->rq_tail = p->rq_tail->next;
+	}
+	*bytes = 0;
+	for (r = p->rq; r; r = r->next, pos = 0) {
+		const uint8_t *d, *e;
+		if (r->c == NULL || (r->flags & GD_RG_CHUNK_DONE) || r->len <= pos)
+			continue;
+		*bytes += r->len - pos;
+		if (r->flags & GD_RG_OVERSIZE) {
+			n++;
+			continue;
+		}
+		d = r->c->data + r->off + pos;
+		e = r->c->data + r->off + r->len;
+		while (d < e && (d = memchr(d, p->opt.delim, (size_t)(e - d))) != NULL) {
+			n++;
+			d++;
+		}
+		if (r->flags & GD_RG_LAST)
+			n++;	/* a final record without its delimiter */
+	}
+	return n;
 }
 
 static void drop_input(struct pub *p)
@@ -639,15 +686,20 @@ static void conn_close(struct sconn *c, const char *why)
 	if (c->closing)
 		return;
 	c->closing = 1;
-	if (why)
-		gd_trace(1, "subscriber %s (%s) disconnected: %s",
-		    c->name[0] ? c->name : "?", c->addr, why);
 	if (c->hello && c->want_data)
 		p->ndata--;
 	if (c->slot >= 0) {
 		p->slot_conn[c->slot] = NULL;
 		p->ngd--;
 	}
+	/* a GD subscriber leaving mid-stream is why blocks will be NACKed */
+	if (why && c->slot >= 0 && !p->finished)
+		gd_warn("GD subscriber %s (%s) disconnected: %s; %u of %u "
+		    "connected, %u blocks pending", c->name, c->addr, why,
+		    p->ngd, p->needed, p->pend.count);
+	else if (why)
+		gd_trace(1, "subscriber %s (%s) disconnected: %s",
+		    c->name[0] ? c->name : "?", c->addr, why);
 	*c->pprev = c->next;
 	if (c->next)
 		c->next->pprev = c->pprev;
@@ -1247,18 +1299,57 @@ static void on_ready_timeout(uv_timer_t *t)
 	close_all(p);
 }
 
+static void on_force_exit(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+	gd_err("standard output did not take the last status lines within a "
+	    "second; exiting");
+	exit(p->stop_code);
+}
+
+/* Second signal: every pending block is reported NACK (it may still be
+ * in a pipeline, but this gdpub will never know), the subscribers are
+ * told the stream ended, and gdpub exits as soon as the status lines are
+ * written (at most a second later). */
+static void stop_now(struct pub *p, const char *signame, int code)
+{
+	uint32_t n = p->pend.count;
+
+	gd_err("second %s: reporting the %u pending blocks as NACK and exiting",
+	    signame, n);
+	p->stop_code = code;
+	p->now = uv_hrtime();
+	while (p->pend.head != GD_NONE)
+		resolve(p, p->pend.head, 0);
+	uv_timer_start(&p->force_exit, on_force_exit, 1000, 0);
+	uv_unref((uv_handle_t *)&p->force_exit);
+	check_done(p);
+}
+
 static void on_signal(uv_signal_t *h, int sig)
 {
 	struct pub *p = h->data;
+	const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
+	uint64_t recs, bytes;
 
 	if (++p->sigs >= 2) {
-		gd_out_flush(&p->status);
-		gd_err("second %s: exiting with %u blocks pending",
-		    sig == SIGINT ? "SIGINT" : "SIGTERM", p->pend.count);
-		exit(sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+		stop_now(p, name, sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+		return;
 	}
-	gd_trace(0, "%s: no more input; waiting for %u pending blocks",
-	    sig == SIGINT ? "SIGINT" : "SIGTERM", p->pend.count);
+	recs = p->eof ? 0 : unread_input(p, &bytes);
+	if (recs > 0 || (p->opt.frame && !p->eof && bytes > 0)) {
+		if (p->opt.frame)
+			gd_warn("%s: %" PRIu64 " bytes of framed input already read "
+			    "were not published", name, bytes);
+		else
+			gd_warn("%s: %" PRIu64 " record%s already read from standard "
+			    "input %s not published (no status line); the last "
+			    "published was record %" PRIu64, name, recs,
+			    recs == 1 ? "" : "s", recs == 1 ? "was" : "were",
+			    p->line_no);
+	}
+	gd_info("%s: no more input; waiting for %u pending blocks", name,
+	    p->pend.count);
 	drop_input(p);
 	check_done(p);
 }
@@ -1424,6 +1515,8 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	}
 	uv_timer_init(&p->loop, &p->timer);
 	uv_timer_init(&p->loop, &p->ready_timer);
+	uv_timer_init(&p->loop, &p->force_exit);
+	p->force_exit.data = p;
 	uv_idle_init(&p->loop, &p->idle);
 	uv_prepare_init(&p->loop, &p->prep);
 	uv_signal_init(&p->loop, &p->sigint);

@@ -973,8 +973,16 @@ static void on_prepare(uv_prepare_t *h)
 static void on_linger(uv_timer_t *t)
 {
 	struct sub *s = t->data;
-	gd_warn("%" PRIu64 " blocks written on stdout were not acknowledged "
-	    "within --linger %g seconds", unacked(s), s->opt.linger);
+	uint64_t n = unacked(s);
+
+	if (n == 0 || !s->conf->gd)
+		gd_warn("gdack is still connected with its input open %g seconds "
+		    "(--linger) after standard output closed; exiting",
+		    s->opt.linger);
+	else
+		gd_warn("%" PRIu64 " block%s written on stdout %s not "
+		    "acknowledged within --linger %g seconds", n, n == 1 ? "" : "s",
+		    n == 1 ? "was" : "were", s->opt.linger);
 	finish(s, GD_EX_OK);
 }
 
