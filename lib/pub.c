@@ -474,7 +474,8 @@ static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
 	}
 	if (p->ndata == 0 && !p->stream_out)
 		p->n_nosub++;
-	if (p->gd && p->ngd < p->needed && !p->warned_few) {
+	/* (a stream written with -o is often read later: no warning) */
+	if (p->gd && p->ngd < p->needed && !p->warned_few && !p->stream_out) {
 		p->warned_few = 1;
 		gd_warn("block %" PRIu64 " published while %u of %u GD subscribers "
 		    "are connected: it is NACKed unless %s within %g seconds "

@@ -218,9 +218,10 @@ conf_err() {
 @test "a fractional timeout is used: GDpub_timeout=0.25 NACKs an unacked block" {
 	port=$(free_port)
 	cfg p.ini "GDpub_port=$port" 'GDpub_numSubs=1' 'GDpub_timeout=0.25'
-	run timeout 30 gdpub -c p.ini <<<"x"
+	run --separate-stderr timeout 30 gdpub -c p.ini <<<"x"
 	assert_failure 1
 	assert_output 'NACK 1'
+	[[ "$stderr" == *"within 0.25 seconds"* ]]
 }
 
 @test "gdsub and gdack: unsupported keys at their default value, comments, fractional durations are accepted" {

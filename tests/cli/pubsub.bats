@@ -325,7 +325,7 @@ bats_require_minimum_version 1.5.0
 	spawn "gdpub -p $port -n 1 --snapshot 3 --wait-ready=10 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	printf 'b%s\n' 1 2 3 4 5 >&7
 	wait_until 10 file_is first.rc "0 0"
-	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed$"
+	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed; "
 	spawn "gdsub -c late.ini 2> late.sub.err |
 		gdack -c late.ini -v --tee > late.out 2> late.ack.err; echo \${PIPESTATUS[*]} > late.rc" 7>&-
 	wait_until 10 lines_at_least late.out 3
@@ -406,7 +406,7 @@ bats_require_minimum_version 1.5.0
 	assert_equal "$(cat pub.out)" "$(printf 'READY\nNACK 1\nNACK 2')"
 }
 
-@test "second SIGTERM: gdpub exits 143 at once with blocks still pending" {
+@test "second SIGTERM: gdpub reports the pending blocks NACK and exits 143" {
 	port=$(free_port)
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
@@ -421,11 +421,11 @@ bats_require_minimum_version 1.5.0
 	rc=0
 	wait_pid 5 "$pid" || rc=$?
 	[ "$rc" -eq 143 ]
-	has_line pub.err '^gdpub: second SIGTERM: exiting with 2 blocks pending$'
-	assert_equal "$(cat pub.out)" READY
+	has_line pub.err '^gdpub: second SIGTERM: reporting the 2 pending blocks as NACK and exiting$'
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses NACK 1 2)"
 }
 
-@test "second SIGINT: gdpub exits 130 at once" {
+@test "second SIGINT: gdpub reports the pending block NACK and exits 130" {
 	port=$(free_port)
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
@@ -440,7 +440,8 @@ bats_require_minimum_version 1.5.0
 	rc=0
 	wait_pid 5 "$pid" || rc=$?
 	[ "$rc" -eq 130 ]
-	has_line pub.err '^gdpub: second SIGINT: exiting with 1 blocks pending$'
+	has_line pub.err '^gdpub: second SIGINT: reporting the 1 pending blocks as NACK and exiting$'
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses NACK 1)"
 }
 
 @test "gdsub -C 5 exits after 5 unique blocks, acknowledged; the later ones are NACKed" {
