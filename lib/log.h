@@ -26,7 +26,8 @@ int gd_log_get_level(void);
 
 void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* verbose trace, shown at -v (level 1) or -vv (level 2), with a timestamp */
+/* A trace, shown at -v (level 1) or -vv (level 2); level 0 always (but
+ * not at -q). Timestamped at -v and -vv only, like every other line. */
 void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A status line on stderr, redrawn in place ("\r" PROG ": " text, then
  * clear to the end of the line); the next message or gd_status_clear

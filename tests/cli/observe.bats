@@ -548,6 +548,21 @@ EOF
 	wait_until 10 has_line s.err "^$TS gdsub: lost connection to publisher 127\.0\.0\.1:$port: .*; reconnecting$"
 }
 
+@test "without -v no line has a timestamp: gdpub's first-SIGTERM message starts with its name" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "exec gdpub -p $port < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	wait_until 10 listening "$port"
+	kill -TERM "$pid"
+	wait_until 10 has_line pub.err 'SIGTERM'
+	wait_pid 10 "$pid"
+	# the message itself is gdpub's to word; no line may start with a time
+	has_line pub.err '^gdpub: SIGTERM: '
+	run grep -Ec "^$TS" pub.err
+	assert_output 0
+}
+
 @test "-q: warnings hidden, errors kept" {
 	port=$(free_port)
 	run --separate-stderr timeout 20 gdpub -p "$port" <<<'a'
