@@ -18,6 +18,13 @@ enum gd_exit {
 	GD_EX_SIGTERM = 143,
 };
 
+/* "s" unless n is 1, for counts in messages: "1 attempt", "2 attempts",
+ * "0.5 seconds". */
+static inline const char *gd_plural(double n)
+{
+	return n == 1 ? "" : "s";
+}
+
 void gd_log_init(const char *prog);
 const char *gd_prog(void);
 /* -q = -1, default 0, -v 1, -vv 2 */

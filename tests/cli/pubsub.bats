@@ -174,6 +174,15 @@ bats_require_minimum_version 1.5.0
 	done; printf 'gdsub: giving up on publisher 127.0.0.1:%s after 2 attempts' "$port")"
 }
 
+@test "gdsub gives up after 1 attempt, in the singular (--max-retries 1 and 0)" {
+	port=$(free_port)
+	for n in 1 0; do
+		run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries "$n"
+		assert_failure 69
+		assert_equal "$stderr" "$(printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt 1 of 1)\ngdsub: giving up on publisher 127.0.0.1:%s after 1 attempt' "$port" "$port")"
+	done
+}
+
 @test "GD and --no-gd subscribers mixed: the receive-only one gets every block, its acks are not needed" {
 	port=$(free_port)
 	sub_conf g.ini "$port"
