@@ -233,7 +233,7 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 	case K_PUB: {
 		struct gd_hostport hp, *n;
 		if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
-			snprintf(why, whysz, "expected HOST:PORT ([ADDR]:PORT for IPv6)");
+			snprintf(why, whysz, "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)");
 			return -1;
 		}
 		for (i = 0; i < c->npubs; i++)

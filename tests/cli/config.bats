@@ -105,7 +105,7 @@ conf_err() {
 	local v
 	for v in localhost 127.0.0.1:0 127.0.0.1:70000 127.0.0.1: :7001 '[::1:7001' ::1:7001; do
 		cfg bad.ini "GDsub_pub=$v"
-		conf_err gdsub "bad.ini:1: GDsub_pub: invalid value '$v': expected HOST:PORT ([ADDR]:PORT for IPv6)"
+		conf_err gdsub "bad.ini:1: GDsub_pub: invalid value '$v': expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)"
 	done
 	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_pub=127.0.0.1:7001'
 	conf_err gdsub "bad.ini:2: GDsub_pub: invalid value '127.0.0.1:7001': publisher listed twice"
@@ -120,7 +120,7 @@ conf_err() {
 	cfg bad.ini 'GDpub_port=x'
 	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
 	cfg bad.ini 'GDsub_pub=nohost'
-	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
+	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
 }
 
 # ---- the file itself ----

@@ -77,7 +77,9 @@ load helpers
 @test "gdsub: bad values echo the value" {
 	expect_usage gdsub "invalid value '0' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 -C 0
 	expect_usage gdsub "invalid value 'many' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 --count many
-	expect_usage gdsub "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdsub -P nohost
+	expect_usage gdsub "invalid value 'nohost' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdsub -P nohost
+	# a port out of range names the range
+	expect_usage gdsub "invalid value 'localhost:99999' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdsub -P localhost:99999
 	expect_usage gdsub "invalid value '-2' for --max-retries: expected an integer from -1 to 1073741824" -- gdsub -P 127.0.0.1:1 --max-retries -2
 	expect_usage gdsub "invalid value '0' for --retry-interval: expected seconds from 0.001 to 3.1536e+07" -- gdsub -P 127.0.0.1:1 --retry-interval 0
 	expect_usage gdsub "invalid value 'later' for --linger: expected seconds" -- gdsub -P 127.0.0.1:1 --linger later
@@ -87,7 +89,7 @@ load helpers
 
 @test "gdack and gdinspect: bad values echo the value" {
 	expect_usage gdack "invalid value 'soon' for --wait: expected seconds" -- gdack --ctl x.sock --wait soon
-	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdack -P nohost
+	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdack -P nohost
 	expect_usage gdack "invalid value 'xml' for --format: expected 'line', 'frame' or 'status'" -- gdack --ctl x.sock -f xml
 	expect_usage gdinspect "invalid value '0' for --watch: expected seconds from 0.05" -- gdinspect --ctl x.sock --watch 0 stats
 }

@@ -882,7 +882,7 @@ TEST(err_bad_values)
 		{ GD_FAM_SUB, "GDsub_pub", "localhost:", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", ":7001", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "h:0", "expected HOST:PORT" },
-		{ GD_FAM_SUB, "GDsub_pub", "h:65536", "expected HOST:PORT" },
+		{ GD_FAM_SUB, "GDsub_pub", "h:65536", "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" },
 		{ GD_FAM_SUB, "GDsub_pub", "::1:7001", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "[::1]", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "", "expected HOST:PORT" },
