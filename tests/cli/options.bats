@@ -114,6 +114,17 @@ load helpers
 	expect_usage gdinspect "no command given (pending, subs, stats, measure or decode)" -- gdinspect --ctl x.sock
 }
 
+@test "gdpub --wait-ready 5: the value of an optional argument needs '=', and the error says so" {
+	local hint="unexpected argument '5': blocks are read on stdin (did you mean --wait-ready=5?)"
+	expect_usage gdpub "$hint" -- gdpub -p 1 --wait-ready 5
+	expect_usage gdpub "$hint" -- gdpub --wait-ready 5 -p 1
+	expect_usage gdpub "$hint" -- gdpub -p 1 --wait 5	# getopt's prefix
+	# no hint where the option had its value or takes a required one
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub -p 1 --wait-ready=5 x
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub --timeout 5 x -p 1
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub -p 1 -- x
+}
+
 @test "-v with -q is refused" {
 	expect_usage gdpub "cannot use -v and -q together" -- gdpub -p 1 -v -q
 	expect_usage gdsub "cannot use -v and -q together" -- gdsub -P 127.0.0.1:1 -q -v
