@@ -124,3 +124,21 @@ check_short_options() {
 	done
 	[ "$bad" -eq 0 ]
 }
+
+@test "every page renders at 80 columns without a warning (man -l, groff)" {
+	command -v man >/dev/null && command -v groff >/dev/null ||
+		skip "man or groff is not installed"
+	local p bad=0 err
+	for p in $PAGES; do
+		# what a user sees: groff warns of a line it cannot break
+		err=$(MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$MANDIR/$p" 2>&1 >/dev/null)
+		if [ -n "$err" ]; then
+			echo "man/$p:"; echo "$err"; bad=1
+		fi
+		err=$(mandoc -Tascii -W warning "$MANDIR/$p" 2>&1 >/dev/null)
+		if [ -n "$err" ]; then
+			echo "man/$p (mandoc -Tascii):"; echo "$err"; bad=1
+		fi
+	done
+	[ "$bad" -eq 0 ]
+}
