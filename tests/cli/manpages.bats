@@ -4,7 +4,8 @@
 # .It line of the mdoc source, so it has an entry of its own and not only a
 # mention in the SYNOPSIS), every config key of the contract is in
 # gdkit.conf(5), --help goes to stdout and exits 0, and mandoc -Tlint is
-# silent.
+# silent. The literal displays read as written once rendered, and the
+# EXAMPLES work when pasted (tests/cli/manexamples.py says how they run).
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -141,4 +142,57 @@ check_short_options() {
 		fi
 	done
 	[ "$bad" -eq 0 ]
+}
+
+@test "every literal display renders as its source reads (no garbled escapes such as \\t for \\et)" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local p args=()
+	for p in $PAGES; do args+=("$MANDIR/$p"); done
+	run python "$BATS_TEST_DIRNAME/manexamples.py" render "${args[@]}"
+	[ "$status" -eq 0 ] && [ -z "$output" ] || { echo "$output"; return 1; }
+}
+
+# run_examples PAGE [TOOL...]: run the EXAMPLES of man/PAGE as a user
+# would paste them; the commands it does not run, and why, go to the TAP
+# output as comments.
+run_examples() {
+	local page=$1 t
+	shift
+	for t in mandoc col "$@"; do
+		command -v "$t" >/dev/null || skip "$t is not installed (needed by $page's examples)"
+	done
+	run timeout 300 python "$BATS_TEST_DIRNAME/manexamples.py" run "$MANDIR/$page"
+	echo "$output"
+	grep ': skip: ' <<<"$output" | sed 's/^/# /' >&3 || true
+	[ "$status" -eq 0 ]
+	# it ran something
+	grep -q ': ok: \|loads$' <<<"$output"
+}
+
+@test "EXAMPLES of gdpub(1) work when pasted" {
+	run_examples gdpub.1
+}
+
+@test "EXAMPLES of gdsub(1) work when pasted" {
+	run_examples gdsub.1 socat
+}
+
+@test "EXAMPLES of gdack(1) work when pasted" {
+	run_examples gdack.1
+}
+
+@test "EXAMPLES of gdinspect(1) work when pasted" {
+	run_examples gdinspect.1 socat
+}
+
+@test "EXAMPLES of gdkit.conf(5) load" {
+	run_examples gdkit.conf.5
+}
+
+@test "EXAMPLES of gdkit-stream(5) work when pasted" {
+	run_examples gdkit-stream.5 hexdump
+}
+
+@test "EXAMPLES of gdkit(7) work when pasted" {
+	run_examples gdkit.7
 }
