@@ -196,3 +196,30 @@ run_examples() {
 @test "EXAMPLES of gdkit(7) work when pasted" {
 	run_examples gdkit.7
 }
+
+# readme_block N: the Nth fenced code block of README.md, 7001 made $port
+readme_block() {
+	awk -v want="$1" '/^```/ { n++; next } n == 2 * want - 1' \
+	    "$BATS_TEST_DIRNAME/../../README.md" | sed "s/7001/$port/g"
+}
+
+@test "README: the first example and the stream example work when pasted" {
+	port=$(free_port)
+	# the first: the programs are on PATH already, so without its make line
+	readme_block 1 > quick.sh
+	grep -q '^make && export PATH=\$PWD/bin:\$PATH' quick.sh
+	sed -i '/^make /d' quick.sh
+	echo wait >> quick.sh
+	run --separate-stderr timeout 60 bash quick.sh
+	assert_success
+	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	assert_equal "$(cat out.txt)" "$(keys "$port" 1 2 3 4 5 | paste - <(printf '%s done\n' 1 2 3 4 5))"
+	# the stream example, and its status lines
+	readme_block 2 > stream.sh
+	grep -q "sh -c 'gdsub -i -" stream.sh
+	run --separate-stderr timeout 60 bash stream.sh
+	assert_success
+	assert_equal "$output" "$(keys "$port" 1 2 3 4 5 | paste - <(seq 1 5); echo READY; statuses ACK 1 2 3 4 5)"
+	# the ssh variation is the same pipeline with ssh in place of sh -c
+	readme_block 3 | grep -q "ssh subhost 'gdsub -i - -P pubhost:$port | gdack -P pubhost:$port --tee'"
+}
