@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct ack {
@@ -26,7 +27,7 @@ struct ack {
 	size_t reqlen, reqcap;
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
-	double waited;		/* seconds of --wait spent connecting at start */
+	double waited;		/* seconds of --wait spent connecting so far */
 };
 
 #define START_WAIT 2.0
@@ -122,6 +123,31 @@ static int add_record(struct ack *a, const char *rec, size_t len)
 	return 0;
 }
 
+static double mono_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Connect to gdsub, waiting at most the rest of --wait: a->fd, or -1
+ * with errno set. What it waited counts against --wait. */
+static int connect_rest(struct ack *a, double most)
+{
+	double t0 = mono_s(), left = a->o->wait - a->waited;
+	int e;
+
+	if (left > most)
+		left = most;
+	a->fd = gd_ctl_connect(a->path, left > 0 ? left : 0);
+	e = errno;
+	a->waited += mono_s() - t0;
+	if (a->fd >= 0)
+		a->rd.fd = a->fd;
+	errno = e;
+	return a->fd;
+}
+
 /* Send the queued keys and read the answer. 0, or an exit code. */
 static int exchange(struct ack *a)
 {
@@ -138,16 +164,20 @@ static int exchange(struct ack *a)
 		int rc;
 		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
 			return rc;
-		a->fd = gd_ctl_connect(a->path, a->o->wait > a->waited ?
-		    a->o->wait - a->waited : 0);
-		if (a->fd < 0) {
-			gd_err("no gdsub answers at %s: %s (waited %g seconds)",
-			    a->path, strerror(errno), a->o->wait);
+		if (connect_rest(a, a->o->wait) < 0) {
+			int e = errno;
+			/* gd_ctl_connect waits only while nothing listens */
+			if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
+				gd_err("no gdsub answers at %s: %s (waited %g second%s)",
+				    a->path, strerror(e), a->o->wait,
+				    gd_plural(a->o->wait));
+			else
+				gd_err("cannot connect to gdsub at %s: %s", a->path,
+				    strerror(e));
 			return GD_EX_UNAVAILABLE;
 		}
 		if ((rc = gd_ctl_trust(a->path, a->fd)) != 0)
 			return rc;	/* the fd is closed at the end */
-		a->rd.fd = a->fd;
 	}
 	errno = 0;
 	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
@@ -347,21 +377,20 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
 		return rc;
 	a.path = path;
-	/* Connect now, so that a gdsub with nothing left to wait for (GD
-	 * off) still waits for this gdack; but give up early and quietly:
-	 * input without keys (an empty stream) needs no gdsub, which may
-	 * have finished already. exchange() tries again at the first key. */
-	a.waited = o->wait < START_WAIT ? o->wait : START_WAIT;
+	/* Reading stdin, connect now, so that a gdsub with nothing left to
+	 * wait for (GD off) still waits for this gdack; but give up early
+	 * and quietly: input without keys (an empty stream) needs no gdsub,
+	 * which may have finished already. exchange() tries again at the
+	 * first key for the rest of --wait. Keys given as arguments connect
+	 * there alone, with the whole of --wait. */
 	a.fd = -1;
 	if (o->nkeys == 0) {
 		if ((rc = gd_ctl_trust(path, -1)) != 0)
 			return rc;
-		if ((a.fd = gd_ctl_connect(path, a.waited)) >= 0) {
-			if ((rc = gd_ctl_trust(path, a.fd)) != 0) {
-				close(a.fd);
-				return rc;
-			}
-			a.rd.fd = a.fd;
+		if (connect_rest(&a, START_WAIT) >= 0 &&
+		    (rc = gd_ctl_trust(path, a.fd)) != 0) {
+			close(a.fd);
+			return rc;
 		}
 	}
 	if (o->nkeys > 0) {

@@ -79,3 +79,44 @@ int gd_cli_verbosity(int verbose, int quiet)
 	gd_log_level(quiet ? -1 : verbose);
 	return 0;
 }
+
+/* The long option that prev names ("--wait" for --wait-ready, as getopt
+ * takes an unambiguous prefix), if its argument is optional and prev
+ * gave it none. */
+static const struct option *optional_opt(const char *prev,
+    const struct option *longopts)
+{
+	const struct option *o, *hit = NULL;
+	size_t n;
+
+	if (strncmp(prev, "--", 2) != 0 || prev[2] == '\0' ||
+	    strchr(prev, '=') != NULL)
+		return NULL;
+	prev += 2;
+	n = strlen(prev);
+	for (o = longopts; o->name != NULL; o++) {
+		if (strncmp(o->name, prev, n) != 0)
+			continue;
+		if (o->name[n] == '\0') {	/* exact */
+			hit = o;
+			break;
+		}
+		if (hit != NULL)
+			return NULL;	/* ambiguous: getopt refused it */
+		hit = o;
+	}
+	return hit != NULL && hit->has_arg == optional_argument ? hit : NULL;
+}
+
+int gd_cli_unexpected(char **argv, int i, const struct option *longopts,
+    const char *why)
+{
+	const struct option *o = i > 1 ? optional_opt(argv[i - 1], longopts) : NULL;
+
+	if (o != NULL)
+		gd_usage_err("unexpected argument '%s': %s (did you mean --%s=%s?)",
+		    argv[i], why, o->name, argv[i]);
+	else
+		gd_usage_err("unexpected argument '%s': %s", argv[i], why);
+	return GD_EX_USAGE;
+}

@@ -28,5 +28,13 @@ int gd_cli_keyopt(struct gd_conf *c, const struct gd_keyopt *k, size_t n,
 int gd_cli_verbosity(int verbose, int quiet);
 /* Report a getopt failure ('?' or ':'); returns GD_EX_USAGE. */
 int gd_cli_bad_option(int ch, char **argv);
+/* Report argv[i], an argument no option took, as "unexpected argument
+ * 'ARG': why"; when it follows a long option whose argument is optional
+ * ("--wait-ready 5", where getopt gives 5 to no option), add the hint
+ * "(did you mean --wait-ready=5?)". argv must be in its original order:
+ * parse with a '+' in front of the short options, which stops at the
+ * first argument instead of moving it to the end. Returns GD_EX_USAGE. */
+int gd_cli_unexpected(char **argv, int i, const struct option *longopts,
+    const char *why);
 
 #endif

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <ini.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,7 +234,7 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 	case K_PUB: {
 		struct gd_hostport hp, *n;
 		if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
-			snprintf(why, whysz, "expected HOST:PORT ([ADDR]:PORT for IPv6)");
+			snprintf(why, whysz, "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)");
 			return -1;
 		}
 		for (i = 0; i < c->npubs; i++)
@@ -262,40 +263,138 @@ unsupported:
 	return -1;
 }
 
+/* Debian's inih reads lines of at most 197 bytes (INI_MAX_LINE 200, its
+ * newline and NUL included) and cannot be rebuilt here; gdkit.conf(5)
+ * promises string values of 4096 bytes. So the reader takes lines of up
+ * to CONF_LINE_MAX bytes itself: a line that fits inih's buffer goes to
+ * inih as it is; a longer one is split into key and value here, by
+ * inih's own rules, and inih gets a short stand-in for it ("k=v", "#",
+ * "[s]"), whose handler call uses the key and value kept aside. Lines
+ * still go through inih one for one, so its error line numbers hold. */
+#define CONF_LINE_MAX 8192
+
 struct load_ctx {
 	struct gd_conf *c;
 	FILE *fp;
 	const char *file;
 	int line;
-	int err;		/* exit code once an error was printed */
-	int long_line;		/* line number of a line too long, or 0 */
+	int err;		/* exit code once an error was found: reading stops */
+	char msg[1024];		/* that error, printed after the parse unless
+				 * inih found a syntax error on an earlier line */
+	char *buf;		/* the current line, CONF_LINE_MAX + 1 bytes */
+	const char *name, *value;	/* the current line's key and value, when
+				 * parsed here (they point into buf), or NULL */
 };
+
+static int is_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
+	    c == '\f';
+}
+
+static char *rstrip(char *s)
+{
+	char *e = s + strlen(s);
+	while (e > s && is_space(e[-1]))
+		*--e = '\0';
+	return s;
+}
+
+/* inih's find_chars_or_comment: the first of chars (NULL: none) or of an
+ * inline comment, a ';' after white space; the end of s if neither */
+static char *chars_or_comment(char *s, const char *chars)
+{
+	int was_space = 0;
+
+	while (*s && !(chars && strchr(chars, *s)) && !(was_space && *s == ';')) {
+		was_space = is_space(*s);
+		s++;
+	}
+	return s;
+}
+
+/* A line too long for inih, whitespace before it removed: what inih gets
+ * in its place, with x->name and x->value set for a key=value line. */
+static const char *stand_in(struct load_ctx *x, char *line)
+{
+	char *end;
+
+	if (x->line == 1 && memcmp(line, "\xEF\xBB\xBF", 3) == 0)
+		line += 3;	/* a UTF-8 BOM, which inih skips */
+	rstrip(line);
+	if (*line == '#' || *line == ';' || *line == '\0')
+		return "#\n";
+	if (*line == '[')
+		return *chars_or_comment(line + 1, "]") == ']' ? "[s]\n" : "[\n";
+	end = chars_or_comment(line, "=:");
+	if (*end != '=' && *end != ':')
+		return "?\n";	/* inih reports it: expected key=value */
+	*end++ = '\0';
+	x->name = rstrip(line);
+	*chars_or_comment(end, NULL) = '\0';
+	while (is_space(*end))
+		end++;
+	x->value = rstrip(end);
+	return "k=v\n";
+}
+
+/* Keep the first error, "LINE: what"; the file name is added when it is
+ * printed. */
+__attribute__((format(printf, 2, 3)))
+static void fail(struct load_ctx *x, const char *fmt, ...)
+{
+	va_list ap;
+	int n = snprintf(x->msg, sizeof(x->msg), "%d: ", x->line);
+
+	va_start(ap, fmt);
+	vsnprintf(x->msg + n, sizeof(x->msg) - (size_t)n, fmt, ap);
+	va_end(ap);
+	x->err = GD_EX_CONFIG;
+}
 
 /* inih reader: one line at a time, counting lines for our messages. */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *x = stream;
-	int ch, n = 0;
+	int ch, over = 0;
+	size_t n = 0;
 
-	if (feof(x->fp) || ferror(x->fp))
+	x->name = x->value = NULL;
+	if (x->err || feof(x->fp) || ferror(x->fp))
 		return NULL;
 	while ((ch = getc(x->fp)) != EOF && ch != '\n') {
 		/* inih would take an indented line as the continuation of the
 		 * previous value; a config line is never that here */
 		if (n == 0 && (ch == ' ' || ch == '\t'))
 			continue;
-		if (n < num - 3)	/* room for "\n" and NUL, and one to spare */
-			str[n++] = (char)ch;
-		else if (x->long_line == 0)
-			x->long_line = x->line + 1;
+		if (n < CONF_LINE_MAX)
+			x->buf[n++] = (char)ch;
+		else
+			over = 1;
 	}
 	if (ch == EOF && n == 0 && ferror(x->fp) == 0) {
 		x->line++;
 		return NULL;
 	}
 	x->line++;
-	if (x->long_line == x->line)
-		n = 0;		/* drop it whole; reported after the parse */
+	x->buf[n] = '\0';
+	if (over) {	/* an error naming the key, if the line starts with one */
+		char *end = chars_or_comment(x->buf, "=:");
+		int sep = *end == '=' || *end == ':';
+		*end = '\0';
+		rstrip(x->buf);
+		if (sep && *x->buf != '\0' && strlen(x->buf) <= 64)
+			fail(x, "%s: line too long (at most %d bytes)", x->buf,
+			    CONF_LINE_MAX);
+		else
+			fail(x, "line too long (at most %d bytes)", CONF_LINE_MAX);
+		return NULL;
+	}
+	if (n + 2 > (size_t)num - 1) {	/* with "\n" and NUL, one to spare */
+		snprintf(str, (size_t)num, "%s", stand_in(x, x->buf));
+		return str;
+	}
+	memcpy(str, x->buf, n);
 	str[n++] = '\n';
 	str[n] = '\0';
 	return str;
@@ -311,23 +410,29 @@ static int handler(void *user, const char *section, const char *name,
 	(void)section;
 	if (x->err)
 		return 1;
+	if (x->name != NULL) {	/* a long line's, kept aside by reader() */
+		name = x->name;
+		value = x->value;
+	}
 	k = find_key(name);
 	if (k == NULL) {
-		gd_err("%s:%d: %s: unknown key", x->file, x->line, name);
-		x->err = GD_EX_CONFIG;
+		fail(x, "%.*s: unknown key",
+		    strlen(name) > 64 ? 64 : (int)strlen(name), name);
 		return 1;
 	}
 	if ((k->family & x->c->family) == 0) {
-		gd_err("%s:%d: %s: not a %s key", x->file, x->line, name,
+		fail(x, "%s: not a %s key", name,
 		    x->c->family == GD_FAM_PUB ? "publisher (GDpub_*)" :
 		    "subscriber (GDsub_*)");
-		x->err = GD_EX_CONFIG;
 		return 1;
 	}
 	if (set_key(x->c, k, value, why, sizeof(why)) != 0) {
-		gd_err("%s:%d: %s: invalid value '%s': %s", x->file, x->line,
-		    name, value, why);
-		x->err = GD_EX_CONFIG;
+		size_t len = strlen(value);
+		if (len > 80)	/* the start of it, and how long it is */
+			fail(x, "%s: invalid value '%.64s...' (%zu bytes): %s",
+			    name, value, len, why);
+		else
+			fail(x, "%s: invalid value '%s': %s", name, value, why);
 		return 1;
 	}
 	if (k->family == GD_FAM_PUB)
@@ -339,25 +444,36 @@ static int handler(void *user, const char *section, const char *name,
 
 int gd_conf_load(struct gd_conf *c, const char *file)
 {
-	struct load_ctx x = { c, NULL, file, 0, 0, 0 };
+	struct load_ctx x;
 	int rc;
 
+	memset(&x, 0, sizeof(x));
+	x.c = c;
+	x.file = file;
+	if ((x.buf = malloc(CONF_LINE_MAX + 1)) == NULL) {
+		gd_err("%s: cannot read config file: out of memory", file);
+		return GD_EX_CONFIG;
+	}
 	x.fp = fopen(file, "r");
 	if (x.fp == NULL) {
 		gd_err("%s: cannot read config file: %s", file, strerror(errno));
+		free(x.buf);
 		return GD_EX_CONFIG;
 	}
+	/* reading stops at the first error found here; inih goes on past a
+	 * syntax error, and returns the first one's line */
 	rc = ini_parse_stream(reader, &x, handler, &x);
 	if (ferror(x.fp) && !x.err) {
 		gd_err("%s: cannot read config file: %s", file, strerror(errno));
-		x.err = GD_EX_CONFIG;
+		fclose(x.fp);
+		free(x.buf);
+		return GD_EX_CONFIG;
 	}
 	fclose(x.fp);
-	if (x.err)
+	free(x.buf);
+	if (x.err && rc == 0) {
+		gd_err("%s:%s", file, x.msg);
 		return x.err;
-	if (x.long_line) {
-		gd_err("%s:%d: line too long (at most 197 bytes)", file, x.long_line);
-		return GD_EX_CONFIG;
 	}
 	if (rc != 0) {
 		gd_err("%s:%d: syntax error: expected key=value", file, rc);

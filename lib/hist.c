@@ -2,6 +2,9 @@
  * power of two. */
 #include "hist.h"
 
+#include <inttypes.h>
+#include <stdio.h>
+
 static unsigned bucket(uint64_t v)
 {
 	unsigned e;
@@ -51,4 +54,12 @@ uint64_t gd_hist_pct(const struct gd_hist *h, double p)
 		}
 	}
 	return h->max;
+}
+
+void gd_hist_cell(const struct gd_hist *h, double p, char *buf, size_t sz)
+{
+	if (h->n == 0)
+		snprintf(buf, sz, "-");
+	else
+		snprintf(buf, sz, "%" PRIu64, p >= 100 ? h->max : gd_hist_pct(h, p));
 }

@@ -3,6 +3,7 @@
 #ifndef GD_HIST_H
 #define GD_HIST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define GD_HIST_BUCKETS (16 + 16 * 60)	/* up to 2^64 - 1 */
@@ -15,5 +16,8 @@ struct gd_hist {
 void gd_hist_add(struct gd_hist *h, uint64_t v);
 /* value at percentile p (0..100); 0 when empty */
 uint64_t gd_hist_pct(const struct gd_hist *h, double p);
+/* The same as a table cell of the control protocol: the value in
+ * decimal, or "-" (JSON null) while there is none. p = 100: the highest. */
+void gd_hist_cell(const struct gd_hist *h, double p, char *buf, size_t sz);
 
 #endif

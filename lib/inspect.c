@@ -202,8 +202,10 @@ static void print_table(const struct table *t)
 }
 
 /* Connect and check who serves the socket and which protocol it speaks;
- * the fd, or -1 with *rc set. */
-static int open_ctl(const char *path, struct gd_lreader *rd, int *rc)
+ * the fd, or -1 with *rc set. whose: what the path was derived from, for
+ * the message when nothing answers, or NULL for a path given as --ctl. */
+static int open_ctl(const char *path, const char *whose,
+    struct gd_lreader *rd, int *rc)
 {
 	char *line, prog[32];
 	size_t len;
@@ -213,8 +215,13 @@ static int open_ctl(const char *path, struct gd_lreader *rd, int *rc)
 		return -1;
 	fd = gd_ctl_connect(path, 0);
 	if (fd < 0) {
-		gd_err("nothing answers at %s: %s (is gdpub or gdsub running?)",
-		    path, strerror(errno));
+		if (whose != NULL)
+			gd_err("nothing answers at %s, the control socket of %s: "
+			    "%s (is it running, as this user?)", path, whose,
+			    strerror(errno));
+		else
+			gd_err("nothing answers at %s: %s (is gdpub or gdsub running?)",
+			    path, strerror(errno));
 		*rc = GD_EX_UNAVAILABLE;
 		return -1;
 	}
@@ -253,7 +260,8 @@ static int open_ctl(const char *path, struct gd_lreader *rd, int *rc)
 	return fd;
 }
 
-static int query(const char *path, const char *cmd, const char *req, int json)
+static int query(const char *path, const char *whose, const char *cmd,
+    const char *req, int json)
 {
 	struct gd_lreader *rd;
 	struct table t;
@@ -268,7 +276,7 @@ static int query(const char *path, const char *cmd, const char *req, int json)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if ((fd = open_ctl(path, rd, &rc)) < 0) {
+	if ((fd = open_ctl(path, whose, rd, &rc)) < 0) {
 		free(rd);
 		return rc;
 	}
@@ -317,17 +325,23 @@ out:
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 {
-	char path[108], req[128];
+	char path[108], req[128], whose[1100], *w = whose;
 	int rc = 0;
 
-	if (o->ctl)
+	if (o->ctl) {
 		snprintf(path, sizeof(path), "%s", o->ctl);
-	else if (c->port > 0)
+		w = NULL;
+	} else if (c->port > 0) {
 		rc = gd_ctl_path_pub(c, path, sizeof(path));
-	else if (c->npubs > 0)
+		snprintf(whose, sizeof(whose), "the gdpub on port %d",
+		    (int)c->port);
+	} else if (c->npubs > 0) {
+		char id[1024];
 		rc = gd_ctl_path_sub(c, path, sizeof(path));
-	else {
-		gd_usage_err("no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH");
+		gd_sub_identity(c, id, sizeof(id));
+		snprintf(whose, sizeof(whose), "the gdsub named '%s'", id);
+	} else {
+		gd_usage_err("no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH");
 		return GD_EX_USAGE;
 	}
 	if (!o->ctl && rc != 0)
@@ -339,7 +353,7 @@ int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 	for (;;) {
 		if (o->watch > 0 && isatty(1))
 			fputs("\033[H\033[2J", stdout);
-		rc = query(path, o->cmd, req, o->json);
+		rc = query(path, w, o->cmd, req, o->json);
 		if (rc != 0 || o->watch <= 0)
 			return rc;
 		{

@@ -1,7 +1,8 @@
 /* The message module: program name first, no trailing newline in formats,
  * the cause last. Writes go straight to fd 2 in one write() per line so
  * lines from concurrent programs in a pipeline do not interleave. At -v
- * and -vv every line carries a timestamp, so a trace reads as a timeline.
+ * and -vv every line carries a timestamp, so a trace reads as a timeline;
+ * without -v no line does, traces of level 0 included.
  * A status line (gdpub --progress) is redrawn in place and erased in the
  * same write() as any message, so the two never mix. */
 #include "log.h"
@@ -37,7 +38,7 @@ static void emit(const char *tag, const char *fmt, va_list ap)
 		n = (int)sizeof(CLEAR_LINE) - 1;
 		status_shown = 0;
 	}
-	if ((tag != NULL && tag[0] == 'T') || log_level > 0) {
+	if (log_level > 0) {
 		struct timespec ts;
 		struct tm tm;
 		clock_gettime(CLOCK_REALTIME, &ts);

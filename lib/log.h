@@ -18,6 +18,13 @@ enum gd_exit {
 	GD_EX_SIGTERM = 143,
 };
 
+/* "s" unless n is 1, for counts in messages: "1 attempt", "2 attempts",
+ * "0.5 seconds". */
+static inline const char *gd_plural(double n)
+{
+	return n == 1 ? "" : "s";
+}
+
 void gd_log_init(const char *prog);
 const char *gd_prog(void);
 /* -q = -1, default 0, -v 1, -vv 2 */
@@ -28,7 +35,8 @@ void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* a notice at the default level (quiet with -q, timestamped at -v) */
 void gd_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* verbose trace, shown at -v (level 1) or -vv (level 2), with a timestamp */
+/* A trace, shown at -v (level 1) or -vv (level 2); level 0 always (but
+ * not at -q). Timestamped at -v and -vv only, like every other line. */
 void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* A status line on stderr, redrawn in place ("\r" PROG ": " text, then
  * clear to the end of the line); the next message or gd_status_clear

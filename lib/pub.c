@@ -1130,19 +1130,23 @@ static double rate_now(struct pub *p, uint64_t now)
 static void ctl_stats(struct pub *p, struct gd_ctl_client *cl, uint64_t now)
 {
 	double up = (double)(now - p->t_start) / 1e9;
+	char l50[24], l90[24], l99[24], lmax[24];	/* "-" before an ACK */
 
+	gd_hist_cell(&p->lat, 50, l50, sizeof(l50));
+	gd_hist_cell(&p->lat, 90, l90, sizeof(l90));
+	gd_hist_cell(&p->lat, 99, l99, sizeof(l99));
+	gd_hist_cell(&p->lat, 100, lmax, sizeof(lmax));
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\n");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%" PRIu64 "\t%"
-	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", p->n_pub,
+	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%"
+	    PRIu64 "\t", p->n_pub,
 	    p->n_ack, p->n_nack, p->n_reject, p->n_resent, p->pend.count,
 	    p->n_bytes, up, rate_now(p, now),
-	    up > 0 ? (double)p->n_pub / up : 0.0, gd_hist_pct(&p->lat, 50),
-	    gd_hist_pct(&p->lat, 90), gd_hist_pct(&p->lat, 99),
-	    p->lat.max, p->n_late_acks);
+	    up > 0 ? (double)p->n_pub / up : 0.0, l50, l90, l99, lmax,
+	    p->n_late_acks);
 	if (p->gd)
 		gd_ctl_printf(cl, "%u\n", gd_window_size(&p->win));
 	else

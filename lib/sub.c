@@ -123,8 +123,8 @@ static void attempt_failed(struct pconn *pc, const char *why)
 		gd_err("cannot connect to %s: %s (attempt %d of %" PRId64 ")",
 		    pc->addr, why, pc->attempts, max);
 		if (pc->attempts >= max) {
-			gd_err("giving up on publisher %s after %d attempts",
-			    pc->addr, pc->attempts);
+			gd_err("giving up on publisher %s after %d attempt%s",
+			    pc->addr, pc->attempts, gd_plural(pc->attempts));
 			finish(s, GD_EX_UNAVAILABLE);
 			return;
 		}

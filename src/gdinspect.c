@@ -12,9 +12,10 @@
 #include <string.h>
 
 static const char usage[] =
-"usage: gdinspect [-c FILE] [--ctl PATH] [--json] [--watch SECS]\n"
+"usage: gdinspect [-c FILE | -p PORT | --ctl PATH] [--json] [--watch SECS]\n"
 "                 [--sort KEY] [--limit N] COMMAND\n"
-"Ask a running gdpub or gdsub (found from its config file) what it holds.\n"
+"Ask a running gdpub or gdsub (found from its config file, or a gdpub from\n"
+"its port) what it holds.\n"
 "\n"
 "Commands:\n"
 "  pending   each pending block at a gdpub: id, key, acks, needed, age,\n"
@@ -30,6 +31,7 @@ static const char usage[] =
 "            payload preview\n"
 "\n"
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
+"  -p, --port PORT     the gdpub listening on PORT, started without -c\n"
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
 "      --json          one JSON object per line\n"
 "      --watch SECS    repeat every SECS seconds (clears a terminal)\n"
@@ -44,9 +46,10 @@ static const char usage[] =
 
 enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT };
 
-static const char shortopts[] = ":c:hV";
+static const char shortopts[] = ":c:p:hV";
 static const struct option longopts[] = {
 	{ "config", required_argument, NULL, 'c' },
+	{ "port", required_argument, NULL, 'p' },
 	{ "ctl", required_argument, NULL, O_CTL },
 	{ "json", no_argument, NULL, O_JSON },
 	{ "watch", required_argument, NULL, O_WATCH },
@@ -61,7 +64,7 @@ int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_inspect_opts opt;
-	int ch, rc;
+	int ch, rc, port_opt = 0;
 
 	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_ANY);
@@ -75,6 +78,12 @@ int main(int argc, char **argv)
 	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		switch (ch) {
 		case 'c': case 'h': case 'V':
+			break;
+		case 'p':	/* finds the socket as gdpub derives it */
+			if ((rc = gd_conf_set_opt(&conf, "GDpub_port", "--port",
+			    optarg)) != 0)
+				goto out;
+			port_opt = 1;
 			break;
 		case O_CTL:
 			opt.ctl = optarg;
@@ -113,6 +122,11 @@ int main(int argc, char **argv)
 			rc = gd_cli_bad_option(ch, argv);
 			goto out;
 		}
+	}
+	if (port_opt && opt.ctl) {
+		gd_usage_err("cannot use -p and --ctl: each names the socket");
+		rc = GD_EX_USAGE;
+		goto out;
 	}
 	if (optind >= argc) {
 		gd_usage_err("no command given (pending, subs, stats, measure or decode)");

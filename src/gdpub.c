@@ -48,7 +48,9 @@ enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
 	O_PROGRESS, O_NO_PROGRESS };
 
-static const char shortopts[] = ":c:p:t:n:f:I0o:vqhV";
+/* '+': stop at the first argument, in place, so that an unexpected one
+ * is reported with the option before it (gd_cli_unexpected) */
+static const char shortopts[] = "+:c:p:t:n:f:I0o:vqhV";
 static const struct option longopts[] = {
 	{ "config", required_argument, NULL, 'c' },
 	{ "port", required_argument, NULL, 'p' },
@@ -178,9 +180,8 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		gd_usage_err("unexpected argument '%s': blocks are read on stdin",
-		    argv[optind]);
-		rc = GD_EX_USAGE;
+		rc = gd_cli_unexpected(argv, optind, longopts,
+		    "blocks are read on stdin");
 		goto out;
 	}
 	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)

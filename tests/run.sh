@@ -1,8 +1,10 @@
 #!/bin/sh
 # Run every suite and sum them: C unit tests (each prints "N passed, N
 # failed"), bats tests of the programs (TAP), and mandoc -Tlint of every
-# man page. The last line is the total; the exit status is non-zero on any
-# failure. Usage: run.sh UNIT_TEST_NAME... (binaries in $UNIT_DIR)
+# man page. Each suite is named as it starts and each bats result shown as
+# it comes. The last line is the total, "N passed, N failed" (with ", N
+# skipped" when some were); the exit status is non-zero on any failure.
+# Usage: run.sh UNIT_TEST_NAME... (binaries in $UNIT_DIR)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0 skip=0
@@ -15,6 +17,7 @@ count() { # suite name, passed, failed
 }
 
 for t in "$@"; do
+	echo "== unit $t ..."
 	"$UNIT_DIR/$t" >"$log" 2>&1
 	rc=$?
 	line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$log" | tail -n 1)
@@ -25,21 +28,37 @@ for t in "$@"; do
 	count "unit $t" "$p" "$f"
 done
 
+# bats, one file at a time, each test's result line shown as it completes
+# (a whole run takes minutes); the TAP goes to $log for the counts.
+# Teardown's kills make bash report "Killed" jobs: noise, not shown.
 if [ -d "$top/tests/cli" ]; then
-	GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$top/tests/cli" >"$log" 2>&1
+	: >"$log"
+	nfiles=0
+	for b in "$top"/tests/cli/*.bats; do
+		[ -e "$b" ] || continue
+		nfiles=$((nfiles + 1))
+		echo "== bats ${b##*/} ..."
+		GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$b" 2>&1 |
+		while IFS= read -r l; do
+			printf '%s\n' "$l" >>"$log"
+			case $l in
+			1..*|*"bats-exec-test: line "*" Killed "*) ;;
+			*) printf '%s\n' "$l" ;;
+			esac
+		done
+	done
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^not ok ' "$log")
 	s=$(grep -c '^ok .* # skip' "$log")
-	if [ "$f" -ne 0 ] || ! grep -q '^1\.\.' "$log"; then
-		cat "$log"
-		[ "$f" -eq 0 ] && f=1
-	else
-		grep '# skip' "$log"
+	if [ "$(grep -c '^1\.\.' "$log")" -ne "$nfiles" ]; then
+		echo "bats: a file ended without its test plan (see above)"
+		f=$((f + 1))
 	fi
 	skip=$((skip + s))
 	count "bats" "$((p - s))" "$f"
 fi
 
+echo "== mandoc -Tlint ..."
 p=0 f=0
 for m in "$top"/man/*.[0-9]; do
 	[ -e "$m" ] || continue

@@ -105,7 +105,7 @@ conf_err() {
 	local v
 	for v in localhost 127.0.0.1:0 127.0.0.1:70000 127.0.0.1: :7001 '[::1:7001' ::1:7001; do
 		cfg bad.ini "GDsub_pub=$v"
-		conf_err gdsub "bad.ini:1: GDsub_pub: invalid value '$v': expected HOST:PORT ([ADDR]:PORT for IPv6)"
+		conf_err gdsub "bad.ini:1: GDsub_pub: invalid value '$v': expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)"
 	done
 	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_pub=127.0.0.1:7001'
 	conf_err gdsub "bad.ini:2: GDsub_pub: invalid value '127.0.0.1:7001': publisher listed twice"
@@ -120,7 +120,7 @@ conf_err() {
 	cfg bad.ini 'GDpub_port=x'
 	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
 	cfg bad.ini 'GDsub_pub=nohost'
-	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
+	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
 }
 
 # ---- the file itself ----
@@ -152,28 +152,40 @@ conf_err() {
 	conf_err gdsub 'bad.ini:2: syntax error: expected key=value'
 }
 
-@test "line too long" {
-	local long
-	long=$(printf 'GDpub_host=%0300d' 0)
-	cfg bad.ini 'GDpub_port=7001' "$long" 'GDpub_timeout=1'
-	conf_err gdpub 'bad.ini:2: line too long (at most 197 bytes)'
-	long=$(printf 'GDsub_name=%0300d' 0)
-	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' "$long"
-	conf_err gdsub 'bad.ini:2: line too long (at most 197 bytes)'
+# padded N PORT: PORT with leading zeros to N digits
+padded() {
+	printf '%0*d' "$1" "$2"
 }
 
-@test "line length limit: the length the message states is the real limit" {
-	local v
-	# 197 bytes: accepted (the value is read whole: 70000 is then refused)
-	v=$(printf 'GDpub_port=%0186d' 70000)
-	[ "${#v}" -eq 197 ]
-	cfg bad.ini "$v"
-	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '${v#GDpub_port=}': expected an integer from 1 to 65535"
-	# 198 bytes: over "at most 197 bytes"
-	v=$(printf 'GDpub_port=%0187d' 70000)
-	[ "${#v}" -eq 198 ]
-	cfg bad.ini "$v"
-	conf_err gdpub 'bad.ini:1: line too long (at most 197 bytes)'
+@test "long lines: a value of 4096 bytes and more is read whole (Debian's inih alone stops at 197)" {
+	local port v
+	port=$(free_port)
+	# a 4096-byte port number, read whole: gdinspect looks for its socket
+	v=$(padded 4096 "$port")
+	cfg p.ini '# a long value' "GDpub_port = $v ; a comment" 'GDpub_numSubs=1'
+	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -c p.ini stats
+	# an invalid long value is shown by its start and its length
+	cfg bad.ini 'GDpub_port=7001' "GDpub_host=$(printf 'h%.0s' $(seq 4097))"
+	conf_err gdpub "bad.ini:2: GDpub_host: invalid value '$(printf 'h%.0s' $(seq 64))...' (4097 bytes): expected a non-empty value of at most 4096 bytes"
+	# errors after a long line name their own line
+	cfg bad.ini "GDsub_name=$(printf 'n%.0s' $(seq 300))" 'GDsub_pub=127.0.0.1:7001' 'GDsub_bogus=1'
+	conf_err gdsub 'bad.ini:3: GDsub_bogus: unknown key'
+}
+
+@test "line length limit: 8192 bytes, as the message says; the key is named" {
+	local port v
+	port=$(free_port)
+	# 8192 bytes: accepted
+	v="GDpub_port=$(padded 8181 "$port")"
+	[ "${#v}" -eq 8192 ]
+	cfg p.ini "$v"
+	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -c p.ini stats
+	# 8193 bytes: over "at most 8192 bytes"
+	v="GDpub_port=$(padded 8182 "$port")"
+	cfg bad.ini '# c' "$v" 'GDpub_bogus=1'
+	conf_err gdpub 'bad.ini:2: GDpub_port: line too long (at most 8192 bytes)'
+	cfg bad.ini "# $(padded 9000 0)"
+	conf_err gdpub 'bad.ini:1: line too long (at most 8192 bytes)'
 }
 
 # ---- keys that are not supported yet ----

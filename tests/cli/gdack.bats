@@ -103,6 +103,29 @@ start_pub_sub() {
 	assert_equal "$stderr" "gdack: no gdsub answers at $BATS_TEST_TMPDIR/none.sock: No such file or directory (waited 0.2 seconds)"
 }
 
+@test "gdack waits all of --wait for its gdsub, keys as arguments or on stdin, and says how long" {
+	local how t0 t1 ms
+	sub_conf s.ini "$(free_port)"
+	for how in args stdin; do
+		t0=$(date +%s%N)
+		if [ "$how" = args ]; then
+			run --separate-stderr timeout 20 gdack -c s.ini --wait 2.5 "127.0.0.1:1/1"
+		else
+			run --separate-stderr timeout 20 gdack -c s.ini --wait 2.5 <<< "127.0.0.1:1/1"
+		fi
+		t1=$(date +%s%N)
+		assert_failure 69
+		[[ "$stderr" == *"No such file or directory (waited 2.5 seconds)" ]]
+		ms=$(( (t1 - t0) / 1000000 ))
+		# it once gave up 2 s early with keys as arguments
+		[ "$ms" -ge 2450 ] || { echo "$how: gave up after $ms ms"; return 1; }
+		[ "$ms" -lt 8000 ] || { echo "$how: took $ms ms"; return 1; }
+	done
+	run --separate-stderr timeout 20 gdack -c s.ini --wait 1 "127.0.0.1:1/1"
+	assert_failure 69
+	[[ "$stderr" == *"No such file or directory (waited 1 second)" ]]
+}
+
 @test "gdack with no keys to acknowledge needs no gdsub: exit 0" {
 	# an empty stream: its gdsub may have finished before gdack started
 	run --separate-stderr timeout 20 gdack --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 < /dev/null

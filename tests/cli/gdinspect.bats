@@ -208,8 +208,35 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 @test "no gdpub running -> 69 nothing answers at the derived socket" {
 	port=$(free_port)
 	printf 'GDpub_port=%s\n' "$port" > p.ini
-	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"): No such file or directory (is gdpub or gdsub running?)" -- gdinspect -c p.ini pending
+	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -c p.ini pending
+	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -p "$port" pending
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=alpha\n' "$port" > s.ini
+	run --separate-stderr gdinspect -c s.ini stats
+	assert_failure 69
+	[[ "$stderr" =~ ^"gdinspect: nothing answers at $XDG_RUNTIME_DIR/gdkit/sub-"[0-9a-f]{16}".sock, the control socket of the gdsub named 'alpha': No such file or directory (is it running, as this user?)"$ ]]
 	expect_fail 69 "gdinspect: nothing answers at $BATS_TEST_TMPDIR/none.sock: No such file or directory (is gdpub or gdsub running?)" -- gdinspect --ctl "$BATS_TEST_TMPDIR/none.sock" stats
+}
+
+# pending_rows PORT N: gdinspect -p PORT finds N pending blocks
+pending_rows() {
+	[ "$(timeout 10 gdinspect -p "$1" --json pending | wc -l)" -eq "$2" ]
+}
+
+@test "gdinspect -p PORT: a gdpub started without a config, found from its port" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "exec gdpub -p $port -n 1 -t 60 < in.fifo > pub.out 2> pub.err" 7>&-
+	printf 'one\ntwo\n' >&7
+	wait_until 10 pending_rows "$port" 2
+	run --separate-stderr timeout 30 gdinspect -p "$port" pending
+	assert_success
+	assert_line --index 0 --regexp '^ID +KEY +ACKS +NEEDED '
+	assert_line --index 1 --regexp "^ +1 +127\.0\.0\.1:$port/1 +0 +1 "
+	run --separate-stderr timeout 30 gdinspect --port "$port" --json stats
+	assert_success
+	[[ "$output" == '{"published":2,'* ]]
+	expect_usage gdinspect "cannot use -p and --ctl: each names the socket" -- gdinspect -p "$port" --ctl x.sock stats
+	expect_usage gdinspect "invalid value '70000' for --port: expected an integer from 1 to 65535" -- gdinspect -p 70000 stats
 }
 
 @test "a stale socket (its program is gone) -> 69 connection refused" {
@@ -223,9 +250,9 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 }
 
 @test "no -c and no --ctl -> 64" {
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect pending
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect pending
 	printf '# nothing\nGDpub_timeout=5\n' > p.ini
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect -c p.ini pending
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect -c p.ini pending
 }
 
 # ---- bad requests straight to the control socket ----

@@ -4,7 +4,8 @@
 # .It line of the mdoc source, so it has an entry of its own and not only a
 # mention in the SYNOPSIS), every config key of the contract is in
 # gdkit.conf(5), --help goes to stdout and exits 0, and mandoc -Tlint is
-# silent.
+# silent. The literal displays read as written once rendered, and the
+# EXAMPLES work when pasted (tests/cli/manexamples.py says how they run).
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -123,4 +124,102 @@ check_short_options() {
 		fi
 	done
 	[ "$bad" -eq 0 ]
+}
+
+@test "every page renders at 80 columns without a warning (man -l, groff)" {
+	command -v man >/dev/null && command -v groff >/dev/null ||
+		skip "man or groff is not installed"
+	local p bad=0 err
+	for p in $PAGES; do
+		# what a user sees: groff warns of a line it cannot break
+		err=$(MANWIDTH=80 MAN_KEEP_FORMATTING= man -l "$MANDIR/$p" 2>&1 >/dev/null)
+		if [ -n "$err" ]; then
+			echo "man/$p:"; echo "$err"; bad=1
+		fi
+		err=$(mandoc -Tascii -W warning "$MANDIR/$p" 2>&1 >/dev/null)
+		if [ -n "$err" ]; then
+			echo "man/$p (mandoc -Tascii):"; echo "$err"; bad=1
+		fi
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "every literal display renders as its source reads (no garbled escapes such as \\t for \\et)" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local p args=()
+	for p in $PAGES; do args+=("$MANDIR/$p"); done
+	run python "$BATS_TEST_DIRNAME/manexamples.py" render "${args[@]}"
+	[ "$status" -eq 0 ] && [ -z "$output" ] || { echo "$output"; return 1; }
+}
+
+# run_examples PAGE [TOOL...]: run the EXAMPLES of man/PAGE as a user
+# would paste them; the commands it does not run, and why, go to the TAP
+# output as comments.
+run_examples() {
+	local page=$1 t
+	shift
+	for t in mandoc col "$@"; do
+		command -v "$t" >/dev/null || skip "$t is not installed (needed by $page's examples)"
+	done
+	run timeout 300 python "$BATS_TEST_DIRNAME/manexamples.py" run "$MANDIR/$page"
+	echo "$output"
+	grep ': skip: ' <<<"$output" | sed 's/^/# /' >&3 || true
+	[ "$status" -eq 0 ]
+	# it ran something
+	grep -q ': ok: \|loads$' <<<"$output"
+}
+
+@test "EXAMPLES of gdpub(1) work when pasted" {
+	run_examples gdpub.1
+}
+
+@test "EXAMPLES of gdsub(1) work when pasted" {
+	run_examples gdsub.1 socat
+}
+
+@test "EXAMPLES of gdack(1) work when pasted" {
+	run_examples gdack.1
+}
+
+@test "EXAMPLES of gdinspect(1) work when pasted" {
+	run_examples gdinspect.1 socat
+}
+
+@test "EXAMPLES of gdkit.conf(5) load" {
+	run_examples gdkit.conf.5
+}
+
+@test "EXAMPLES of gdkit-stream(5) work when pasted" {
+	run_examples gdkit-stream.5 hexdump
+}
+
+@test "EXAMPLES of gdkit(7) work when pasted" {
+	run_examples gdkit.7
+}
+
+# readme_block N: the Nth fenced code block of README.md, 7001 made $port
+readme_block() {
+	awk -v want="$1" '/^```/ { n++; next } n == 2 * want - 1' \
+	    "$BATS_TEST_DIRNAME/../../README.md" | sed "s/7001/$port/g"
+}
+
+@test "README: the first example and the stream example work when pasted" {
+	port=$(free_port)
+	# the first: the programs are on PATH already, so without its make line
+	readme_block 1 > quick.sh
+	grep -q '^make && export PATH=\$PWD/bin:\$PATH' quick.sh
+	sed -i '/^make /d' quick.sh
+	echo wait >> quick.sh
+	run --separate-stderr timeout 60 bash quick.sh
+	assert_success
+	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	assert_equal "$(cat out.txt)" "$(keys "$port" 1 2 3 4 5 | paste - <(printf '%s done\n' 1 2 3 4 5))"
+	# the stream example, and its status lines
+	readme_block 2 > stream.sh
+	grep -q "sh -c 'gdsub -i -" stream.sh
+	run --separate-stderr timeout 60 bash stream.sh
+	assert_success
+	assert_equal "$output" "$(keys "$port" 1 2 3 4 5 | paste - <(seq 1 5); echo READY; statuses ACK 1 2 3 4 5)"
+	# the ssh variation is the same pipeline with ssh in place of sh -c
+	readme_block 3 | grep -q "ssh subhost 'gdsub -i - -P pubhost:$port | gdack -P pubhost:$port --tee'"
 }

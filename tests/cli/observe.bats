@@ -193,6 +193,39 @@ assert abs(d["rate_avg"] - 3 / d["uptime"]) < 0.2, d
 	wait_until 10 jcheck -c p.ini stats -- 'rows[0]["rate"] == 0 and rows[0]["uptime"] > 1.5'
 }
 
+@test "stats at a gdpub: no latency before the first ACK ('-' in text, null in JSON), microseconds after" {
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	sub_conf s.ini "$port"
+	spawn "exec gdsub -c s.ini > s.out 2> s.err"	# acks only when told
+	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	wait_until 20 has_lines s.out 2
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
+	assert_success
+	fields_match 'stats (gdpub)' <<<"$output"
+	python -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["ack"] == 0 and d["pending"] == 2, d
+for f in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us"):
+    assert d[f] is None, (f, d)
+' <<<"$output"
+	run --separate-stderr timeout 30 gdinspect -c p.ini stats
+	assert_success
+	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS$'
+	assert_line --index 1 --regexp ' - +- +- +- +0$'
+	timeout 20 gdack -c s.ini < s.out
+	wait_until 10 has_lines pub.out 3	# READY, ACK 1, ACK 2
+	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
+	python -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert d["ack"] == 2, d
+l = [d[f] for f in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us")]
+assert all(isinstance(v, int) and v > 0 for v in l) and l == sorted(l), d
+' <<<"$output"
+}
+
 @test "stats at a gdsub: R = Ru/S with S from the highest sequence index (a late subscriber missed half)" {
 	port=$(free_port)
 	sub_conf s.ini "$port"
@@ -551,6 +584,21 @@ EOF
 	wait_until 10 has_line s.err "^$TS gdsub: connected to publisher 127\.0\.0\.1:$port \(127\.0\.0\.1:$port\), acknowledgements accepted$"
 	kill -KILL -- "-$pubgrp"
 	wait_until 10 has_line s.err "^$TS gdsub: lost connection to publisher 127\.0\.0\.1:$port: .*; reconnecting$"
+}
+
+@test "without -v no line has a timestamp: gdpub's first-SIGTERM message starts with its name" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "exec gdpub -p $port < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	wait_until 10 listening "$port"
+	kill -TERM "$pid"
+	wait_until 10 has_line pub.err 'SIGTERM'
+	wait_pid 10 "$pid"
+	# the message itself is gdpub's to word; no line may start with a time
+	has_line pub.err '^gdpub: SIGTERM: '
+	run grep -Ec "^$TS" pub.err
+	assert_output 0
 }
 
 @test "-q: warnings hidden, errors kept" {

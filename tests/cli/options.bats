@@ -77,7 +77,9 @@ load helpers
 @test "gdsub: bad values echo the value" {
 	expect_usage gdsub "invalid value '0' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 -C 0
 	expect_usage gdsub "invalid value 'many' for --count: expected a positive integer" -- gdsub -P 127.0.0.1:1 --count many
-	expect_usage gdsub "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdsub -P nohost
+	expect_usage gdsub "invalid value 'nohost' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdsub -P nohost
+	# a port out of range names the range
+	expect_usage gdsub "invalid value 'localhost:99999' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdsub -P localhost:99999
 	expect_usage gdsub "invalid value '-2' for --max-retries: expected an integer from -1 to 1073741824" -- gdsub -P 127.0.0.1:1 --max-retries -2
 	expect_usage gdsub "invalid value '0' for --retry-interval: expected seconds from 0.001 to 3.1536e+07" -- gdsub -P 127.0.0.1:1 --retry-interval 0
 	expect_usage gdsub "invalid value 'later' for --linger: expected seconds" -- gdsub -P 127.0.0.1:1 --linger later
@@ -87,7 +89,7 @@ load helpers
 
 @test "gdack and gdinspect: bad values echo the value" {
 	expect_usage gdack "invalid value 'soon' for --wait: expected seconds" -- gdack --ctl x.sock --wait soon
-	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT ([ADDR]:PORT for IPv6)" -- gdack -P nohost
+	expect_usage gdack "invalid value 'nohost' for --pub: expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdack -P nohost
 	expect_usage gdack "invalid value 'xml' for --format: expected 'line', 'frame' or 'status'" -- gdack --ctl x.sock -f xml
 	expect_usage gdinspect "invalid value '0' for --watch: expected seconds from 0.05" -- gdinspect --ctl x.sock --watch 0 stats
 }
@@ -102,7 +104,7 @@ load helpers
 	printf 'GDsub_retryInt=1\n' > s.ini
 	expect_usage gdsub "no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT" -- gdsub -c s.ini
 	expect_usage gdack "cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with" -- gdack --tee
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config) or --ctl PATH" -- gdinspect stats
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect stats
 }
 
 @test "unexpected argument" {
@@ -110,6 +112,17 @@ load helpers
 	expect_usage gdsub "unexpected argument 'extra'" -- gdsub -P 127.0.0.1:1 extra
 	expect_usage gdinspect "unexpected argument 'extra' after pending" -- gdinspect --ctl x.sock pending extra
 	expect_usage gdinspect "no command given (pending, subs, stats, measure or decode)" -- gdinspect --ctl x.sock
+}
+
+@test "gdpub --wait-ready 5: the value of an optional argument needs '=', and the error says so" {
+	local hint="unexpected argument '5': blocks are read on stdin (did you mean --wait-ready=5?)"
+	expect_usage gdpub "$hint" -- gdpub -p 1 --wait-ready 5
+	expect_usage gdpub "$hint" -- gdpub --wait-ready 5 -p 1
+	expect_usage gdpub "$hint" -- gdpub -p 1 --wait 5	# getopt's prefix
+	# no hint where the option had its value or takes a required one
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub -p 1 --wait-ready=5 x
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub --timeout 5 x -p 1
+	expect_usage gdpub "unexpected argument 'x': blocks are read on stdin" -- gdpub -p 1 -- x
 }
 
 @test "-v with -q is refused" {

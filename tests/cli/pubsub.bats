@@ -174,6 +174,15 @@ bats_require_minimum_version 1.5.0
 	done; printf 'gdsub: giving up on publisher 127.0.0.1:%s after 2 attempts' "$port")"
 }
 
+@test "gdsub gives up after 1 attempt, in the singular (--max-retries 1 and 0)" {
+	port=$(free_port)
+	for n in 1 0; do
+		run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries "$n"
+		assert_failure 69
+		assert_equal "$stderr" "$(printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt 1 of 1)\ngdsub: giving up on publisher 127.0.0.1:%s after 1 attempt' "$port" "$port")"
+	done
+}
+
 @test "GD and --no-gd subscribers mixed: the receive-only one gets every block, its acks are not needed" {
 	port=$(free_port)
 	sub_conf g.ini "$port"
@@ -475,6 +484,12 @@ bats_require_minimum_version 1.5.0
 	assert_equal "$(grep -v 'cannot connect to' s.err)" "gdsub: warning: publisher 127.0.0.1:$port runs with numSubs=0: its blocks need no acknowledgement"
 }
 
+# gdack_connected: the one gdsub of this test has a control connection
+gdack_connected() {
+	local sock
+	sock=$(sub_sock) && ss -xH state established | grep -qF "$sock "
+}
+
 @test "numSubs=0: a gdsub | gdack pipeline succeeds, its blocks need no acknowledgement" {
 	port=$(free_port)
 	sub_conf s.ini "$port"
@@ -482,6 +497,10 @@ bats_require_minimum_version 1.5.0
 	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	ack_pipeline s 7>&-
 	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
+	# a gdsub with GD off exits once the stream has ended unless its gdack
+	# is connected by then; with a short stream gdack may not have started
+	# yet (a race of the programs, not of this test: see the report)
+	wait_until 10 gdack_connected
 	seq 1 50 > in.txt
 	cat in.txt >&7
 	feed_close

@@ -882,7 +882,7 @@ TEST(err_bad_values)
 		{ GD_FAM_SUB, "GDsub_pub", "localhost:", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", ":7001", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "h:0", "expected HOST:PORT" },
-		{ GD_FAM_SUB, "GDsub_pub", "h:65536", "expected HOST:PORT" },
+		{ GD_FAM_SUB, "GDsub_pub", "h:65536", "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" },
 		{ GD_FAM_SUB, "GDsub_pub", "::1:7001", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "[::1]", "expected HOST:PORT" },
 		{ GD_FAM_SUB, "GDsub_pub", "", "expected HOST:PORT" },
@@ -984,48 +984,160 @@ TEST(err_syntax)
 	ASSERT_EQ(count_lines(errbuf), 1);
 	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=1\n\n\njunk\n"), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(4, NULL));
+	/* the first error of the file is the one reported */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=1\njunk\nGDpub_bogus=1\n"),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
+	ASSERT_HAS(errbuf, "syntax error");
+	ASSERT_EQ(count_lines(errbuf), 1);
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_bogus=1\njunk\n"), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(1, "GDpub_bogus"));
+	ASSERT_EQ(count_lines(errbuf), 1);
 	ASSERT_EQ(load_fails(GD_FAM_PUB, "[unterminated\n"), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(1, NULL));
 	ASSERT_HAS(errbuf, "syntax error");
 }
 
-/* writes "GDpub_host=aaa…" of exactly len bytes (without the newline)
- * preceded by one comment line */
-static const char *long_line_conf(size_t len)
+/* "# c\n" then a line "HEAD" + 'a' * (len - strlen(HEAD) - strlen(TAIL))
+ * + "TAIL" of exactly len bytes, then "\n" and REST */
+static const char *long_line_with(const char *head, size_t len,
+    const char *tail, const char *rest)
 {
-	static char content[4096];
-	size_t n = (size_t)snprintf(content, sizeof(content), "# c\nGDpub_host=");
-	size_t start = n - strlen("GDpub_host=");
-	while (n - start < len)
+	static char content[20000];
+	size_t n = (size_t)snprintf(content, sizeof(content), "# c\n%s", head);
+	size_t start = n - strlen(head);
+	while (n - start < len - strlen(tail))
 		content[n++] = 'a';
-	content[n++] = '\n';
-	content[n] = '\0';
+	n += (size_t)snprintf(content + n, sizeof(content) - n, "%s\n%s", tail,
+	    rest);
 	return content;
 }
 
-TEST(err_line_too_long)
+/* "GDpub_host=aaa…" of exactly len bytes on line 2 */
+static const char *long_line_conf(size_t len)
 {
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(250)), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(2, NULL));
-	ASSERT_HAS(errbuf, "line too long");
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(3000)), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(2, NULL));
-	ASSERT_HAS(errbuf, "line too long");
-	/* the tail of a long line must not be parsed as a line of its own */
-	ASSERT_EQ(count_lines(errbuf), 1);
+	return long_line_with("GDpub_host=", len, "", "");
 }
 
-/* The message says "at most 197 bytes": 197 loads whole, 198 is refused. */
+/* Debian's inih reads lines of 197 bytes at most; gdkit.conf(5) promises
+ * string values of 4096 bytes, so longer lines are read around it. */
+TEST(long_values_load)
+{
+	struct gd_conf c;
+	size_t hl = strlen("GDpub_host=");
+
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_conf(197)), 0);
+	ASSERT(c.host != NULL && strlen(c.host) == 197 - hl);
+	gd_conf_free(&c);
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_conf(198)), 0);
+	ASSERT_STR(errbuf, "");
+	ASSERT(c.host != NULL && strlen(c.host) == 198 - hl);
+	gd_conf_free(&c);
+	/* the documented longest value, with the lines after it read */
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_host=", hl + 4096,
+	    "", "GDpub_port=7001\n")), 0);
+	ASSERT_STR(errbuf, "");
+	ASSERT(c.host != NULL && strlen(c.host) == 4096);
+	ASSERT_EQ(c.port, 7001);
+	gd_conf_free(&c);
+	/* spaces, ':' and an inline comment, by inih's rules */
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("  GDpub_ctl \t: ", 300,
+	    "b/c.sock  ; a comment ; more\r", "")), 0);
+	ASSERT_STR(errbuf, "");
+	ASSERT(c.pub_ctl != NULL && strlen(c.pub_ctl) > 250);
+	if (c.pub_ctl != NULL)
+		ASSERT_STR(c.pub_ctl + strlen(c.pub_ctl) - 9, "ab/c.sock");
+	gd_conf_free(&c);
+	/* a ';' with no space before it is part of the value */
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_host=", 250,
+	    "x;y", "")), 0);
+	if (c.host != NULL)
+		ASSERT_STR(c.host + strlen(c.host) - 4, "ax;y");
+	gd_conf_free(&c);
+	/* long comments and sections */
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("# ", 3000, "",
+	    "; x\nGDpub_port=1\n")), 0);
+	ASSERT_EQ(c.port, 1);
+	gd_conf_free(&c);
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("[", 500, "]", "GDpub_port=2\n")), 0);
+	ASSERT_EQ(c.port, 2);
+	gd_conf_free(&c);
+	/* a byte-order mark in front of a long first line */
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("\xEF\xBB\xBF# c\nGDpub_host=", 300, "", "") + 4), 0);
+	ASSERT_STR(errbuf, "");
+	gd_conf_free(&c);
+}
+
+TEST(long_line_errors)
+{
+	size_t hl = strlen("GDpub_host=");
+	char want[1000];
+
+	/* a value over 4096 bytes: the start of it and its length */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(hl + 4097)), GD_EX_CONFIG);
+	snprintf(want, sizeof(want), "%s invalid value 'aaaa", where(2, "GDpub_host"));
+	ASSERT_HAS(errbuf, want);
+	ASSERT_HAS(errbuf, "...' (4097 bytes): expected a non-empty value of at most 4096 bytes");
+	ASSERT_EQ(count_lines(errbuf), 1);
+	/* each kind of error, on the right line, after a long line */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 300, "",
+	    "GDpub_bogus=1\n")), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(3, "GDpub_bogus"));
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 300, "",
+	    "\njunk\n")), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(4, NULL));
+	ASSERT_HAS(errbuf, "syntax error: expected key=value");
+	/* long lines that are errors themselves */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_bogus=", 300, "", "")),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, "GDpub_bogus"));
+	ASSERT_HAS(errbuf, "unknown key");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_port ", 300, "", "")),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
+	ASSERT_HAS(errbuf, "syntax error: expected key=value");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("[", 300, "", "")), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
+	ASSERT_HAS(errbuf, "syntax error");
+	ASSERT_EQ(load_fails(GD_FAM_SUB, long_line_with("GDpub_host=", 300, "", "")),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, "GDpub_host"));
+	ASSERT_HAS(errbuf, "not a subscriber (GDsub_*) key");
+	/* a key too long to be one is named by its start */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("", 300, "=1", "")), GD_EX_CONFIG);
+	snprintf(want, sizeof(want), "%s%.64s: unknown key", where(2, NULL), long_line_with("", 300, "", "") + 4);
+	ASSERT_HAS(errbuf, want);
+}
+
+/* The message says "at most 8192 bytes": 8192 loads, 8193 is refused,
+ * naming the key; the rest of the line is not read as a line of its own. */
 TEST(line_length_boundary)
 {
 	struct gd_conf c;
-	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_conf(197)), 0);
+	char want[1000];
+
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("# ", 8192, "", "GDpub_port=3\n")), 0);
 	ASSERT_STR(errbuf, "");
-	ASSERT(c.host != NULL && strlen(c.host) == 197 - strlen("GDpub_host="));
+	ASSERT_EQ(c.port, 3);
 	gd_conf_free(&c);
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(198)), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(2, NULL));
-	ASSERT_HAS(errbuf, "line too long (at most 197 bytes)");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("# ", 8193, "", "")), GD_EX_CONFIG);
+	snprintf(want, sizeof(want), "%sline too long (at most 8192 bytes)", where(2, NULL));
+	ASSERT_HAS(errbuf, want);
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(8193)), GD_EX_CONFIG);
+	snprintf(want, sizeof(want), "%s line too long (at most 8192 bytes)",
+	    where(2, "GDpub_host"));
+	ASSERT_HAS(errbuf, want);
+	ASSERT_EQ(count_lines(errbuf), 1);
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(12000)), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, want);
+	ASSERT_EQ(count_lines(errbuf), 1);
+	/* the first error of the file wins */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 9000, "",
+	    "GDpub_bogus=1\n")), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, "line too long");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 9000, "",
+	    "junk\n")), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, want);
 }
 
 TEST(err_wrong_family)
@@ -1234,7 +1346,8 @@ int main(void)
 	RUN(err_unreadable);
 	RUN(err_unreadable_directory);
 	RUN(err_syntax);
-	RUN(err_line_too_long);
+	RUN(long_values_load);
+	RUN(long_line_errors);
 	RUN(line_length_boundary);
 	RUN(err_wrong_family);
 	RUN(unsupported_special_values);

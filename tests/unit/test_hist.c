@@ -254,6 +254,26 @@ TEST(huge_values)
 	ASSERT(check_sample(v, N, "values around 2^63"));
 }
 
+/* The control-protocol cell: "-" (JSON null) before any value, never a
+ * made-up 0; then the percentile, and p100 the maximum. */
+TEST(cell)
+{
+	static struct gd_hist h;
+	char b[24];
+
+	memset(&h, 0, sizeof(h));
+	gd_hist_cell(&h, 50, b, sizeof(b));
+	ASSERT_STR(b, "-");
+	gd_hist_cell(&h, 100, b, sizeof(b));
+	ASSERT_STR(b, "-");
+	gd_hist_add(&h, 0);
+	gd_hist_cell(&h, 50, b, sizeof(b));
+	ASSERT_STR(b, "0");
+	gd_hist_add(&h, 12345);
+	gd_hist_cell(&h, 100, b, sizeof(b));
+	ASSERT_STR(b, "12345");
+}
+
 int main(void)
 {
 	RUN(empty);
@@ -266,5 +286,6 @@ int main(void)
 	RUN(bimodal);
 	RUN(single_values_all_magnitudes);
 	RUN(huge_values);
+	RUN(cell);
 	return UNIT_DONE();
 }
