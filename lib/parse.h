@@ -18,6 +18,14 @@ size_t gd_u64toa(char *buf, uint64_t v);
 int gd_parse_dur(const char *s, double min, double max, double *out);
 /* "HOST:PORT" or "[V6]:PORT"; host copied without brackets */
 int gd_parse_hostport(const char *s, char *host, size_t hostsz, int *port);
+/* 1 when host may be written into a block's key and a stream's origin:
+ * a host name of letters, digits, '-', '.' and '_' (which covers IPv4
+ * literals), at most GD_VALID_HOST_MAX bytes, or an IPv6 literal (keys
+ * bracket it); else 0. */
+#define GD_VALID_HOST_MAX 253
+#define GD_VALID_HOST_WHAT "a host name (at most 253 letters, digits, " \
+	"'-', '.' and '_'), an IPv4 or an IPv6 address"
+int gd_valid_host(const char *host);
 /* write "HOST:PORT" (bracketing IPv6) into buf; returns length */
 int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port);
 

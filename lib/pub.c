@@ -1279,6 +1279,12 @@ static int listen_on(struct pub *p)
 		host[sizeof(host) - 1] = '\0';
 	} else
 		snprintf(host, sizeof(host), "%s", bind);
+	if (!gd_valid_host(host)) {
+		gd_err("cannot use %s '%s' in block keys: expected %s; "
+		    "set --host or GDpub_host", strcmp(bind, host) ?
+		    "host name" : "bind address", host, GD_VALID_HOST_WHAT);
+		return GD_EX_CONFIG;
+	}
 	gd_fmt_hostport(p->origin, sizeof(p->origin), host, (int)p->conf->port);
 	p->origin_len = strlen(p->origin);
 	return 0;

@@ -116,6 +116,14 @@ conf_err() {
 	conf_err gdpub "bad.ini:2: GDpub_bind: invalid value '': expected a non-empty value of at most 4096 bytes"
 }
 
+@test "GDpub_host: a value keys cannot carry is a config error naming file, line and key" {
+	local v
+	for v in a/b 'a b' $'a\tb' 'hé' a:b; do
+		cfg bad.ini 'GDpub_port=7001' "GDpub_host=$v"
+		conf_err gdpub "bad.ini:2: GDpub_host: invalid value '$v': expected a host name (at most 253 letters, digits, '-', '.' and '_'), an IPv4 or an IPv6 address"
+	done
+}
+
 @test "gdinspect checks the values of both families" {
 	cfg bad.ini 'GDpub_port=x'
 	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
