@@ -275,15 +275,36 @@ struct load_ctx {
 	int long_line;		/* line number of a line too long, or 0 */
 };
 
+/* A NUL would end the line for inih and hide the rest of it (a file
+ * starting with one would read as empty): refuse the file. Reported here,
+ * in line order, unless a line too long came first (reported later). */
+static char *nul_byte(struct load_ctx *x, int col)
+{
+	int ch;
+
+	while ((ch = getc(x->fp)) != EOF && ch != '\n')
+		;
+	x->line++;
+	if (x->long_line == 0) {
+		gd_err("%s:%d: NUL byte at column %d: a config file is text, "
+		    "without NUL bytes", x->file, x->line, col);
+		x->err = GD_EX_CONFIG;
+	}
+	return NULL;		/* stop the parse */
+}
+
 /* inih reader: one line at a time, counting lines for our messages. */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *x = stream;
-	int ch, n = 0;
+	int ch, n = 0, col = 0;
 
-	if (feof(x->fp) || ferror(x->fp))
+	if (feof(x->fp) || ferror(x->fp) || x->err)
 		return NULL;
 	while ((ch = getc(x->fp)) != EOF && ch != '\n') {
+		if (ch == '\0')
+			return nul_byte(x, col + 1);
+		col++;
 		/* inih would take an indented line as the continuation of the
 		 * previous value; a config line is never that here */
 		if (n == 0 && (ch == ' ' || ch == '\t'))
