@@ -43,6 +43,18 @@ int gd_parse_u64n(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
+int gd_parse_id(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v;
+
+	if (gd_parse_u64n(s, len, &v) != 0)
+		return -1;
+	if (len > 1 && s[0] == '0')
+		return -2;
+	*out = v;
+	return 0;
+}
+
 int gd_parse_u64(const char *s, uint64_t *out)
 {
 	return gd_parse_u64n(s, strlen(s), out);

@@ -11,6 +11,11 @@ int gd_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* decimal digits only, 0 .. 2^64-1; len-bounded, no NUL needed */
 int gd_parse_u64n(const char *s, size_t len, uint64_t *out);
 int gd_parse_u64(const char *s, uint64_t *out);
+/* An ID as keys and status lines write it: "0" or decimal digits without
+ * a leading zero, 0 .. 2^64-1; len-bounded. -2 for digits with a leading
+ * zero ("0001" would be reported as "1", matching no input line), -1 for
+ * anything else that is not an ID. */
+int gd_parse_id(const char *s, size_t len, uint64_t *out);
 /* decimal digits of v into buf (at least 20 bytes), no NUL; returns the
  * length. For hot paths where printf is too slow. */
 size_t gd_u64toa(char *buf, uint64_t v);

@@ -410,15 +410,16 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 	uint64_t id;
 	const uint8_t *pl = rec;
 	size_t plen = len;
+	int e = -1;
 
 	p->line_no++;
 	if (p->opt.ids) {
 		const uint8_t *tab = memchr(rec, '\t', len < 22 ? len : 22);
-		if (tab == NULL || gd_parse_u64n((const char *)rec,
-		    (size_t)(tab - rec), &id) != 0) {
+		if (tab == NULL || (e = gd_parse_id((const char *)rec,
+		    (size_t)(tab - rec), &id)) != 0) {
 			reject(p, "-", "malformed line %" PRIu64
-			    ": expected ID<TAB>payload with a decimal ID",
-			    p->line_no);
+			    ": expected ID<TAB>payload with a decimal ID%s",
+			    p->line_no, e == -2 ? " without leading zeros" : "");
 			return;
 		}
 		pl = tab + 1;

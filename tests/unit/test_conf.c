@@ -330,6 +330,32 @@ TEST(parse_u64n)
 	ASSERT_U64(v, 99);
 }
 
+/* IDs as keys write them: no leading zero, so "0001" cannot pass as 1 */
+TEST(parse_id)
+{
+	uint64_t v = 99;
+
+	ASSERT_EQ(gd_parse_id("0", 1, &v), 0);
+	ASSERT_U64(v, 0);
+	ASSERT_EQ(gd_parse_id("10", 2, &v), 0);
+	ASSERT_U64(v, 10);
+	ASSERT_EQ(gd_parse_id("18446744073709551615", 20, &v), 0);
+	ASSERT_U64(v, UINT64_MAX);
+	ASSERT_EQ(gd_parse_id("1\tx", 1, &v), 0);	/* len-bounded */
+	ASSERT_U64(v, 1);
+	v = 99;
+	ASSERT_EQ(gd_parse_id("0001", 4, &v), -2);
+	ASSERT_EQ(gd_parse_id("00", 2, &v), -2);
+	ASSERT_EQ(gd_parse_id("010", 3, &v), -2);
+	ASSERT_EQ(gd_parse_id("00000000000000000001", 20, &v), -2);
+	ASSERT_EQ(gd_parse_id("", 0, &v), -1);
+	ASSERT_EQ(gd_parse_id("0x1", 3, &v), -1);
+	ASSERT_EQ(gd_parse_id("01a", 3, &v), -1);
+	ASSERT_EQ(gd_parse_id("-1", 2, &v), -1);
+	ASSERT_EQ(gd_parse_id("18446744073709551616", 20, &v), -1);
+	ASSERT_U64(v, 99);	/* untouched on error */
+}
+
 TEST(parse_dur)
 {
 	static const char *const bad[] = {
@@ -1263,6 +1289,7 @@ int main(void)
 	RUN(parse_i64_valid);
 	RUN(parse_i64_invalid);
 	RUN(parse_u64n);
+	RUN(parse_id);
 	RUN(parse_dur);
 	RUN(parse_hostport_valid);
 	RUN(parse_hostport_invalid);
