@@ -1,11 +1,15 @@
 /* Chunked record input (see input.h). Only the loop thread touches refs,
  * idx and reading; the reader and the loop share the region queue and the
- * free list under one mutex. */
-#define _GNU_SOURCE	/* memrchr */
+ * free list under one mutex. The reader thread is joined, never detached:
+ * it blocks only in poll() (with the wake-up pipe) or on the queue's
+ * condition variable, and gd_input_stop ends both waits. */
+#define _GNU_SOURCE	/* memrchr, pipe2 */
 #include "input.h"
 #include "stream.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,11 +86,36 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 	return stop ? -1 : 0;
 }
 
-/* Read after len bytes of c; -1 once a read error has been handed on. */
+/* 1 when the fd has input (or end of input, or an error read() will
+ * report), 0 when the loop asked the reader to stop. One poll() per read:
+ * reads are of up to a chunk, so this costs nothing on the hot path, and a
+ * reader never sits in a read() that only more input could end. */
+static int wait_input(struct gd_input *in)
+{
+	struct pollfd pf[2];
+
+	pf[0].fd = in->fd;
+	pf[0].events = POLLIN;
+	pf[1].fd = in->wake[0];
+	pf[1].events = POLLIN;
+	for (;;) {
+		pf[0].revents = pf[1].revents = 0;
+		if (poll(pf, 2, -1) >= 0)
+			break;
+		if (errno != EINTR)
+			return 1;	/* cannot wait: let read() block or fail */
+	}
+	return pf[1].revents == 0;
+}
+
+/* Read after len bytes of c; -1 once a read error has been handed on or
+ * when the loop asked the reader to stop. */
 static ssize_t read_chunk(struct gd_input *in, struct gd_chunk *c, size_t len)
 {
 	ssize_t r;
 
+	if (!wait_input(in))
+		return -1;
 	while ((r = read(in->fd, c->data + len, c->cap - len)) < 0 &&
 	    errno == EINTR)
 		;
@@ -242,9 +271,6 @@ static void *reader(void *arg)
 		read_frames(in);
 	else
 		read_records(in);
-	pthread_mutex_lock(&in->mu);
-	in->thread_done = 1;
-	pthread_mutex_unlock(&in->mu);
 	return NULL;
 }
 
@@ -258,7 +284,6 @@ static void on_async(uv_async_t *a)
 int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
     size_t chunk_size, void (*on_ready)(struct gd_input *))
 {
-	pthread_attr_t attr;
 	sigset_t all, old;
 	int rc;
 
@@ -270,21 +295,29 @@ int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
 	in->free_idx = IDX_NONE;
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->cv, NULL);
+	if (pipe2(in->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+		return uv_translate_sys_error(errno);
 	if ((rc = uv_async_init(loop, &in->async, on_async)) != 0)
-		return rc;
+		goto fail;
 	in->async.data = in;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* signals belong to the loop thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&in->th, &attr, reader, in);
+	rc = pthread_create(&in->th, NULL, reader, in);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (rc != 0)
-		return uv_translate_sys_error(rc);
+	if (rc != 0) {
+		uv_close((uv_handle_t *)&in->async, NULL);
+		rc = uv_translate_sys_error(rc);
+		goto fail;
+	}
+	in->joinable = 1;
 	in->started = 1;
 	return 0;
+fail:
+	close(in->wake[0]);
+	close(in->wake[1]);
+	in->wake[0] = in->wake[1] = -1;
+	return rc;
 }
 
 static int assign_idx(struct gd_input *in, struct gd_chunk *c)
@@ -379,32 +412,45 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 	free(r);
 }
 
+/* The reader leaves its poll() (the pipe stays readable) and hand()
+ * returns -1 from its wait or its next call. */
+static void wake_reader(struct gd_input *in)
+{
+	static const char b = 1;
+
+	pthread_mutex_lock(&in->mu);
+	if (!in->stop) {
+		in->stop = 1;
+		while (write(in->wake[1], &b, 1) < 0 && errno == EINTR)
+			;
+	}
+	pthread_cond_signal(&in->cv);
+	pthread_mutex_unlock(&in->mu);
+}
+
 void gd_input_stop(struct gd_input *in)
 {
 	if (!in->started)
 		return;
-	pthread_mutex_lock(&in->mu);
-	in->stop = 1;
-	pthread_cond_signal(&in->cv);
-	pthread_mutex_unlock(&in->mu);
+	wake_reader(in);
 	uv_close((uv_handle_t *)&in->async, NULL);
 	in->started = 0;
 }
 
-/* Memory a blocked reader may still touch, kept reachable until exit. */
-static struct gd_input *parked;
-
-int gd_input_free(struct gd_input *in)
+void gd_input_free(struct gd_input *in)
 {
 	struct gd_chunk *c;
 	struct gd_region *r;
 
-	pthread_mutex_lock(&in->mu);
-	if (!in->thread_done && in->all != NULL) {
-		parked = in;	/* the caller must not free *in */
-		pthread_mutex_unlock(&in->mu);
-		return 1;
+	if (in->joinable) {
+		wake_reader(in);
+		pthread_join(in->th, NULL);
+		in->joinable = 0;
+		close(in->wake[0]);
+		close(in->wake[1]);
+		in->wake[0] = in->wake[1] = -1;
 	}
+	pthread_mutex_lock(&in->mu);
 	while ((r = in->qhead) != NULL) {
 		in->qhead = r->next;
 		free(r);
@@ -417,5 +463,4 @@ int gd_input_free(struct gd_input *in)
 	pthread_mutex_unlock(&in->mu);
 	free(in->tab);
 	in->tab = NULL;
-	return 0;
 }

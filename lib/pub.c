@@ -1470,7 +1470,7 @@ out:
 		free(r);
 	}
 	free(p->cur);
-	if (gd_input_free(&p->in) == 0)
-		free(p);	/* else a reader blocked in read() still uses it */
+	gd_input_free(&p->in);
+	free(p);
 	return rc;
 }
