@@ -17,6 +17,8 @@
 
 #define IDX_NONE UINT32_MAX
 
+static void chunk_release(struct gd_input *in, struct gd_chunk *c);
+
 /* A chunk of the usual size (from the free list), or a larger one of its
  * own for a frame that does not fit (freed, not kept, once done). */
 static struct gd_chunk *chunk_get(struct gd_input *in, size_t cap)
@@ -197,14 +199,29 @@ static void *read_records(struct gd_input *in)
 	}
 }
 
+/* How large a chunk to move have bytes of a frame of need bytes into
+ * (need 0: its length is not known yet). A frame larger than a chunk
+ * gets a chunk of its own, at most twice the bytes that actually came, so
+ * a length field alone never makes the reader allocate: a 60-byte stream
+ * that declares a 1 GiB payload costs one chunk. */
+static size_t frame_cap(const struct gd_input *in, size_t have, size_t need)
+{
+	size_t cap = 2 * have;
+
+	if (need <= in->chunk_size || cap <= in->chunk_size)
+		return in->chunk_size;
+	return cap < need ? cap : need;
+}
+
 /* Framed input: regions hold whole frames (the loop validates them). A
- * frame larger than a chunk gets a chunk of its own; bytes that cannot
- * start a frame end the input there, handed as they are, so the loop
- * reports the corruption at its exact offset. */
+ * frame larger than a chunk gets a chunk of its own, grown as its bytes
+ * arrive; bytes that cannot start a frame end the input there, handed as
+ * they are, so the loop reports the corruption at its exact offset. */
 static void *read_frames(struct gd_input *in)
 {
 	struct gd_chunk *c = chunk_get(in, 0), *n;
 	size_t start = 0, scan = 0, len = 0, need = 0;
+	int handed = 0;		/* a region of c went to the loop */
 
 	if (c == NULL) {
 		hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
@@ -216,7 +233,8 @@ static void *read_frames(struct gd_input *in)
 
 		if (len == c->cap) {
 			/* [start, len) is the start of one frame of need bytes */
-			if ((n = chunk_get(in, need)) == NULL) {
+			if ((n = chunk_get(in, frame_cap(in, len - start,
+			    need))) == NULL) {
 				hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
 				return NULL;
 			}
@@ -224,9 +242,14 @@ static void *read_frames(struct gd_input *in)
 			len -= start;
 			scan -= start;
 			start = 0;
-			if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0)
+			if (!handed)
+				chunk_release(in, c);	/* the loop never saw it */
+			else if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0) {
+				chunk_release(in, n);
 				return NULL;
+			}
 			c = n;
+			handed = 0;
 		}
 		if ((r = read_chunk(in, c, len)) < 0)
 			return NULL;
@@ -253,6 +276,7 @@ static void *read_frames(struct gd_input *in)
 			if (hand(in, c, start, scan - start, 0, 0) != 0)
 				return NULL;
 			start = scan;
+			handed = 1;
 		}
 	}
 	/* end of input, or bytes that cannot start a frame: hand the rest */

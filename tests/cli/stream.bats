@@ -455,6 +455,28 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	done
 }
 
+# Readers grow a frame's buffer as its bytes come in, up to the payload
+# limit: a header that declares 1 GiB (followed here by 3 MiB, more than
+# the first buffer) must not make them allocate 1 GiB. They did: gdsub
+# and gdpub exited 74 "cannot read standard input: Cannot allocate
+# memory", gdack 1 "out of memory", under a memory limit.
+@test "a frame that declares 1 GiB and is cut short: gdsub -i -, gdpub -f frame, gdack -f frame report it (65) without allocating 1 GiB" {
+	local port why="corrupt stream at byte offset 16: truncated frame: 3145772 of 1073741886 bytes"
+	declares_1g d.gds 3145728
+	run --separate-stderr small_mem 256 timeout 20 gdsub -i - -P 127.0.0.1:7001 --no-gd < d.gds
+	assert_equal "$status" 65
+	assert_equal "$stderr" "gdsub: standard input: $why"
+	assert_equal "$output" ""
+	port=$(free_port)
+	run --separate-stderr small_mem 256 timeout 20 gdpub -p "$port" -f frame < d.gds
+	assert_equal "$status" 65
+	assert_equal "$stderr" "gdpub: standard input: $why; no more input is read"
+	assert_equal "$output" ""
+	run --separate-stderr small_mem 256 timeout 20 gdack --ctl x.sock -f frame < d.gds
+	assert_equal "$status" 65
+	assert_equal "$stderr" "gdack: standard input: $why"
+}
+
 # The reader thread is joined, not left behind: a corrupt stream on a pipe
 # that stays open (the reader is waiting for more input when gdsub stops)
 # ends with 65 and nothing else on stderr every time. With a detached
