@@ -347,6 +347,24 @@ print("block 3 3 - after")' > in.spec
 	cmp in.blocks out.blocks
 }
 
+# A frame larger than a reader's first buffer is read into one that grows
+# as its bytes arrive (1, 2, 4, then 5 MiB and a bit): every byte kept.
+@test "a 5 MiB payload through pipes: gdpub -o - | gdpub -f frame -o - | gdsub -i - keep every byte" {
+	local p1 p2
+	p1=$(free_port)
+	p2=$(free_port)
+	head -c 3932160 /dev/urandom | base64 -w 0 > in.txt	# 5 MiB, one line
+	run timeout 60 bash -c "cat in.txt | gdpub -p $p1 --max-block-size 8388608 -o - 2> pub1.err |
+		gdpub -p $p2 -f frame --max-block-size 8388608 -o - --status st.txt 2> pub2.err | tee mid.gds |
+		gdsub -i - -P 127.0.0.1:$p2 --no-gd -f payload 2> sub.err > out.txt; echo \${PIPESTATUS[*]}"
+	assert_output "0 0 0 0 0"
+	assert_equal "$(cat pub1.err pub2.err sub.err st.txt)" ""
+	cmp out.txt <(cat in.txt; echo)
+	run gdinspect --json decode mid.gds
+	assert_success
+	assert_line --index 0 --partial '"size":5242880,'
+}
+
 @test "gdsub -f frame over TCP: payloads with newlines (gdpub -0) come out binary-safe, gdack -f frame acknowledges them" {
 	port=$(free_port)
 	printf 'one\nline two\0\0tab\there\0\n\n\0last' > in.bin
