@@ -286,11 +286,13 @@ static int run_frames(struct ack *a)
 		memmove(buf, buf + off, len - off);
 		len -= off;
 		if (k == 0 && len == cap) {	/* one frame larger than buf */
-			size_t need = cap * 2;
+			/* double, up to the frame's size: memory follows the
+			 * bytes that came, not the length the header declares */
+			size_t need = cap * 2, total;
 			uint8_t *nb;
 			if (gd_stream_peek(buf, len, GD_STREAM_MAX_PAYLOAD,
-			    &need) == 1 && need < cap * 2)
-				need = cap * 2;
+			    &total) == 1 && total < need)
+				need = total;
 			if ((nb = realloc(buf, need)) == NULL) {
 				gd_err("out of memory for a frame of %zu bytes", need);
 				rc = GD_EX_FAIL;

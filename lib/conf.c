@@ -356,13 +356,22 @@ static void fail(struct load_ctx *x, const char *fmt, ...)
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *x = stream;
-	int ch, over = 0;
+	int ch, over = 0, col = 0;
 	size_t n = 0;
 
 	x->name = x->value = NULL;
 	if (x->err || feof(x->fp) || ferror(x->fp))
 		return NULL;
 	while ((ch = getc(x->fp)) != EOF && ch != '\n') {
+		/* a NUL would end the line for inih and hide the rest of it
+		 * (a file starting with one would read as empty) */
+		if (ch == '\0') {
+			x->line++;
+			fail(x, "NUL byte at column %d: a config file is text, "
+			    "without NUL bytes", col + 1);
+			return NULL;
+		}
+		col++;
 		/* inih would take an indented line as the continuation of the
 		 * previous value; a config line is never that here */
 		if (n == 0 && (ch == ' ' || ch == '\t'))

@@ -1,7 +1,9 @@
 /* gdinspect decode (see decode.h). A blocking reader over one buffer that
  * holds at most the frame being read plus one read chunk: frames are
  * printed as soon as they are whole, so a live stream on stdin shows up
- * as it comes and a corrupt one shows everything before the damage. */
+ * as it comes and a corrupt one shows everything before the damage. The
+ * buffer grows only when full, so memory follows the bytes that came, not
+ * the length a frame header declares. */
 #include "decode.h"
 #include "log.h"
 #include "stream.h"
@@ -161,7 +163,7 @@ int gd_decode_file(const char *path, int json)
 	struct gd_sreader r;
 	struct gd_sframe f;
 	uint8_t *buf = NULL;
-	size_t cap = 0, start = 0, end = 0, used, total;
+	size_t cap = 0, start = 0, end = 0, used, total = 0;
 	int fd = 0, eof = 0, rc = GD_EX_OK;
 
 	if (path != NULL && strcmp(path, "-") != 0) {
@@ -184,7 +186,6 @@ int gd_decode_file(const char *path, int json)
 		    "INDEX", "TIME", "SIZE", "PAYLOAD");
 	for (;;) {
 		uint64_t at = r.off;
-		size_t need = CHUNK;
 		int got;
 
 		got = gd_sreader_next(&r, buf + start, end - start, eof, &f,
@@ -210,27 +211,30 @@ int gd_decode_file(const char *path, int json)
 			rc = out_failed();
 			break;
 		}
-		/* keep only the unread part, and room for the whole frame */
+		/* keep only the unread part */
 		if (start > 0) {
 			memmove(buf, buf + start, end - start);
 			end -= start;
 			start = 0;
 		}
-		if (gd_stream_peek(buf, end, r.max_payload, &total) == 1 &&
-		    total > need)
-			need = total;
-		if (need <= end)
-			need = end + CHUNK;
-		if (need > cap) {
-			uint8_t *nb = realloc(buf, need);
-			if (nb == NULL) {
+		if (end == cap) {
+			/* full with the start of one frame larger than the
+			 * buffer (sreader_next checked its length): double,
+			 * up to the frame's size */
+			size_t ncap = 2 * cap;
+			uint8_t *nb;
+
+			if (gd_stream_peek(buf, end, r.max_payload, &total) == 1 &&
+			    total > cap && total < ncap)
+				ncap = total;
+			if ((nb = realloc(buf, ncap)) == NULL) {
 				gd_err("%s: out of memory for a frame of %zu bytes "
-				    "at byte offset %" PRIu64, name, need, r.off);
+				    "at byte offset %" PRIu64, name, total, r.off);
 				rc = GD_EX_FAIL;
 				break;
 			}
 			buf = nb;
-			cap = need;
+			cap = ncap;
 		}
 		got = fill(fd, buf, &end, cap);
 		if (got < 0) {

@@ -1,17 +1,23 @@
 /* Chunked record input (see input.h). Only the loop thread touches refs,
  * idx and reading; the reader and the loop share the region queue and the
- * free list under one mutex. */
-#define _GNU_SOURCE	/* memrchr */
+ * free list under one mutex. The reader thread is joined, never detached:
+ * it blocks only in poll() (with the wake-up pipe) or on the queue's
+ * condition variable, and gd_input_stop ends both waits. */
+#define _GNU_SOURCE	/* memrchr, pipe2 */
 #include "input.h"
 #include "stream.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #define IDX_NONE UINT32_MAX
+
+static void chunk_release(struct gd_input *in, struct gd_chunk *c);
 
 /* A chunk of the usual size (from the free list), or a larger one of its
  * own for a frame that does not fit (freed, not kept, once done). */
@@ -82,11 +88,36 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 	return stop ? -1 : 0;
 }
 
-/* Read after len bytes of c; -1 once a read error has been handed on. */
+/* 1 when the fd has input (or end of input, or an error read() will
+ * report), 0 when the loop asked the reader to stop. One poll() per read:
+ * reads are of up to a chunk, so this costs nothing on the hot path, and a
+ * reader never sits in a read() that only more input could end. */
+static int wait_input(struct gd_input *in)
+{
+	struct pollfd pf[2];
+
+	pf[0].fd = in->fd;
+	pf[0].events = POLLIN;
+	pf[1].fd = in->wake[0];
+	pf[1].events = POLLIN;
+	for (;;) {
+		pf[0].revents = pf[1].revents = 0;
+		if (poll(pf, 2, -1) >= 0)
+			break;
+		if (errno != EINTR)
+			return 1;	/* cannot wait: let read() block or fail */
+	}
+	return pf[1].revents == 0;
+}
+
+/* Read after len bytes of c; -1 once a read error has been handed on or
+ * when the loop asked the reader to stop. */
 static ssize_t read_chunk(struct gd_input *in, struct gd_chunk *c, size_t len)
 {
 	ssize_t r;
 
+	if (!wait_input(in))
+		return -1;
 	while ((r = read(in->fd, c->data + len, c->cap - len)) < 0 &&
 	    errno == EINTR)
 		;
@@ -168,14 +199,29 @@ static void *read_records(struct gd_input *in)
 	}
 }
 
+/* How large a chunk to move have bytes of a frame of need bytes into
+ * (need 0: its length is not known yet). A frame larger than a chunk
+ * gets a chunk of its own, at most twice the bytes that actually came, so
+ * a length field alone never makes the reader allocate: a 60-byte stream
+ * that declares a 1 GiB payload costs one chunk. */
+static size_t frame_cap(const struct gd_input *in, size_t have, size_t need)
+{
+	size_t cap = 2 * have;
+
+	if (need <= in->chunk_size || cap <= in->chunk_size)
+		return in->chunk_size;
+	return cap < need ? cap : need;
+}
+
 /* Framed input: regions hold whole frames (the loop validates them). A
- * frame larger than a chunk gets a chunk of its own; bytes that cannot
- * start a frame end the input there, handed as they are, so the loop
- * reports the corruption at its exact offset. */
+ * frame larger than a chunk gets a chunk of its own, grown as its bytes
+ * arrive; bytes that cannot start a frame end the input there, handed as
+ * they are, so the loop reports the corruption at its exact offset. */
 static void *read_frames(struct gd_input *in)
 {
 	struct gd_chunk *c = chunk_get(in, 0), *n;
 	size_t start = 0, scan = 0, len = 0, need = 0;
+	int handed = 0;		/* a region of c went to the loop */
 
 	if (c == NULL) {
 		hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
@@ -187,7 +233,8 @@ static void *read_frames(struct gd_input *in)
 
 		if (len == c->cap) {
 			/* [start, len) is the start of one frame of need bytes */
-			if ((n = chunk_get(in, need)) == NULL) {
+			if ((n = chunk_get(in, frame_cap(in, len - start,
+			    need))) == NULL) {
 				hand(in, NULL, 0, 0, GD_RG_ERROR, ENOMEM);
 				return NULL;
 			}
@@ -195,9 +242,14 @@ static void *read_frames(struct gd_input *in)
 			len -= start;
 			scan -= start;
 			start = 0;
-			if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0)
+			if (!handed)
+				chunk_release(in, c);	/* the loop never saw it */
+			else if (hand(in, c, 0, 0, GD_RG_CHUNK_DONE, 0) != 0) {
+				chunk_release(in, n);
 				return NULL;
+			}
 			c = n;
+			handed = 0;
 		}
 		if ((r = read_chunk(in, c, len)) < 0)
 			return NULL;
@@ -224,6 +276,7 @@ static void *read_frames(struct gd_input *in)
 			if (hand(in, c, start, scan - start, 0, 0) != 0)
 				return NULL;
 			start = scan;
+			handed = 1;
 		}
 	}
 	/* end of input, or bytes that cannot start a frame: hand the rest */
@@ -242,9 +295,6 @@ static void *reader(void *arg)
 		read_frames(in);
 	else
 		read_records(in);
-	pthread_mutex_lock(&in->mu);
-	in->thread_done = 1;
-	pthread_mutex_unlock(&in->mu);
 	return NULL;
 }
 
@@ -258,7 +308,6 @@ static void on_async(uv_async_t *a)
 int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
     size_t chunk_size, void (*on_ready)(struct gd_input *))
 {
-	pthread_attr_t attr;
 	sigset_t all, old;
 	int rc;
 
@@ -270,21 +319,29 @@ int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
 	in->free_idx = IDX_NONE;
 	pthread_mutex_init(&in->mu, NULL);
 	pthread_cond_init(&in->cv, NULL);
+	if (pipe2(in->wake, O_CLOEXEC | O_NONBLOCK) != 0)
+		return uv_translate_sys_error(errno);
 	if ((rc = uv_async_init(loop, &in->async, on_async)) != 0)
-		return rc;
+		goto fail;
 	in->async.data = in;
-	pthread_attr_init(&attr);
-	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	/* signals belong to the loop thread */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&in->th, &attr, reader, in);
+	rc = pthread_create(&in->th, NULL, reader, in);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&attr);
-	if (rc != 0)
-		return uv_translate_sys_error(rc);
+	if (rc != 0) {
+		uv_close((uv_handle_t *)&in->async, NULL);
+		rc = uv_translate_sys_error(rc);
+		goto fail;
+	}
+	in->joinable = 1;
 	in->started = 1;
 	return 0;
+fail:
+	close(in->wake[0]);
+	close(in->wake[1]);
+	in->wake[0] = in->wake[1] = -1;
+	return rc;
 }
 
 static int assign_idx(struct gd_input *in, struct gd_chunk *c)
@@ -379,32 +436,45 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 	free(r);
 }
 
+/* The reader leaves its poll() (the pipe stays readable) and hand()
+ * returns -1 from its wait or its next call. */
+static void wake_reader(struct gd_input *in)
+{
+	static const char b = 1;
+
+	pthread_mutex_lock(&in->mu);
+	if (!in->stop) {
+		in->stop = 1;
+		while (write(in->wake[1], &b, 1) < 0 && errno == EINTR)
+			;
+	}
+	pthread_cond_signal(&in->cv);
+	pthread_mutex_unlock(&in->mu);
+}
+
 void gd_input_stop(struct gd_input *in)
 {
 	if (!in->started)
 		return;
-	pthread_mutex_lock(&in->mu);
-	in->stop = 1;
-	pthread_cond_signal(&in->cv);
-	pthread_mutex_unlock(&in->mu);
+	wake_reader(in);
 	uv_close((uv_handle_t *)&in->async, NULL);
 	in->started = 0;
 }
 
-/* Memory a blocked reader may still touch, kept reachable until exit. */
-static struct gd_input *parked;
-
-int gd_input_free(struct gd_input *in)
+void gd_input_free(struct gd_input *in)
 {
 	struct gd_chunk *c;
 	struct gd_region *r;
 
-	pthread_mutex_lock(&in->mu);
-	if (!in->thread_done && in->all != NULL) {
-		parked = in;	/* the caller must not free *in */
-		pthread_mutex_unlock(&in->mu);
-		return 1;
+	if (in->joinable) {
+		wake_reader(in);
+		pthread_join(in->th, NULL);
+		in->joinable = 0;
+		close(in->wake[0]);
+		close(in->wake[1]);
+		in->wake[0] = in->wake[1] = -1;
 	}
+	pthread_mutex_lock(&in->mu);
 	while ((r = in->qhead) != NULL) {
 		in->qhead = r->next;
 		free(r);
@@ -417,5 +487,4 @@ int gd_input_free(struct gd_input *in)
 	pthread_mutex_unlock(&in->mu);
 	free(in->tab);
 	in->tab = NULL;
-	return 0;
 }

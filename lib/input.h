@@ -3,7 +3,9 @@
  * tty) and hands the loop regions of whole records; records are parsed in
  * place and stay in their chunk while they are pending, so the hot path
  * copies and allocates nothing per block. A record too large for a chunk
- * is handed as an OVERSIZE region holding its start, the rest discarded. */
+ * is handed as an OVERSIZE region holding its start, the rest discarded.
+ * The reader waits in poll() on the fd and a wake-up pipe, so stopping it
+ * never depends on more input arriving: gd_input_free joins it. */
 #ifndef GD_INPUT_H
 #define GD_INPUT_H
 
@@ -52,7 +54,8 @@ struct gd_input {
 	struct gd_chunk *all;	/* every chunk allocated and not freed */
 	unsigned nfree;
 	int stop, started;
-	int thread_done;	/* the reader thread has returned */
+	int joinable;		/* the reader thread runs or ran: join it */
+	int wake[2];		/* pipe: a byte in it tells the reader to stop */
 	uv_async_t async;
 	void (*on_ready)(struct gd_input *in);	/* regions are waiting */
 	void *data;
@@ -76,12 +79,11 @@ static inline struct gd_chunk *gd_input_chunk(struct gd_input *in, uint32_t idx)
 {
 	return in->tab[idx];
 }
-/* Stop the reader (it may stay blocked in read until exit) and close the
+/* Tell the reader to stop (it leaves its poll() at once) and close the
  * async handle. */
 void gd_input_stop(struct gd_input *in);
-/* After the loop has ended: free every chunk and queued region. If the
- * reader is still blocked in read(), its memory is kept (reachable) so it
- * can finish safely before the process exits. */
-int gd_input_free(struct gd_input *in);	/* 1: parked, keep *in */
+/* After the loop has ended: stop the reader if it was not, wait for it
+ * to return, then free every chunk and queued region. */
+void gd_input_free(struct gd_input *in);
 
 #endif

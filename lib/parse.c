@@ -2,6 +2,7 @@
  * leading or trailing junk and out-of-range values. */
 #include "parse.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>
@@ -38,6 +39,18 @@ int gd_parse_u64n(const char *s, size_t len, uint64_t *out)
 			return -1;
 		v = v * 10 + d;
 	}
+	*out = v;
+	return 0;
+}
+
+int gd_parse_id(const char *s, size_t len, uint64_t *out)
+{
+	uint64_t v;
+
+	if (gd_parse_u64n(s, len, &v) != 0)
+		return -1;
+	if (len > 1 && s[0] == '0')
+		return -2;
 	*out = v;
 	return 0;
 }
@@ -103,6 +116,25 @@ int gd_parse_hostport(const char *s, char *host, size_t hostsz, int *port)
 	host[hlen] = '\0';
 	*port = (int)p;
 	return 0;
+}
+
+/* A key is HOST:PORT/ID and a stream origin is printable ASCII without
+ * '/' or blanks: a host with '/', ':' (unless IPv6), a blank, a control
+ * or a non-ASCII byte would give keys and streams every reader refuses. */
+int gd_valid_host(const char *host)
+{
+	struct in6_addr a6;
+	size_t i;
+
+	if (strchr(host, ':') != NULL)
+		return inet_pton(AF_INET6, host, &a6) == 1;
+	for (i = 0; host[i] != '\0'; i++) {
+		char c = host[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_'))
+			return 0;
+	}
+	return i > 0 && i <= GD_VALID_HOST_MAX;
 }
 
 int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port)

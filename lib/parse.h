@@ -11,6 +11,11 @@ int gd_parse_i64(const char *s, int64_t min, int64_t max, int64_t *out);
 /* decimal digits only, 0 .. 2^64-1; len-bounded, no NUL needed */
 int gd_parse_u64n(const char *s, size_t len, uint64_t *out);
 int gd_parse_u64(const char *s, uint64_t *out);
+/* An ID as keys and status lines write it: "0" or decimal digits without
+ * a leading zero, 0 .. 2^64-1; len-bounded. -2 for digits with a leading
+ * zero ("0001" would be reported as "1", matching no input line), -1 for
+ * anything else that is not an ID. */
+int gd_parse_id(const char *s, size_t len, uint64_t *out);
 /* decimal digits of v into buf (at least 20 bytes), no NUL; returns the
  * length. For hot paths where printf is too slow. */
 size_t gd_u64toa(char *buf, uint64_t v);
@@ -18,6 +23,14 @@ size_t gd_u64toa(char *buf, uint64_t v);
 int gd_parse_dur(const char *s, double min, double max, double *out);
 /* "HOST:PORT" or "[V6]:PORT"; host copied without brackets */
 int gd_parse_hostport(const char *s, char *host, size_t hostsz, int *port);
+/* 1 when host may be written into a block's key and a stream's origin:
+ * a host name of letters, digits, '-', '.' and '_' (which covers IPv4
+ * literals), at most GD_VALID_HOST_MAX bytes, or an IPv6 literal (keys
+ * bracket it); else 0. */
+#define GD_VALID_HOST_MAX 253
+#define GD_VALID_HOST_WHAT "a host name (at most 253 letters, digits, " \
+	"'-', '.' and '_'), an IPv4 or an IPv6 address"
+int gd_valid_host(const char *host);
 /* write "HOST:PORT" (bracketing IPv6) into buf; returns length */
 int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port);
 

@@ -413,15 +413,16 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 	uint64_t id;
 	const uint8_t *pl = rec;
 	size_t plen = len;
+	int e = -1;
 
 	p->line_no++;
 	if (p->opt.ids) {
 		const uint8_t *tab = memchr(rec, '\t', len < 22 ? len : 22);
-		if (tab == NULL || gd_parse_u64n((const char *)rec,
-		    (size_t)(tab - rec), &id) != 0) {
+		if (tab == NULL || (e = gd_parse_id((const char *)rec,
+		    (size_t)(tab - rec), &id)) != 0) {
 			reject(p, "-", "malformed line %" PRIu64
-			    ": expected ID<TAB>payload with a decimal ID",
-			    p->line_no);
+			    ": expected ID<TAB>payload with a decimal ID%s",
+			    p->line_no, e == -2 ? " without leading zeros" : "");
 			return;
 		}
 		pl = tab + 1;
@@ -1396,6 +1397,12 @@ static int listen_on(struct pub *p)
 		host[sizeof(host) - 1] = '\0';
 	} else
 		snprintf(host, sizeof(host), "%s", bind);
+	if (!gd_valid_host(host)) {
+		gd_err("cannot use %s '%s' in block keys: expected %s; "
+		    "set --host or GDpub_host", strcmp(bind, host) ?
+		    "host name" : "bind address", host, GD_VALID_HOST_WHAT);
+		return GD_EX_CONFIG;
+	}
 	gd_fmt_hostport(p->origin, sizeof(p->origin), host, (int)p->conf->port);
 	p->origin_len = strlen(p->origin);
 	return 0;
@@ -1584,7 +1591,7 @@ out:
 		free(r);
 	}
 	free(p->cur);
-	if (gd_input_free(&p->in) == 0)
-		free(p);	/* else a reader blocked in read() still uses it */
+	gd_input_free(&p->in);
+	free(p);
 	return rc;
 }

@@ -1188,7 +1188,8 @@ out:
 		s->rq = r->next;
 		free(r);
 	}
-	if (!s->stream_in || gd_input_free(&s->in) == 0)
-		free(s);	/* else a reader blocked in read() still uses it */
+	if (s->stream_in)
+		gd_input_free(&s->in);
+	free(s);
 	return rc;
 }

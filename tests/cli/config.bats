@@ -116,6 +116,14 @@ conf_err() {
 	conf_err gdpub "bad.ini:2: GDpub_bind: invalid value '': expected a non-empty value of at most 4096 bytes"
 }
 
+@test "GDpub_host: a value keys cannot carry is a config error naming file, line and key" {
+	local v
+	for v in a/b 'a b' $'a\tb' 'hé' a:b; do
+		cfg bad.ini 'GDpub_port=7001' "GDpub_host=$v"
+		conf_err gdpub "bad.ini:2: GDpub_host: invalid value '$v': expected a host name (at most 253 letters, digits, '-', '.' and '_'), an IPv4 or an IPv6 address"
+	done
+}
+
 @test "gdinspect checks the values of both families" {
 	cfg bad.ini 'GDpub_port=x'
 	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
@@ -186,6 +194,28 @@ padded() {
 	conf_err gdpub 'bad.ini:2: GDpub_port: line too long (at most 8192 bytes)'
 	cfg bad.ini "# $(padded 9000 0)"
 	conf_err gdpub 'bad.ini:1: line too long (at most 8192 bytes)'
+}
+
+# inih stops a line at a NUL: "GDpub_port=17722\0junk" would load as
+# port 17722 and a file starting with NUL as an empty one. A config file
+# is text; a NUL anywhere is an error naming the file and the line.
+@test "a NUL byte in a config file is an error naming file and line (78)" {
+	printf 'GDpub_port=17722\0junk\n' > bad.ini
+	conf_err gdpub 'bad.ini:1: NUL byte at column 17: a config file is text, without NUL bytes'
+	printf '\0\377\n' > bad.ini
+	conf_err gdpub 'bad.ini:1: NUL byte at column 1: a config file is text, without NUL bytes'
+	printf '# ok\nGDpub_port=7001\nGDpub_timeout=1\0\nGDpub_numSubs=1\n' > bad.ini
+	conf_err gdpub 'bad.ini:3: NUL byte at column 16: a config file is text, without NUL bytes'
+	# on the last line, without a newline
+	printf 'GDsub_pub=127.0.0.1:7001\n\0' > bad.ini
+	conf_err gdsub 'bad.ini:2: NUL byte at column 1: a config file is text, without NUL bytes'
+	conf_err gdack 'bad.ini:2: NUL byte at column 1: a config file is text, without NUL bytes'
+	expect_fail 78 'gdinspect: bad.ini:2: NUL byte at column 1: a config file is text, without NUL bytes' -- gdinspect -c bad.ini stats
+	# the first error of the file is the one reported
+	printf 'GDpub_bogus=1\nGDpub_port=7001\0\n' > bad.ini
+	conf_err gdpub 'bad.ini:1: GDpub_bogus: unknown key'
+	printf 'GDpub_port=7001\n%0300d\nGDpub_port=\0\n' 0 > bad.ini
+	conf_err gdpub 'bad.ini:2: line too long (at most 197 bytes)'
 }
 
 # ---- keys that are not supported yet ----

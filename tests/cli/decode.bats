@@ -460,6 +460,23 @@ open("f.gds", "wb").write(b)' "$off"
 	corrupt "corrupt stream at byte offset 83: truncated frame: 63 of 1073741886 bytes" 1 big3.gds
 }
 
+# A reader grows its buffer as a frame's bytes come in: a header alone
+# must not make it allocate the 1 GiB it declares (it did, and failed
+# with "out of memory", status 1, under a memory limit).
+@test "decode: a frame that declares 1 GiB but is cut short is reported (65) without allocating 1 GiB" {
+	local n
+	for n in 0 3145728; do
+		declares_1g d.gds "$n"
+		run --separate-stderr small_mem 256 gdinspect decode d.gds
+		assert_equal "$status" 65
+		assert_equal "$stderr" "gdinspect: d.gds: corrupt stream at byte offset 16: truncated frame: $((44 + n)) of 1073741886 bytes"
+		assert_equal "$output" "$HEAD"
+		run --separate-stderr small_mem 256 gdinspect decode - < d.gds
+		assert_equal "$status" 65
+		assert_equal "$stderr" "gdinspect: standard input: corrupt stream at byte offset 16: truncated frame: $((44 + n)) of 1073741886 bytes"
+	done
+}
+
 @test "decode: a stream version or header size this reader does not know" {
 	printf 'block 1 1 - hello\nwith version=2\nheader\nblock 1 1 - x\n' | mkstream > v2.gds
 	corrupt "corrupt stream at byte offset 83: stream version 2 is not supported (this reader knows version 1)" 1 v2.gds

@@ -224,3 +224,27 @@ sys.stdout.buffer.write(got)
 mkstream() {
 	python "$BATS_TEST_DIRNAME/mkstream.py" "$@"
 }
+
+# small_mem MB CMD...: run CMD with at most MB MiB of address space
+# (ulimit -v), so that allocating what a frame header declares rather
+# than what came fails. Under AddressSanitizer, whose shadow memory needs
+# terabytes of address space (the programs of $GDKIT_BIN are built with
+# it: make SANITIZE=1), each allocation is capped at MB instead.
+small_mem() {
+	local mb=$1
+	shift
+	if ldd "$GDKIT_BIN/gdinspect" 2>/dev/null | grep -q libasan; then
+		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1:max_allocation_size_mb=$mb" "$@"
+	else
+		(ulimit -v $((mb * 1024)) && exec "$@")
+	fi
+}
+
+# declares_1g FILE [BYTES]: FILE, a stream header and a block frame of
+# origin 127.0.0.1:7001 whose header declares a 2^30-byte payload (the
+# most a reader accepts; the whole frame would be 1073741886 bytes), cut
+# after its 44-byte header plus BYTES (default 0) bytes of payload
+declares_1g() {
+	printf 'with plen=0x40000000\nblock 1 1 -\n' | mkstream --cut 60 > "$1"
+	[ "${2:-0}" -eq 0 ] || head -c "$2" /dev/zero >> "$1"
+}

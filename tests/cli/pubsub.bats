@@ -85,6 +85,22 @@ bats_require_minimum_version 1.5.0
 	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/7\tseven\n127.0.0.1:%s/9\tnine' "$port" "$port")"
 }
 
+# "0001" would be published as ID 1, and its REJECT/ACK line could not be
+# told from the line "1"'s: an ID is 0 or a decimal without leading zero.
+@test "--ids: an ID with a leading zero is a malformed line, REJECTed as '-'" {
+	local port why="expected ID<TAB>payload with a decimal ID without leading zeros"
+	port=$(free_port)
+	printf '0001\ta\n1\tb\n00\tc\n0\td\n010\te\n10\tf\n' > in.txt
+	run --separate-stderr timeout 20 gdpub -p "$port" --ids -o s.gds < in.txt
+	assert_failure 1
+	assert_equal "$output" "$(printf 'REJECT - malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	run gdinspect decode --json s.gds
+	assert_success
+	assert_equal "$(python -c 'import json, sys
+print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.stdin) if r["type"] == "block"))' <<<"$output")" "1=b 0=d 10=f"
+}
+
 @test "a block over --max-block-size is REJECTed with its ID, the rest goes on; exit 1" {
 	port=$(free_port)
 	sub_conf s.ini "$port"

@@ -330,6 +330,32 @@ TEST(parse_u64n)
 	ASSERT_U64(v, 99);
 }
 
+/* IDs as keys write them: no leading zero, so "0001" cannot pass as 1 */
+TEST(parse_id)
+{
+	uint64_t v = 99;
+
+	ASSERT_EQ(gd_parse_id("0", 1, &v), 0);
+	ASSERT_U64(v, 0);
+	ASSERT_EQ(gd_parse_id("10", 2, &v), 0);
+	ASSERT_U64(v, 10);
+	ASSERT_EQ(gd_parse_id("18446744073709551615", 20, &v), 0);
+	ASSERT_U64(v, UINT64_MAX);
+	ASSERT_EQ(gd_parse_id("1\tx", 1, &v), 0);	/* len-bounded */
+	ASSERT_U64(v, 1);
+	v = 99;
+	ASSERT_EQ(gd_parse_id("0001", 4, &v), -2);
+	ASSERT_EQ(gd_parse_id("00", 2, &v), -2);
+	ASSERT_EQ(gd_parse_id("010", 3, &v), -2);
+	ASSERT_EQ(gd_parse_id("00000000000000000001", 20, &v), -2);
+	ASSERT_EQ(gd_parse_id("", 0, &v), -1);
+	ASSERT_EQ(gd_parse_id("0x1", 3, &v), -1);
+	ASSERT_EQ(gd_parse_id("01a", 3, &v), -1);
+	ASSERT_EQ(gd_parse_id("-1", 2, &v), -1);
+	ASSERT_EQ(gd_parse_id("18446744073709551616", 20, &v), -1);
+	ASSERT_U64(v, 99);	/* untouched on error */
+}
+
 TEST(parse_dur)
 {
 	static const char *const bad[] = {
@@ -407,6 +433,60 @@ TEST(parse_hostport_invalid)
 	port = 42;
 	ASSERT_EQ(gd_parse_hostport("[::1]:1", host, 3, &port), -1);
 	ASSERT_EQ(port, 42);
+}
+
+/* Hosts that keys and stream origins can carry: HOST:PORT/ID with no
+ * '/', ':' (but in a bracketed IPv6 address), blank, control or
+ * non-ASCII byte. */
+TEST(valid_host)
+{
+	static const char *const good[] = {
+		"localhost", "pub.example", "pub-1.example.org", "a_b", "A",
+		"10.0.0.1", "127.0.0.1", "::1", "::", "fe80::1:2",
+		"2001:db8::ff00:42:8329", "::ffff:192.0.2.1",
+	};
+	static const char *const bad[] = {
+		"", "a/b", "a b", "a\tb", "h\xc3\xa9", "a:b", "a\nb", "a@b",
+		"@cluster", "[::1]", "::1%lo", "fe80::1%eth0", ":::", "1::2::3",
+		"a%b", "a\\b", "a\x7f", "host\r",
+	};
+	char big[300];
+	size_t i;
+
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		if (gd_valid_host(good[i]) != 1)
+			FAILF("gd_valid_host('%s') refused", good[i]);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (gd_valid_host(bad[i]) != 0)
+			FAILF("gd_valid_host('%s') accepted", bad[i]);
+	memset(big, 'a', sizeof(big));
+	big[GD_VALID_HOST_MAX] = '\0';
+	ASSERT_EQ(gd_valid_host(big), 1);
+	big[GD_VALID_HOST_MAX] = 'a';
+	big[GD_VALID_HOST_MAX + 1] = '\0';
+	ASSERT_EQ(gd_valid_host(big), 0);
+}
+
+/* GDpub_host and --host go through gd_valid_host: a config error (78)
+ * naming file, line and key, or a usage error (64) naming the option. */
+TEST(host_refused)
+{
+	struct gd_conf c;
+
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=7001\nGDpub_host=a/b\n"),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, "GDpub_host"));
+	ASSERT_HAS(errbuf, "invalid value 'a/b': expected a host name");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_host=a:b\n"), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(1, "GDpub_host"));
+	ASSERT_EQ(load(&c, GD_FAM_PUB, "GDpub_host=::1\n"), 0);
+	ASSERT_STR(c.host, "::1");
+	ASSERT_EQ(set_opt(&c, "GDpub_host", "--host", "a b"), GD_EX_USAGE);
+	ASSERT_HAS(errbuf, "invalid value 'a b' for --host: expected a host name");
+	ASSERT_STR(c.host, "::1");	/* untouched */
+	ASSERT_EQ(set_opt(&c, "GDpub_host", "--host", "pub_1.example"), 0);
+	ASSERT_STR(c.host, "pub_1.example");
+	gd_conf_free(&c);
 }
 
 TEST(fmt_hostport)
@@ -713,13 +793,13 @@ TEST(comments_sections_blank_lines)
 	    "  # indented comment\n"
 	    "[other section]\n"
 	    "GDpub_numSubs=3 ; inline comment\n"
-	    "GDpub_host=h#1\n"
+	    "GDpub_ctl=h#1\n"
 	    "GDpub_resend\t=\t2\n");
 	ASSERT_EQ(rc, 0);
 	ASSERT_STR(errbuf, "");
 	ASSERT_EQ(c.port, 7001);
 	ASSERT_EQ(c.num_subs, 3);
-	ASSERT_STR(c.host, "h#1");	/* '#' only starts a comment at line start */
+	ASSERT_STR(c.pub_ctl, "h#1");	/* '#' only starts a comment at line start */
 	ASSERT_EQ(c.resend, 2);
 	gd_conf_free(&c);
 }
@@ -1321,9 +1401,11 @@ int main(void)
 	RUN(parse_i64_valid);
 	RUN(parse_i64_invalid);
 	RUN(parse_u64n);
+	RUN(parse_id);
 	RUN(parse_dur);
 	RUN(parse_hostport_valid);
 	RUN(parse_hostport_invalid);
+	RUN(valid_host);
 	RUN(fmt_hostport);
 
 	RUN(key_table_covered);
@@ -1358,6 +1440,7 @@ int main(void)
 	RUN(cli_pub_replaces_file);
 	RUN(conf_check);
 	RUN(conf_option);
+	RUN(host_refused);
 
 	rm_tree(tmpdir);
 	return UNIT_DONE();
