@@ -228,6 +228,10 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 		}
 		if (!k->supported)
 			goto unsupported;
+		if (k->off == offsetof(struct gd_conf, host) && !gd_valid_host(v)) {
+			snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
+			return -1;
+		}
 		free(*(char **)p);
 		*(char **)p = strdup(v);
 		return *(char **)p ? 0 : -1;

@@ -214,8 +214,8 @@ padded() {
 	# the first error of the file is the one reported
 	printf 'GDpub_bogus=1\nGDpub_port=7001\0\n' > bad.ini
 	conf_err gdpub 'bad.ini:1: GDpub_bogus: unknown key'
-	printf 'GDpub_port=7001\n%0300d\nGDpub_port=\0\n' 0 > bad.ini
-	conf_err gdpub 'bad.ini:2: line too long (at most 197 bytes)'
+	printf 'GDpub_port=7001\n%09000d\nGDpub_port=\0\n' 0 > bad.ini
+	conf_err gdpub 'bad.ini:2: line too long (at most 8192 bytes)'
 }
 
 # ---- keys that are not supported yet ----

@@ -1093,10 +1093,10 @@ static const char *long_line_with(const char *head, size_t len,
 	return content;
 }
 
-/* "GDpub_host=aaa…" of exactly len bytes on line 2 */
+/* "GDpub_ctl=aaa…" of exactly len bytes on line 2 */
 static const char *long_line_conf(size_t len)
 {
-	return long_line_with("GDpub_host=", len, "", "");
+	return long_line_with("GDpub_ctl=", len, "", "");
 }
 
 /* Debian's inih reads lines of 197 bytes at most; gdkit.conf(5) promises
@@ -1104,20 +1104,20 @@ static const char *long_line_conf(size_t len)
 TEST(long_values_load)
 {
 	struct gd_conf c;
-	size_t hl = strlen("GDpub_host=");
+	size_t hl = strlen("GDpub_ctl=");
 
 	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_conf(197)), 0);
-	ASSERT(c.host != NULL && strlen(c.host) == 197 - hl);
+	ASSERT(c.pub_ctl != NULL && strlen(c.pub_ctl) == 197 - hl);
 	gd_conf_free(&c);
 	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_conf(198)), 0);
 	ASSERT_STR(errbuf, "");
-	ASSERT(c.host != NULL && strlen(c.host) == 198 - hl);
+	ASSERT(c.pub_ctl != NULL && strlen(c.pub_ctl) == 198 - hl);
 	gd_conf_free(&c);
 	/* the documented longest value, with the lines after it read */
-	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_host=", hl + 4096,
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_ctl=", hl + 4096,
 	    "", "GDpub_port=7001\n")), 0);
 	ASSERT_STR(errbuf, "");
-	ASSERT(c.host != NULL && strlen(c.host) == 4096);
+	ASSERT(c.pub_ctl != NULL && strlen(c.pub_ctl) == 4096);
 	ASSERT_EQ(c.port, 7001);
 	gd_conf_free(&c);
 	/* spaces, ':' and an inline comment, by inih's rules */
@@ -1129,10 +1129,10 @@ TEST(long_values_load)
 		ASSERT_STR(c.pub_ctl + strlen(c.pub_ctl) - 9, "ab/c.sock");
 	gd_conf_free(&c);
 	/* a ';' with no space before it is part of the value */
-	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_host=", 250,
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("GDpub_ctl=", 250,
 	    "x;y", "")), 0);
-	if (c.host != NULL)
-		ASSERT_STR(c.host + strlen(c.host) - 4, "ax;y");
+	if (c.pub_ctl != NULL)
+		ASSERT_STR(c.pub_ctl + strlen(c.pub_ctl) - 4, "ax;y");
 	gd_conf_free(&c);
 	/* long comments and sections */
 	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("# ", 3000, "",
@@ -1143,27 +1143,27 @@ TEST(long_values_load)
 	ASSERT_EQ(c.port, 2);
 	gd_conf_free(&c);
 	/* a byte-order mark in front of a long first line */
-	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("\xEF\xBB\xBF# c\nGDpub_host=", 300, "", "") + 4), 0);
+	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("\xEF\xBB\xBF# c\nGDpub_ctl=", 300, "", "") + 4), 0);
 	ASSERT_STR(errbuf, "");
 	gd_conf_free(&c);
 }
 
 TEST(long_line_errors)
 {
-	size_t hl = strlen("GDpub_host=");
+	size_t hl = strlen("GDpub_ctl=");
 	char want[1000];
 
 	/* a value over 4096 bytes: the start of it and its length */
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(hl + 4097)), GD_EX_CONFIG);
-	snprintf(want, sizeof(want), "%s invalid value 'aaaa", where(2, "GDpub_host"));
+	snprintf(want, sizeof(want), "%s invalid value 'aaaa", where(2, "GDpub_ctl"));
 	ASSERT_HAS(errbuf, want);
 	ASSERT_HAS(errbuf, "...' (4097 bytes): expected a non-empty value of at most 4096 bytes");
 	ASSERT_EQ(count_lines(errbuf), 1);
 	/* each kind of error, on the right line, after a long line */
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 300, "",
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_ctl=", 300, "",
 	    "GDpub_bogus=1\n")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(3, "GDpub_bogus"));
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 300, "",
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_ctl=", 300, "",
 	    "\njunk\n")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(4, NULL));
 	ASSERT_HAS(errbuf, "syntax error: expected key=value");
@@ -1179,9 +1179,9 @@ TEST(long_line_errors)
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("[", 300, "", "")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(2, NULL));
 	ASSERT_HAS(errbuf, "syntax error");
-	ASSERT_EQ(load_fails(GD_FAM_SUB, long_line_with("GDpub_host=", 300, "", "")),
+	ASSERT_EQ(load_fails(GD_FAM_SUB, long_line_with("GDpub_ctl=", 300, "", "")),
 	    GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(2, "GDpub_host"));
+	ASSERT_HAS(errbuf, where(2, "GDpub_ctl"));
 	ASSERT_HAS(errbuf, "not a subscriber (GDsub_*) key");
 	/* a key too long to be one is named by its start */
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("", 300, "=1", "")), GD_EX_CONFIG);
@@ -1205,17 +1205,17 @@ TEST(line_length_boundary)
 	ASSERT_HAS(errbuf, want);
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(8193)), GD_EX_CONFIG);
 	snprintf(want, sizeof(want), "%s line too long (at most 8192 bytes)",
-	    where(2, "GDpub_host"));
+	    where(2, "GDpub_ctl"));
 	ASSERT_HAS(errbuf, want);
 	ASSERT_EQ(count_lines(errbuf), 1);
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_conf(12000)), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, want);
 	ASSERT_EQ(count_lines(errbuf), 1);
 	/* the first error of the file wins */
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 9000, "",
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_ctl=", 9000, "",
 	    "GDpub_bogus=1\n")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, "line too long");
-	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_host=", 9000, "",
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("GDpub_ctl=", 9000, "",
 	    "junk\n")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, want);
 }
