@@ -40,7 +40,7 @@ static const char *const rel_names[] = { "", "ordered", NULL };
 #define DAY (86400.0 * 365)
 
 static const struct key keys[] = {
-	{ "GDpub_port", "--port", P, K_INT, O(port), 1, 65535, NULL, 1, 0 },
+	{ "GDpub_port", "--port", P, K_INT, O(port), 0, 65535, NULL, 1, 0 },
 	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1, 0 },
 	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1, 0 },
 	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1, 0 },
@@ -84,6 +84,7 @@ void gd_conf_init(struct gd_conf *c, int family)
 {
 	memset(c, 0, sizeof(*c));
 	c->family = family;
+	c->port = -1;		/* not given; 0 asks the kernel for one */
 	c->timeout = 10;
 	c->max_pending = 65536;
 	c->max_block = 1048576;
@@ -518,7 +519,7 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 
 int gd_conf_check(const struct gd_conf *c, int family)
 {
-	if (family == GD_FAM_PUB && c->port == 0) {
+	if (family == GD_FAM_PUB && c->port < 0) {
 		gd_usage_err("no port given: set GDpub_port in the config file or use --port");
 		return GD_EX_USAGE;
 	}

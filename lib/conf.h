@@ -26,7 +26,7 @@ struct gd_conf {
 	int family;
 	char *path;		/* config file, or NULL */
 	/* publisher */
-	int64_t port;		/* 0: not given */
+	int64_t port;		/* -1: not given; 0: any free port */
 	double timeout;
 	int64_t num_subs;
 	char *bind;

@@ -42,7 +42,7 @@ static inline void gd_pend_resent(struct gd_pend *e)
 		e->owner_res += 1u << 24;
 }
 /* distinct acknowledgements so far */
-static inline unsigned gd_pend_nacks(const struct gd_pend *e)
+static inline unsigned gd_pend_acks(const struct gd_pend *e)
 {
 	return (unsigned)__builtin_popcount(e->acked);
 }
@@ -92,7 +92,7 @@ static inline unsigned gd_pending_ack(struct gd_pending *p, uint32_t slot,
 {
 	struct gd_pend *e = &p->e[slot];
 	e->acked |= (uint32_t)1 << bit;
-	return gd_pend_nacks(e);
+	return gd_pend_acks(e);
 }
 /* Earliest deadline (ns), or 0 when nothing is pending. */
 static inline uint64_t gd_pending_deadline(const struct gd_pending *p)

@@ -56,15 +56,15 @@ conf_err() {
 
 @test "integer: not a number, out of range, empty" {
 	cfg bad.ini 'GDpub_port=abc'
-	conf_err gdpub "bad.ini:1: GDpub_port: invalid value 'abc': expected an integer from 1 to 65535"
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value 'abc': expected an integer from 0 to 65535"
 	cfg bad.ini 'GDpub_port=70000'
-	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '70000': expected an integer from 1 to 65535"
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '70000': expected an integer from 0 to 65535"
 	cfg bad.ini 'GDpub_port=7001' 'GDpub_numSubs=33'
 	conf_err gdpub "bad.ini:2: GDpub_numSubs: invalid value '33': expected an integer from 0 to 32"
 	cfg bad.ini 'GDpub_port='
-	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '': expected an integer from 1 to 65535"
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '': expected an integer from 0 to 65535"
 	cfg bad.ini 'GDpub_port=12x'
-	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '12x': expected an integer from 1 to 65535"
+	conf_err gdpub "bad.ini:1: GDpub_port: invalid value '12x': expected an integer from 0 to 65535"
 	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_maxRetries=-2'
 	conf_err gdsub "bad.ini:2: GDsub_maxRetries: invalid value '-2': expected an integer from -1 to 1073741824"
 }
@@ -126,7 +126,7 @@ conf_err() {
 
 @test "gdinspect checks the values of both families" {
 	cfg bad.ini 'GDpub_port=x'
-	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 1 to 65535" -- gdinspect -c bad.ini pending
+	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 0 to 65535" -- gdinspect -c bad.ini pending
 	cfg bad.ini 'GDsub_pub=nohost'
 	expect_fail 78 "gdinspect: bad.ini:1: GDsub_pub: invalid value 'nohost': expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)" -- gdinspect -c bad.ini subs
 }

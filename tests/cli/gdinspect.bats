@@ -236,7 +236,7 @@ pending_rows() {
 	assert_success
 	[[ "$output" == '{"published":2,'* ]]
 	expect_usage gdinspect "cannot use -p and --ctl: each names the socket" -- gdinspect -p "$port" --ctl x.sock stats
-	expect_usage gdinspect "invalid value '70000' for --port: expected an integer from 1 to 65535" -- gdinspect -p 70000 stats
+	expect_usage gdinspect "invalid value '70000' for --port: expected an integer from 0 to 65535" -- gdinspect -p 70000 stats
 }
 
 @test "a stale socket (its program is gone) -> 69 connection refused" {

@@ -64,9 +64,9 @@ load helpers
 # ---- bad values ----
 
 @test "gdpub: bad numeric values echo the value and the range" {
-	expect_usage gdpub "invalid value 'abc' for --port: expected an integer from 1 to 65535" -- gdpub -p abc
-	expect_usage gdpub "invalid value '70000' for --port: expected an integer from 1 to 65535" -- gdpub -p 70000
-	expect_usage gdpub "invalid value '0' for --port: expected an integer from 1 to 65535" -- gdpub --port 0
+	expect_usage gdpub "invalid value 'abc' for --port: expected an integer from 0 to 65535" -- gdpub -p abc
+	expect_usage gdpub "invalid value '70000' for --port: expected an integer from 0 to 65535" -- gdpub -p 70000
+	expect_usage gdpub "invalid value '-1' for --port: expected an integer from 0 to 65535" -- gdpub --port -1
 	expect_usage gdpub "invalid value '-1' for --timeout: expected seconds from 0.001 to 3.1536e+07" -- gdpub -p 1 --timeout -1
 	expect_usage gdpub "invalid value '33' for --num-subs: expected an integer from 0 to 32" -- gdpub -p 1 -n 33
 	expect_usage gdpub "invalid value '-1' for --resend: expected an integer from 0 to 255" -- gdpub -p 1 --resend -1

@@ -584,3 +584,20 @@ gdack_connected() {
 	[ "$(cut -f2- seen.txt)" = "$(seq 1 12)" ]
 	assert_equal "$(cat pub.out)" "$(printf 'READY\nACK 1\nACK 2')"
 }
+
+@test "gdpub -p 0: the system picks the port; gdpub says which, stats shows it, subscribers and gdinspect use it" {
+	spawn "seq 1 3 | gdpub -p 0 -n 1 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	wait_until 10 has_line pub.err '^gdpub: listening on 127\.0\.0\.1:[0-9]+$'
+	port=$(sed -n 's/^gdpub: listening on 127\.0\.0\.1:\([0-9]*\)$/\1/p' pub.err)
+	[ "$port" -gt 0 ]
+	listening "$port"
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial "\"port\":$port}"
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	wait_until 20 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
+	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
+}

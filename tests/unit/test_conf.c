@@ -702,7 +702,7 @@ TEST(defaults)
 	struct gd_conf c;
 	gd_conf_init(&c, GD_FAM_PUB);
 	ASSERT_EQ(c.family, GD_FAM_PUB);
-	ASSERT_EQ(c.port, 0);
+	ASSERT_EQ(c.port, -1);
 	ASSERT_DBL(c.timeout, 10);
 	ASSERT_EQ(c.num_subs, 0);
 	ASSERT_EQ(c.max_pending, 65536);
@@ -844,7 +844,7 @@ TEST(empty_file_and_crlf)
 	ASSERT_EQ(load(&c, GD_FAM_PUB, "GDpub_numSubs=1\nGDpub_port=9"), 0);
 	ASSERT_EQ(c.port, 9);
 	gd_conf_free(&c);
-	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_numSubs=1\nGDpub_port=0"), GD_EX_CONFIG);
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_numSubs=1\nGDpub_port=65536"), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(2, "GDpub_port"));
 }
 
@@ -924,9 +924,9 @@ struct badval {
 TEST(err_bad_values)
 {
 	static const struct badval bv[] = {
-		{ GD_FAM_PUB, "GDpub_port", "abc", "expected an integer from 1 to 65535" },
+		{ GD_FAM_PUB, "GDpub_port", "abc", "expected an integer from 0 to 65535" },
 		{ GD_FAM_PUB, "GDpub_port", "7001x", "expected an integer" },
-		{ GD_FAM_PUB, "GDpub_port", "0", "expected an integer" },
+		{ GD_FAM_PUB, "GDpub_port", "-1", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_port", "65536", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_port", "-1", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_port", "7001.5", "expected an integer" },
@@ -1303,7 +1303,7 @@ TEST(set_opt_invalid)
 {
 	static const struct { const char *key, *opt, *v; } bad[] = {
 		{ "GDpub_port", "--port", "abc" },
-		{ "GDpub_port", "--port", "0" },
+		{ "GDpub_port", "--port", "-1" },
 		{ "GDpub_port", "--port", "65536" },
 		{ "GDpub_timeout", "--timeout", "nan" },
 		{ "GDpub_timeout", "--timeout", "-1" },
@@ -1333,7 +1333,7 @@ TEST(set_opt_invalid)
 	}
 	gd_conf_init(&c, GD_FAM_PUB);
 	ASSERT_EQ(set_opt(&c, "GDpub_nope", "--nope", "1"), GD_EX_USAGE);
-	ASSERT_EQ(c.port, 0);
+	ASSERT_EQ(c.port, -1);
 	gd_conf_free(&c);
 }
 

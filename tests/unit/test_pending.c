@@ -81,7 +81,7 @@ TEST(add_find_remove)
 	ASSERT_U64(e->sent_ns, 30);
 	ASSERT_EQ(e->seq32, 3);
 	ASSERT_U64(e->acked, 0);
-	ASSERT_EQ(gd_pend_nacks(e), 0);
+	ASSERT_EQ(gd_pend_acks(e), 0);
 	ASSERT_EQ(gd_pend_resends(e), 0);
 	ASSERT(list_ok(&p));
 
@@ -121,9 +121,9 @@ TEST(ack_counting)
 	ASSERT_EQ(gd_pending_ack(&p, s, 5), 3);
 	ASSERT_EQ(gd_pending_ack(&p, s, 31), 3);
 	ASSERT_U64(gd_pending_at(&p, s)->acked, (1u << 0) | (1u << 5) | (1u << 31));
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s)), 3);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s)), 3);
 	/* acks of one block do not touch another */
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, t)), 0);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, t)), 0);
 	ASSERT_EQ(gd_pending_ack(&p, t, 5), 1);
 	ASSERT_EQ(gd_pending_ack(&p, t, 6), 2);
 	gd_pending_free(&p);
@@ -145,19 +145,19 @@ TEST(clear_bit)
 	gd_pending_ack(&p, s[3], 31);
 	gd_pending_clear_bit(&p, 3);
 	ASSERT_U64(gd_pending_at(&p, s[0])->acked, 1ull << 4);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[0])), 1);
 	ASSERT_U64(gd_pending_at(&p, s[1])->acked, 1ull << 4);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[1])), 1);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[1])), 1);
 	ASSERT_U64(gd_pending_at(&p, s[2])->acked, 0);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[2])), 0);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[3])), 1);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[2])), 0);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[3])), 1);
 	/* clearing again changes nothing; the slot can ack anew */
 	gd_pending_clear_bit(&p, 3);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[0])), 1);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[0])), 1);
 	ASSERT_EQ(gd_pending_ack(&p, s[2], 3), 1);
 	gd_pending_clear_bit(&p, 31);
 	ASSERT_U64(gd_pending_at(&p, s[3])->acked, 0);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, s[3])), 0);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, s[3])), 0);
 	gd_pending_free(&p);
 }
 
@@ -263,7 +263,7 @@ TEST(free_slot_reuse)
 	ASSERT_EQ(c, a);			/* freed slot taken first */
 	ASSERT_EQ(gd_pending_find(&p, 3), a);
 	ASSERT_EQ(gd_pending_find(&p, 1), GD_NONE);
-	ASSERT_EQ(gd_pend_nacks(gd_pending_at(&p, c)), 0);
+	ASSERT_EQ(gd_pend_acks(gd_pending_at(&p, c)), 0);
 	gd_pending_remove(&p, b);
 	gd_pending_remove(&p, c);
 	d = gd_pending_add(&p, 4, 4, 0, 0, 0, 0);

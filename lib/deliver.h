@@ -1,0 +1,90 @@
+/* The publisher's rules of delivery (SPEC §1, §4), with no I/O and an
+ * injected clock: a block is published (it gets the next sequence index
+ * and, with GD, waits in the pending table within the flow-control
+ * window); acknowledgements from GD slots are counted against the very
+ * copy they name (ID and sequence index); a block whose deadline passes is
+ * sent again (GDpub_resend) or NACKed; an ACK or NACK resolves it. Every
+ * resolution and every resend goes through the caller's ops, the one
+ * place a journal or a cluster hooks in. */
+#ifndef GD_DELIVER_H
+#define GD_DELIVER_H
+
+#include <stdint.h>
+
+#include "hist.h"
+#include "pending.h"
+#include "window.h"
+
+struct gd_deliver_ops {
+	/* send the pending block e again (same id and seq, flag resent) */
+	void (*resend)(void *ctx, const struct gd_pend *e, uint64_t seq);
+	/* e's life ends: ACK (acked 1) or NACK; e is removed after this */
+	void (*resolved)(void *ctx, const struct gd_pend *e, int acked,
+	    uint64_t now);
+};
+
+struct gd_deliver {
+	struct gd_pending pend;
+	struct gd_window win;
+	const struct gd_deliver_ops *ops;
+	void *ctx;
+	unsigned needed;	/* acks per block; 0: GD off, nothing pending */
+	unsigned resend;	/* GDpub_resend */
+	uint64_t next_seq;	/* the next sequence index, from 1 */
+	uint64_t n_pub, n_ack, n_nack, n_resent, n_late;
+	struct gd_hist lat;	/* last send -> ACK, microseconds */
+};
+
+enum { GD_DV_OK = 0, GD_DV_NOMEM = -1, GD_DV_PENDING = -2 };
+
+int gd_deliver_init(struct gd_deliver *d, unsigned needed,
+    uint64_t timeout_ns, unsigned resend, uint32_t max_pending,
+    uint64_t now, const struct gd_deliver_ops *ops, void *ctx);
+void gd_deliver_free(struct gd_deliver *d);
+
+/* A new block: *seq is its sequence index. With GD it becomes pending
+ * (owner, off and len locate its payload for a resend); GD_DV_PENDING
+ * (nothing done) when id is still pending, which is not looked up when
+ * the caller knows it cannot be (fresh: ids it assigned, increasing);
+ * GD_DV_NOMEM when the pending table cannot take it. */
+int gd_deliver_publish(struct gd_deliver *d, uint64_t id, int fresh,
+    uint32_t owner, uint32_t off, uint32_t len, uint64_t now, uint64_t *seq);
+/* The GD subscriber in slot bit acknowledged (id, seq): 1 when that
+ * resolved the block (ACK), 0 when more acks are needed, -1 when no
+ * pending block is that copy (a late or stale ack, counted). */
+int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
+    uint64_t seq, uint64_t now);
+/* After a batch of acks: feed the window (before: pending count then). */
+void gd_deliver_acks_done(struct gd_deliver *d, uint32_t before,
+    uint64_t now);
+/* Deadlines passed at now: resend or NACK. */
+void gd_deliver_expire(struct gd_deliver *d, uint64_t now);
+/* The earliest deadline, 0 when nothing is pending. */
+static inline uint64_t gd_deliver_deadline(const struct gd_deliver *d)
+{
+	return gd_pending_deadline(&d->pend);
+}
+/* Input must wait: the window is full. */
+static inline int gd_deliver_full(const struct gd_deliver *d)
+{
+	return d->needed > 0 && d->pend.count >= gd_window_size(&d->win);
+}
+/* A few times a second: the window's periodic check. */
+void gd_deliver_tick(struct gd_deliver *d, uint64_t now);
+/* GD slot bit changed owner: the acks it gave no longer count. */
+static inline void gd_deliver_slot_reset(struct gd_deliver *d, unsigned bit)
+{
+	gd_pending_clear_bit(&d->pend, bit);
+}
+/* Every sequence index below this is resolved (the subscribers' floor). */
+uint64_t gd_deliver_floor(struct gd_deliver *d);
+/* NACK every pending block now (a second signal). */
+void gd_deliver_nack_all(struct gd_deliver *d, uint64_t now);
+/* The full sequence index of a pending block. */
+static inline uint64_t gd_deliver_seq(const struct gd_deliver *d,
+    const struct gd_pend *e)
+{
+	return gd_pending_seq(&d->pend, e);
+}
+
+#endif

@@ -1,0 +1,226 @@
+/* What gdpub answers on its control socket (gdinspect(1), protocol 2):
+ * hello, pending, stats and subs, each by its handler from one table.
+ * Replies are rows of typed, TAB-separated cells. */
+#include "pub_int.h"
+#include "hist.h"
+#include "log.h"
+#include "rank.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+/* The names of the GD subscribers whose slot bits are set, comma-separated */
+static void reply_acked_by(struct pub *p, struct gd_ctl_client *cl,
+    uint32_t mask)
+{
+	char cell[GD_SLOT_NAME];
+	unsigned i;
+	int first = 1;
+
+	if (mask == 0) {
+		gd_ctl_reply(cl, "-", 1);
+		return;
+	}
+	for (i = 0; i < GD_MAX_SUBS; i++) {
+		if (!(mask & ((uint32_t)1 << i)))
+			continue;
+		gd_ctl_cell(cell, sizeof(cell), p->slots.name[i]);
+		if (!first)
+			gd_ctl_reply(cl, ",", 1);
+		gd_ctl_reply(cl, cell, strlen(cell));
+		first = 0;
+	}
+}
+
+static void reply_pending_row(struct pub *p, struct gd_ctl_client *cl,
+    uint32_t s, uint64_t now)
+{
+	struct gd_pend *e = gd_pending_at(&p->dv.pend, s);
+	double age = (double)(now - e->sent_ns) / 1e9;
+	double left = (double)(int64_t)(e->sent_ns + p->dv.pend.timeout_ns -
+	    now) / 1e9;
+
+	gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\t",
+	    e->id, p->origin, e->id, gd_pend_acks(e), p->needed,
+	    age, left < 0 ? 0 : left, gd_pend_resends(e), e->len);
+	reply_acked_by(p, cl, e->acked);
+	gd_ctl_reply(cl, "\n", 1);
+}
+
+/* pending [sort=age|expires|id|acks] [limit=N]. The deadline list is
+ * already in age (and expiry) order, so those stop after N rows; id and
+ * acks keep the first N in a bounded heap: O(pending log N) per request,
+ * nothing per block. */
+static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	struct gd_pending *pd = &p->dv.pend;
+	struct gd_ctl_pending_req q;
+	struct gd_rank rk;
+	char why[128];
+	uint64_t rows;
+	uint32_t s, ord = 0;
+	size_t i;
+
+	if (gd_ctl_pending_args(args, &q, why, sizeof(why)) != 0) {
+		gd_ctl_printf(cl, "error %s\n", why);
+		return;
+	}
+	rows = pd->count;
+	if (q.limit > 0 && q.limit < rows)
+		rows = q.limit;
+	gd_ctl_printf(cl, "pending %" PRIu64 "\n", rows);
+	gd_ctl_printf(cl, "id:n\tkey:s\tacks:n\tneeded:n\tage:n\texpires_in:n\t"
+	    "resends:n\tsize:n\tacked_by:s\n");
+	if (q.sort == GD_SORT_AGE || q.sort == GD_SORT_EXPIRES) {
+		for (s = pd->head; s != GD_NONE && ord < rows;
+		    s = pd->e[s].next, ord++)
+			reply_pending_row(p, cl, s, now);
+		return;
+	}
+	gd_rank_init(&rk, (size_t)rows);
+	for (s = pd->head; s != GD_NONE; s = pd->e[s].next, ord++) {
+		struct gd_pend *e = &pd->e[s];
+		/* acks: fewest first, the blocks furthest from an ACK */
+		if (gd_rank_add(&rk, q.sort == GD_SORT_ID ? e->id :
+		    gd_pend_acks(e), ord, s) != 0)
+			break;
+	}
+	gd_rank_sort(&rk);
+	/* out of memory: fewer rows than announced would break the reply, so
+	 * pad with deadline order */
+	for (i = 0; i < rk.n; i++)
+		reply_pending_row(p, cl, rk.v[i].val, now);
+	for (s = pd->head; i < rows && s != GD_NONE; s = pd->e[s].next, i++)
+		reply_pending_row(p, cl, s, now);
+	gd_rank_free(&rk);
+}
+
+static const char *conn_state(const struct sconn *c)
+{
+	if (!c->hello)
+		return "connecting";
+	switch (c->ack_status) {
+	case GD_ACK_OK: return "active";
+	case GD_ACK_NONE: return "receive-only";
+	case GD_ACK_OFF: return "active, GD off";
+	case GD_ACK_FULL: return "refused: numSubs reached";
+	case GD_ACK_NAME: return "refused: name in use";
+	default: return "refused";
+	}
+}
+
+/* in_flight per GD slot: pending blocks sent (or resent) to it since it
+ * connected that it has not acked. One walk of the pending table. */
+static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	uint64_t infl[GD_MAX_SUBS] = { 0 };
+	unsigned slots[GD_MAX_SUBS], nslots = 0, i, n = 0;
+	struct gd_pending *pd = &p->dv.pend;
+	struct sconn *c;
+	uint32_t s;
+	char name[GD_SLOT_NAME];
+
+	(void)args;
+	(void)now;
+	for (i = 0; i < p->needed && i < GD_MAX_SUBS; i++)
+		if (p->slot_conn[i] != NULL)
+			slots[nslots++] = i;
+	for (s = pd->head; nslots > 0 && s != GD_NONE; s = pd->e[s].next) {
+		const struct gd_pend *e = &pd->e[s];
+		for (i = 0; i < nslots; i++)
+			if (!(e->acked & ((uint32_t)1 << slots[i])) &&
+			    e->sent_ns >= p->slot_conn[slots[i]]->hello_ns)
+				infl[slots[i]]++;
+	}
+	for (c = p->conns; c; c = c->next)
+		n++;
+	gd_ctl_printf(cl, "subs %u\n", n);
+	/* qos and failures: per-subscription QoS is not supported yet, so
+	 * every subscriber has the default and no failure count */
+	gd_ctl_printf(cl, "name:s\taddress:s\tgd:s\tstate:s\tqos:s\tqueue:n\t"
+	    "in_flight:n\tfailures:n\tacks:n\n");
+	for (c = p->conns; c; c = c->next) {
+		gd_ctl_cell(name, sizeof(name), c->name);
+		gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t-\t%zu\t", name, c->addr,
+		    c->slot >= 0 ? "yes" : "no", conn_state(c),
+		    uv_stream_get_write_queue_size((uv_stream_t *)&c->h));
+		if (c->slot >= 0)
+			gd_ctl_printf(cl, "%" PRIu64, infl[c->slot]);
+		else
+			gd_ctl_reply(cl, "-", 1);
+		gd_ctl_printf(cl, "\t0\t%" PRIu64 "\n", c->acks);
+	}
+}
+
+static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	const struct gd_deliver *d = &p->dv;
+	double up = (double)(now - p->t_start) / 1e9;
+	char l50[24], l90[24], l99[24], lmax[24];	/* "-" before an ACK */
+
+	(void)args;
+	gd_hist_cell(&d->lat, 50, l50, sizeof(l50));
+	gd_hist_cell(&d->lat, 90, l90, sizeof(l90));
+	gd_hist_cell(&d->lat, 99, l99, sizeof(l99));
+	gd_hist_cell(&d->lat, 100, lmax, sizeof(lmax));
+	gd_ctl_printf(cl, "stats 1\n");
+	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
+	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
+	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
+	    "port:n\n");
+	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
+	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%"
+	    PRIu64 "\t", d->n_pub, d->n_ack, d->n_nack, p->n_reject,
+	    d->n_resent, d->pend.count, p->n_bytes, up, pub_rate(p, now),
+	    up > 0 ? (double)d->n_pub / up : 0.0, l50, l90, l99, lmax,
+	    d->n_late);
+	if (pub_gd(p))
+		gd_ctl_printf(cl, "%u\t%d\n", gd_window_size(&d->win), p->port);
+	else
+		gd_ctl_printf(cl, "-\t%d\n", p->port);
+}
+
+static void ctl_hello(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	(void)p;
+	(void)args;
+	(void)now;
+	gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
+}
+
+static const struct {
+	const char *name;
+	int takes_args;
+	void (*fn)(struct pub *p, struct gd_ctl_client *cl, const char *args,
+	    uint64_t now);
+} handlers[] = {
+	{ "hello", 0, ctl_hello },
+	{ "pending", 1, ctl_pending },
+	{ "stats", 0, ctl_stats },
+	{ "subs", 0, ctl_subs },
+};
+
+int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	struct pub *p = user;
+	size_t i, n;
+
+	(void)len;
+	gd_trace(2, "control request '%.64s'", line);
+	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
+		n = strlen(handlers[i].name);
+		if (strncmp(line, handlers[i].name, n) != 0)
+			continue;
+		if (line[n] == '\0' || (handlers[i].takes_args && line[n] == ' ')) {
+			handlers[i].fn(p, cl, line + n, uv_hrtime());
+			return 0;
+		}
+	}
+	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
+	return 0;
+}

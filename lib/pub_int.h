@@ -1,0 +1,148 @@
+/* Internal to the publisher engine, lib/pub*.c: the state the parts share
+ * and the calls between them. pub.c wires and tears down; pub_input.c
+ * turns stdin into blocks; pub_net.c serves subscribers over TCP and
+ * pub_stream.c writes the framed stream of -o, behind one sink; the
+ * status lines and --progress are pub_status.c; the control socket is
+ * pub_ctl.c. The delivery rules are lib/deliver.c and lib/slots.c. */
+#ifndef GD_PUB_INT_H
+#define GD_PUB_INT_H
+
+#include "bcast.h"
+#include "ctl.h"
+#include "deliver.h"
+#include "input.h"
+#include "out.h"
+#include "pub.h"
+#include "slots.h"
+#include "snapshot.h"
+#include "stream.h"
+#include "wire.h"
+
+#include <uv.h>
+
+#define PUB_BACKLOG_HIGH (64u << 20)	/* pause input above this per sink */
+#define PUB_BACKLOG_LOW (16u << 20)
+#define PUB_RATE_SAMPLES 5		/* 4 Hz ticks: the rate over a second */
+
+struct pub;
+
+/* A subscriber connection (pub_net.c). */
+struct sconn {
+	uv_tcp_t h;
+	struct pub *p;
+	struct sconn *next, **pprev;
+	struct gd_rbuf rb;
+	char name[GD_SLOT_NAME];
+	char addr[80];
+	int hello, want_data, slot, ack_status, closing;
+	uint64_t acks;
+	uint64_t hello_ns;		/* blocks sent since then reached it */
+	uv_shutdown_t sreq;
+};
+
+/* Where blocks go: the subscribers over TCP (pub_net.c) or the framed
+ * stream of -o (pub_stream.c); nothing else differs between the modes. */
+struct pub_sink {
+	void (*block)(struct pub *p, const struct gd_block *b);
+	/* every sequence index below floor is resolved */
+	void (*floor)(struct pub *p, uint64_t floor);
+	void (*end)(struct pub *p);
+	void (*flush)(struct pub *p);
+	/* someone reads what it carries (floors are for them) */
+	int (*readers)(struct pub *p);
+	/* so much is queued that input must wait */
+	int (*full)(struct pub *p);
+	/* the last bytes out; what it writes closes when they are written */
+	void (*close)(struct pub *p);
+};
+
+struct pub {
+	const struct gd_conf *conf;
+	struct gd_pub_opts opt;
+	unsigned needed;		/* numSubs; 0: GD off */
+	char origin[300];		/* HOST:PORT in every key */
+	size_t origin_len;
+	uint64_t epoch;			/* this run, in every stream frame */
+	int port;			/* bound (-p 0: the kernel's choice) */
+
+	uv_loop_t loop;
+	uv_tcp_t srv;
+	uv_timer_t timer, ready_timer, force_exit, tick;
+	uv_idle_t idle;
+	uv_prepare_t prep;
+	uv_signal_t sigint, sigterm;
+	struct gd_ctl_srv ctl;
+
+	struct gd_deliver dv;		/* pending blocks, window, outcomes */
+	struct gd_slots slots;		/* GD subscriber admission */
+	struct sconn *slot_conn[GD_MAX_SUBS];
+	struct gd_snapshot snap;
+
+	/* input (pub_input.c) */
+	struct gd_input in;
+	struct gd_sreader sr;		/* -f frame */
+	struct gd_region *rq, *rq_tail;
+	size_t rpos;
+	uint64_t next_id, line_no;
+
+	/* outputs */
+	const struct pub_sink *sink;
+	struct gd_out status;		/* pub_status.c */
+	struct gd_out sout;		/* pub_stream.c */
+	struct sconn *conns;		/* pub_net.c */
+	unsigned ndata, ngd;
+	struct gd_bcast *cur;
+	int paused_backlog;
+	uint64_t floor_sent;
+
+	/* lifecycle */
+	int eof, ready, finished, sigs, stop_code, warned_few;
+	uint64_t now;			/* monotonic ns, per callback */
+	uint64_t t_start;
+
+	/* counters and rate (pub_status.c) */
+	uint64_t n_reject, n_bytes, n_nosub;
+	struct { uint64_t t, n; } rate_s[PUB_RATE_SAMPLES];
+	unsigned rate_head, rate_n;
+};
+
+static inline int pub_gd(const struct pub *p) { return p->needed > 0; }
+
+/* pub.c */
+void pub_check_done(struct pub *p);
+void pub_arm_timer(struct pub *p);
+uint64_t pub_real_ns(void);
+
+/* pub_input.c */
+int pub_input_start(struct pub *p);
+void pub_kick(struct pub *p);
+void pub_drop_input(struct pub *p);
+void pub_stop_input(struct pub *p, const char *signame);
+/* the payload of a pending block */
+const uint8_t *pub_payload(struct pub *p, const struct gd_pend *e);
+void pub_release(struct pub *p, uint32_t owner);
+
+/* pub_net.c */
+extern const struct pub_sink pub_tcp_sink;
+int pub_listen(struct pub *p);
+void pub_net_end(struct pub *p);
+void pub_net_close(struct pub *p);
+
+/* pub_stream.c */
+extern const struct pub_sink pub_stream_sink;
+int pub_stream_open(struct pub *p, int fd);
+
+/* pub_status.c */
+int pub_status_open(struct pub *p, int fd);
+void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
+void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pub_ready(struct pub *p);
+void pub_tick(struct pub *p, uint64_t now);
+double pub_rate(const struct pub *p, uint64_t now);
+
+/* pub_ctl.c */
+int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len);
+
+#endif

@@ -1,0 +1,115 @@
+/* What gdpub says on its status output (READY, ACK, NACK, REJECT, one line
+ * each, in order) and on standard error while it runs: the --progress line
+ * and the published-per-second rate it and gdinspect stats show. */
+#include "pub_int.h"
+#include "log.h"
+#include "parse.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static void on_status_error(struct gd_out *o, int err)
+{
+	(void)o;
+	gd_err("cannot write status lines on standard output: %s; "
+	    "publishing goes on, outcomes are no longer reported",
+	    uv_strerror(err));
+}
+
+int pub_status_open(struct pub *p, int fd)
+{
+	int rc = gd_out_open(&p->status, &p->loop, fd);
+
+	p->status.on_error = on_status_error;
+	return rc;
+}
+
+/* "ACK ID"; with -f frame input also the block's key as it came in,
+ * "ACK ID ORIGIN/ID", so the upstream stage can be acknowledged. */
+void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e)
+{
+	size_t wl = strlen(what), n, uplen = 0;
+	const char *up = NULL;
+	int snap = 0;
+	uint8_t *d;
+
+	if (p->opt.frame)
+		up = gd_sframe_origin_of(pub_payload(p, e), e->len, &uplen,
+		    &snap);
+	if ((d = gd_out_reserve(&p->status, wl + 44 + uplen)) == NULL)
+		return;
+	memcpy(d, what, wl);
+	d[wl] = ' ';
+	n = wl + 1 + gd_u64toa((char *)d + wl + 1, e->id);
+	if (up != NULL) {
+		d[n++] = ' ';
+		memcpy(d + n, up, uplen);
+		n += uplen;
+		d[n++] = '/';
+		n += gd_u64toa((char *)d + n, e->id);
+		if (snap) {	/* never acknowledged upstream */
+			memcpy(d + n, "/s", 2);
+			n += 2;
+		}
+	}
+	d[n++] = '\n';
+	gd_out_commit(&p->status, n);
+}
+
+void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	gd_out_write(&p->status, "REJECT ", 7);
+	gd_out_write(&p->status, idtxt, strlen(idtxt));
+	gd_out_write(&p->status, " ", 1);
+	gd_out_write(&p->status, why, strlen(why));
+	gd_out_write(&p->status, "\n", 1);
+	gd_err("REJECT %s: %s", idtxt, why);
+	p->n_reject++;
+}
+
+void pub_ready(struct pub *p)
+{
+	p->ready = 1;
+	gd_out_write(&p->status, "READY\n", 6);
+	uv_timer_stop(&p->ready_timer);
+	pub_kick(p);
+}
+
+/* blocks published per second over the last second or so */
+double pub_rate(const struct pub *p, uint64_t now)
+{
+	uint64_t t0 = p->t_start, n0 = 0;
+
+	if (p->rate_n > 0) {
+		unsigned old = (p->rate_head + PUB_RATE_SAMPLES - p->rate_n) %
+		    PUB_RATE_SAMPLES;
+		t0 = p->rate_s[old].t;
+		n0 = p->rate_s[old].n;
+	}
+	if (now <= t0)
+		return 0;
+	return (double)(p->dv.n_pub - n0) * 1e9 / (double)(now - t0);
+}
+
+/* 4 times a second: sample the rate, draw --progress */
+void pub_tick(struct pub *p, uint64_t now)
+{
+	p->rate_s[p->rate_head].t = now;
+	p->rate_s[p->rate_head].n = p->dv.n_pub;
+	p->rate_head = (p->rate_head + 1) % PUB_RATE_SAMPLES;
+	if (p->rate_n < PUB_RATE_SAMPLES)
+		p->rate_n++;
+	if (p->opt.progress && !p->finished)
+		gd_status("%" PRIu64 " read, %" PRIu64 " ACK, %" PRIu64 " NACK, %u "
+		    "pending, %.0f blocks/s", p->dv.n_pub + p->n_reject,
+		    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count,
+		    pub_rate(p, now));
+}
