@@ -49,8 +49,8 @@ struct pconn {
 	uint32_t max_block;
 	struct gd_rbuf rb;
 	struct gd_recv rv;	/* dedup and acknowledgement rules */
-	struct ack { uint64_t id, seq; } *acks;
-	size_t nacks, capacks;
+	struct ack { uint64_t id, seq; } *ackq;	/* acknowledgements to send */
+	size_t nqueued, capqueued;
 	uint64_t n_snap;
 };
 
@@ -212,16 +212,16 @@ static void emit(struct sub *s, const struct korigin *o,
 
 static void queue_ack(struct pconn *pc, uint64_t id, uint64_t seq)
 {
-	if (pc->nacks == pc->capacks) {
-		size_t ncap = pc->capacks ? pc->capacks * 2 : 1024;
-		struct ack *n = realloc(pc->acks, ncap * sizeof(*n));
+	if (pc->nqueued == pc->capqueued) {
+		size_t ncap = pc->capqueued ? pc->capqueued * 2 : 1024;
+		struct ack *n = realloc(pc->ackq, ncap * sizeof(*n));
 		if (n == NULL)
 			return;	/* the block will be resent and acked again */
-		pc->acks = n;
-		pc->capacks = ncap;
+		pc->ackq = n;
+		pc->capqueued = ncap;
 	}
-	pc->acks[pc->nacks].id = id;
-	pc->acks[pc->nacks++].seq = seq;
+	pc->ackq[pc->nqueued].id = id;
+	pc->ackq[pc->nqueued++].seq = seq;
 }
 
 static int acks_refused(const struct pconn *pc)
@@ -309,7 +309,7 @@ static void forget(struct sub *s, struct pconn *pc)
 	gd_warn("publisher %s restarted; forgetting its earlier blocks "
 	    "(%" PRId64 " written on stdout were not acknowledged)",
 	    pc->addr, lost);
-	pc->nacks = 0;
+	pc->nqueued = 0;
 }
 
 static void on_welcome(struct sub *s, struct pconn *pc,
@@ -329,11 +329,11 @@ static void on_welcome(struct sub *s, struct pconn *pc,
 	 * epoch decides that instead) */
 	if (!first && w->epoch != pc->epoch && !s->stream_in)
 		forget(s, pc);
-	if (!first && w->epoch != pc->epoch && s->stream_in && pc->nacks > 0) {
+	if (!first && w->epoch != pc->epoch && s->stream_in && pc->nqueued > 0) {
 		/* acks kept while disconnected are for the old run's blocks */
 		gd_warn("publisher %s restarted; %zu acknowledgements for its "
-		    "earlier run are dropped", pc->addr, pc->nacks);
-		pc->nacks = 0;
+		    "earlier run are dropped", pc->addr, pc->nqueued);
+		pc->nqueued = 0;
 	}
 	if (!first && strcmp(pc->origin, w->origin) != 0)
 		gd_warn("publisher %s now stamps its keys %s (was %s)",
@@ -932,10 +932,10 @@ static void flush_acks(struct sub *s)
 	for (i = 0; i < s->npc; i++) {
 		struct pconn *pc = &s->pc[i];
 		size_t off = 0;
-		if (pc->nacks == 0 || pc->state != PS_ACTIVE)
+		if (pc->nqueued == 0 || pc->state != PS_ACTIVE)
 			continue;
-		while (off < pc->nacks) {
-			size_t n = pc->nacks - off, k;
+		while (off < pc->nqueued) {
+			size_t n = pc->nqueued - off, k;
 			uv_write_t *w;
 			uint8_t *d;
 			uv_buf_t b;
@@ -948,7 +948,7 @@ static void flush_acks(struct sub *s)
 			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
 			for (k = 0; k < n; k++)
 				gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
-				    pc->acks[off + k].id, pc->acks[off + k].seq);
+				    pc->ackq[off + k].id, pc->ackq[off + k].seq);
 			b = uv_buf_init((char *)d,
 			    (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
 			if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
@@ -956,8 +956,8 @@ static void flush_acks(struct sub *s)
 				free(w);
 			off += n;
 		}
-		gd_trace(2, "sent %zu acknowledgements to %s", pc->nacks, pc->addr);
-		pc->nacks = 0;
+		gd_trace(2, "sent %zu acknowledgements to %s", pc->nqueued, pc->addr);
+		pc->nqueued = 0;
 	}
 }
 
@@ -1180,7 +1180,7 @@ out:
 	for (i = 0; s->pc && i < s->npc; i++) {
 		gd_rbuf_free(&s->pc[i].rb);
 		gd_recv_free(&s->pc[i].rv);
-		free(s->pc[i].acks);
+		free(s->pc[i].ackq);
 	}
 	free(s->pc);
 	while (s->rq) {

@@ -1,7 +1,8 @@
-/* gdack: one request per read of stdin ("ack N" and N keys), one reply
- * ("ack OK FAILED" and a line per failure) before the next request, so
- * neither side can block the other. Blocking I/O: nothing else to do. */
-#include "ack.h"
+/* gdack's client engine: one request per read of stdin ("ack N" and N
+ * keys), one reply ("ack OK FAILED" and a line per failure) before the
+ * next request, so neither side can block the other. Blocking I/O:
+ * nothing else to do. */
+#include "ack_client.h"
 #include "ctl.h"
 #include "key.h"
 #include "log.h"
