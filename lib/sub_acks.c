@@ -1,0 +1,119 @@
+/* gdsub's acknowledgements: gdack's requests (one key each) checked
+ * against the delivery rules of receive.c, a queue per publisher, and the
+ * ack frames that carry the queue to each publisher in the prepare phase. */
+#include "sub_int.h"
+#include "key.h"
+#include "log.h"
+
+#include <stdlib.h>
+
+void sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
+{
+	if (pc->nqueued == pc->capqueued) {
+		size_t ncap = pc->capqueued ? pc->capqueued * 2 : 1024;
+		struct sub_ack *n = realloc(pc->ackq, ncap * sizeof(*n));
+		if (n == NULL)
+			return;	/* the block will be resent and acked again */
+		pc->ackq = n;
+		pc->capqueued = ncap;
+	}
+	pc->ackq[pc->nqueued].id = id;
+	pc->ackq[pc->nqueued++].seq = seq;
+}
+
+/* blocks written on stdout and not yet acknowledged, all publishers */
+uint64_t sub_unacked(const struct sub *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->npc; i++)
+		n += s->pc[i].rv.unacked;
+	return n;
+}
+
+int sub_acks_refused(const struct sub_pub *pc)
+{
+	return pc->ack_status == GD_ACK_FULL || pc->ack_status == GD_ACK_NAME;
+}
+
+/* NULL when acknowledged, else why not */
+const char *sub_ack_key(struct sub *s, const char *key, size_t len)
+{
+	struct sub_pub *pc;
+	size_t olen;
+	uint64_t id, seq;
+	int flags;
+
+	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
+		return "malformed key (expected HOST:PORT/ID)";
+	if (flags & GD_FL_SNAPSHOT)
+		return NULL;	/* snapshot blocks need no acknowledgement */
+	if ((pc = sub_pub_find(s, key, olen)) == NULL)
+		return "not a publisher of this gdsub";
+	if (!s->conf->gd)
+		return "gdsub runs with --no-gd";
+	if (s->stream_in && pc->origin_len && pc->sepoch != pc->epoch)
+		return "the stream holds blocks of an earlier run of this "
+		    "publisher, not of the one running now";
+	if (pc->ack_status == GD_ACK_OFF)
+		return NULL;	/* numSubs=0: nothing to acknowledge */
+	if (sub_acks_refused(pc))
+		return "the publisher refused this gdsub's acknowledgement connection";
+	switch (gd_recv_ack(&pc->rv, id, pc->state == SUB_PS_ENDED, &seq)) {
+	case GD_RA_SEND:
+		sub_ack_queue(pc, id, seq);
+		return NULL;
+	case GD_RA_OK:
+		return NULL;
+	case GD_RA_UNKNOWN:
+		return "unknown key: no such block is waiting for acknowledgement";
+	case GD_RA_NOT_WRITTEN:
+		return "the block was not written on stdout";
+	default:
+		return "the publisher ended its stream before this acknowledgement";
+	}
+}
+
+static void free_write(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);	/* the frame follows the request in the same block */
+}
+
+/* Many acknowledgements per frame, many frames per write. */
+void sub_acks_flush(struct sub *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		size_t off = 0;
+		if (pc->nqueued == 0 || pc->state != SUB_PS_ACTIVE)
+			continue;
+		while (off < pc->nqueued) {
+			size_t n = pc->nqueued - off, k;
+			uv_write_t *w;
+			uint8_t *d;
+			uv_buf_t b;
+			if (n > GD_ACKS_PER_FRAME)
+				n = GD_ACKS_PER_FRAME;
+			w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
+			if (w == NULL)
+				break;
+			d = (uint8_t *)(w + 1);
+			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
+			for (k = 0; k < n; k++)
+				gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
+				    pc->ackq[off + k].id, pc->ackq[off + k].seq);
+			b = uv_buf_init((char *)d,
+			    (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
+			if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
+			    free_write) != 0)
+				free(w);
+			off += n;
+		}
+		gd_trace(2, "sent %zu acknowledgements to %s", pc->nqueued, pc->addr);
+		pc->nqueued = 0;
+	}
+}
