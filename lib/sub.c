@@ -54,7 +54,7 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 		sub_finish(s, GD_EX_FAIL);
 		return;
 	}
-	if (sub_acks_refused(pc) && s->conf->gd)
+	if (gd_recv_refused(pc->ack_status) && s->conf->gd)
 		gd_err("block %.*s/%" PRIu64 " received but cannot be acknowledged: "
 		    "publisher %s %s", (int)o->len, o->s, b->id, pc->addr,
 		    gd_ack_status_str(pc->ack_status));
@@ -244,6 +244,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 			sub_finish(s, GD_EX_FAIL);
 			break;
 		}
+		pc->rv.stream = s->stream_in;
 		if (!s->stream_in || conf->gd)
 			sub_net_start(pc);
 	}

@@ -32,9 +32,14 @@ uint64_t sub_unacked(const struct sub *s)
 	return n;
 }
 
-int sub_acks_refused(const struct sub_pub *pc)
+/* What receive.c needs to know of the engine for an acknowledgement. */
+static int ack_how(const struct sub *s, const struct sub_pub *pc)
 {
-	return pc->ack_status == GD_ACK_FULL || pc->ack_status == GD_ACK_NAME;
+	return (pc->state == SUB_PS_ENDED ? GD_RK_ENDED : 0) |
+	    (s->conf->gd ? 0 : GD_RK_NOGD) |
+	    (pc->ack_status == GD_ACK_OFF ? GD_RK_OFF : 0) |
+	    (gd_recv_refused(pc->ack_status) ? GD_RK_REFUSED : 0) |
+	    (gd_recv_stale(&pc->rv, pc->epoch) ? GD_RK_OTHER_RUN : 0);
 }
 
 /* NULL when acknowledged, else why not */
@@ -51,16 +56,7 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 		return NULL;	/* snapshot blocks need no acknowledgement */
 	if ((pc = sub_pub_find(s, key, olen)) == NULL)
 		return "not a publisher of this gdsub";
-	if (!s->conf->gd)
-		return "gdsub runs with --no-gd";
-	if (s->stream_in && pc->origin_len && pc->sepoch != pc->epoch)
-		return "the stream holds blocks of an earlier run of this "
-		    "publisher, not of the one running now";
-	if (pc->ack_status == GD_ACK_OFF)
-		return NULL;	/* numSubs=0: nothing to acknowledge */
-	if (sub_acks_refused(pc))
-		return "the publisher refused this gdsub's acknowledgement connection";
-	switch (gd_recv_ack(&pc->rv, id, pc->state == SUB_PS_ENDED, &seq)) {
+	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
 	case GD_RA_SEND:
 		sub_ack_queue(pc, id, seq);
 		return NULL;
@@ -70,6 +66,13 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 		return "unknown key: no such block is waiting for acknowledgement";
 	case GD_RA_NOT_WRITTEN:
 		return "the block was not written on stdout";
+	case GD_RA_NOGD:
+		return "gdsub runs with --no-gd";
+	case GD_RA_OTHER_RUN:
+		return "the stream holds blocks of an earlier run of this "
+		    "publisher, not of the one running now";
+	case GD_RA_REFUSED:
+		return "the publisher refused this gdsub's acknowledgement connection";
 	default:
 		return "the publisher ended its stream before this acknowledgement";
 	}

@@ -55,11 +55,12 @@ static void in_end(struct sub *s, int code)
 }
 
 /* The stream's blocks of this publisher are from another run than the
- * one we hold an acknowledgement connection to. */
+ * one we hold an acknowledgement connection to: not written, since they
+ * could never be acknowledged. */
 static int stale(const struct sub *s, const struct sub_pub *pc)
 {
-	return s->conf->gd && pc->origin_len && pc->epoch != pc->sepoch &&
-	    pc->state != SUB_PS_ENDED;
+	return s->conf->gd && pc->state != SUB_PS_ENDED &&
+	    gd_recv_stale(&pc->rv, pc->epoch);
 }
 
 static void on_sframe(struct sub *s, const struct gd_sframe *f)
@@ -67,6 +68,7 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 	struct sub_pub *pc = sub_pub_find(s, f->origin, f->origin_len);
 	struct sub_origin o = { f->origin, f->origin_len, f->epoch };
 	struct gd_block b;
+	int rs;
 
 	if (pc == NULL) {
 		if (f->type == GD_SF_BLOCK) {
@@ -77,15 +79,13 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 		}
 		return;
 	}
-	if (f->epoch != pc->sepoch) {
-		if (pc->sepoch != 0)
-			sub_forget(s, pc);
-		pc->sepoch = f->epoch;
-		if (stale(s, pc))
-			gd_err("the stream holds blocks of another run of publisher "
-			    "%s than the one running now; they cannot be "
-			    "acknowledged and are not written", pc->addr);
-	}
+	rs = gd_recv_stream_epoch(&pc->rv, f->epoch);
+	if (rs == GD_RS_NEW_RUN)
+		sub_forget(s, pc);
+	if (rs != GD_RS_SAME && stale(s, pc))
+		gd_err("the stream holds blocks of another run of publisher "
+		    "%s than the one running now; they cannot be "
+		    "acknowledged and are not written", pc->addr);
 	if (f->type == GD_SF_FLOOR) {
 		gd_recv_floor(&pc->rv, f->seq);
 		return;

@@ -39,8 +39,7 @@ struct sub_pub {
 	char origin[300];	/* as the publisher stamps its keys */
 	size_t origin_len;
 	int state, attempts, ack_status;
-	uint64_t epoch;
-	uint64_t sepoch;	/* -i: the epoch of its frames in the stream */
+	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;
 	struct gd_rbuf rb;
 	struct gd_recv rv;	/* dedup and acknowledgement rules */
@@ -124,7 +123,6 @@ void sub_out_close(struct sub *s);
 /* sub_acks.c: acknowledgements to the publishers */
 void sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
-int sub_acks_refused(const struct sub_pub *pc);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);
 

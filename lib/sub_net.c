@@ -117,7 +117,7 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 	pc->ack_status = (int)w->ack_status;
 	pc->state = SUB_PS_ACTIVE;
 	pc->attempts = 0;
-	if (sub_acks_refused(pc) && s->conf->gd)
+	if (gd_recv_refused(pc->ack_status) && s->conf->gd)
 		gd_err("publisher %s refused the acknowledgement connection: %s",
 		    pc->addr, gd_ack_status_str(pc->ack_status) + 9);
 	else if (pc->ack_status == GD_ACK_OFF && s->conf->gd && first)
