@@ -31,7 +31,8 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 		how |= GD_RB_UNWRITABLE;
 	switch (gd_recv_block(&pc->rv, b->id, b->seq, how)) {
 	case GD_RV_REACK:
-		sub_ack_queue(pc, b->id, b->seq);	/* its ack was lost: ack again */
+		/* its ack was lost: ack again (a failure is reported there) */
+		(void)sub_ack_queue(pc, b->id, b->seq);
 		return;
 	case GD_RV_COPY:
 		sub_out_block(s, o, b, flags);
@@ -126,7 +127,9 @@ void sub_begin_close(struct sub *s, const char *why)
 		gd_trace(1, "closing standard output: %s", why);
 	sub_in_stop(s);
 	sub_out_close(s);
-	uv_timer_start(&s->linger, on_linger, (uint64_t)(s->opt.linger * 1000), 0);
+	if (!s->done)
+		(void)uv_timer_start(&s->linger, on_linger,
+		    (uint64_t)(s->opt.linger * 1000), 0);
 	sub_maybe_done(s);
 }
 
@@ -142,13 +145,16 @@ void sub_finish(struct sub *s, int code)
 	sub_acks_flush(s);
 	gd_ctl_flush(&s->ctl);
 	for (i = 0; i < s->npc; i++)
-		sub_net_shut(&s->pc[i]);
+		sub_net_shut(&s->pc[i], s->hard);
 	uv_close((uv_handle_t *)&s->prep, NULL);
 	uv_close((uv_handle_t *)&s->linger, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
 	gd_ctl_close(&s->ctl);
-	sub_out_close(s);
+	if (s->hard)
+		sub_out_abort(s);
+	else
+		sub_out_close(s);
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -156,9 +162,14 @@ static void on_signal(uv_signal_t *h, int sig)
 	struct sub *s = h->data;
 
 	if (++s->sigs >= 2) {
+		/* at once: the acks queued go out as far as the sockets take
+		 * them, nothing waits for a peer; the blocks not acknowledged
+		 * are resent or NACKed by their publishers */
 		gd_err("second %s: exiting with %" PRIu64 " blocks unacknowledged",
 		    sig == SIGINT ? "SIGINT" : "SIGTERM", sub_unacked(s));
-		exit(sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+		s->hard = 1;
+		sub_finish(s, sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
+		return;
 	}
 	sub_begin_close(s, sig == SIGINT ? "SIGINT" : "SIGTERM");
 }
@@ -196,6 +207,61 @@ static int outcome(const struct sub *s)
 	return GD_EX_OK;
 }
 
+/* Everything before the loop runs; an exit code, the reason printed. A
+ * failure leaves no request in flight: the caller closes the handles. */
+static int setup(struct sub *s)
+{
+	const struct gd_conf *conf = s->conf;
+	size_t i;
+	int rc;
+
+	if ((rc = sub_ctl_listen(s)) != 0)
+		return rc;
+	if ((s->pc = calloc(conf->npubs, sizeof(*s->pc))) == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	s->npc = conf->npubs;
+	if ((rc = sub_out_open(s)) != 0)
+		return rc;
+	if ((rc = uv_prepare_init(&s->loop, &s->prep)) != 0 ||
+	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0 ||
+	    (rc = uv_signal_init(&s->loop, &s->sigint)) != 0 ||
+	    (rc = uv_signal_init(&s->loop, &s->sigterm)) != 0)
+		goto uv_failed;
+	s->prep.data = s->linger.data = s->sigint.data = s->sigterm.data = s;
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		pc->s = s;
+		pc->hp = conf->pubs[i];
+		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
+		    pc->hp.host, pc->hp.port);
+		pc->ack_status = conf->gd ? GD_ACK_OK : GD_ACK_NONE;
+		if ((rc = uv_timer_init(&s->loop, &pc->retry)) != 0)
+			goto uv_failed;
+		pc->retry.data = pc;
+		if (gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
+		    gd_recv_init(&pc->rv, (int)conf->dedup) != 0) {
+			gd_err("out of memory");
+			return GD_EX_FAIL;
+		}
+		pc->rv.stream = s->stream_in;
+	}
+	if ((rc = uv_prepare_start(&s->prep, on_prepare)) != 0 ||
+	    (rc = uv_signal_start(&s->sigint, on_signal, SIGINT)) != 0 ||
+	    (rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM)) != 0)
+		goto uv_failed;
+	if (s->stream_in && (rc = sub_in_open(s, s->opt.in)) != 0)
+		return rc;
+	for (i = 0; i < s->npc; i++)
+		if (!s->stream_in || conf->gd)
+			sub_net_start(&s->pc[i]);
+	return 0;
+uv_failed:
+	gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+	return GD_EX_FAIL;
+}
+
 int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 {
 	struct sub *s = calloc(1, sizeof(*s));
@@ -210,49 +276,18 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	s->opt = *opt;
 	s->stream_in = opt->in != NULL;
 	gd_sub_identity(conf, s->name, sizeof(s->name));
-	uv_loop_init(&s->loop);
-	if ((rc = sub_ctl_listen(s)) != 0)
-		goto out;
-	s->pc = calloc(conf->npubs, sizeof(*s->pc));
-	if (s->pc == NULL) {
-		rc = GD_EX_FAIL;
+	if ((rc = uv_loop_init(&s->loop)) != 0) {
+		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+		free(s);
+		return GD_EX_FAIL;
+	}
+	if ((rc = setup(s)) != 0) {
+		sub_in_stop(s);
 		gd_ctl_close(&s->ctl);
-		goto out;
+	} else {
+		uv_run(&s->loop, UV_RUN_DEFAULT);
+		rc = outcome(s);
 	}
-	s->npc = conf->npubs;
-	sub_out_open(s);
-	uv_prepare_init(&s->loop, &s->prep);
-	uv_timer_init(&s->loop, &s->linger);
-	uv_signal_init(&s->loop, &s->sigint);
-	uv_signal_init(&s->loop, &s->sigterm);
-	s->prep.data = s->linger.data = s->sigint.data = s->sigterm.data = s;
-	uv_prepare_start(&s->prep, on_prepare);
-	uv_signal_start(&s->sigint, on_signal, SIGINT);
-	uv_signal_start(&s->sigterm, on_signal, SIGTERM);
-	for (i = 0; i < s->npc; i++) {
-		struct sub_pub *pc = &s->pc[i];
-		pc->s = s;
-		pc->hp = conf->pubs[i];
-		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
-		    pc->hp.host, pc->hp.port);
-		pc->ack_status = conf->gd ? GD_ACK_OK : GD_ACK_NONE;
-		uv_timer_init(&s->loop, &pc->retry);
-		pc->retry.data = pc;
-		if (gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
-		    gd_recv_init(&pc->rv, (int)conf->dedup) != 0) {
-			gd_err("out of memory");
-			sub_finish(s, GD_EX_FAIL);
-			break;
-		}
-		pc->rv.stream = s->stream_in;
-		if (!s->stream_in || conf->gd)
-			sub_net_start(pc);
-	}
-	if (s->stream_in && !s->done && (rc = sub_in_open(s, opt->in)) != 0)
-		sub_finish(s, rc);
-	uv_run(&s->loop, UV_RUN_DEFAULT);
-	rc = outcome(s);
-out:
 	uv_walk(&s->loop, walk_close, NULL);
 	uv_run(&s->loop, UV_RUN_DEFAULT);
 	uv_loop_close(&s->loop);

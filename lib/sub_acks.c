@@ -5,20 +5,28 @@
 #include "key.h"
 #include "log.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 
-void sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
+/* 0, or -1 when out of memory: then the block stays unacknowledged at
+ * its publisher, which resends it (acknowledged again then) or NACKs it. */
+int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
 {
 	if (pc->nqueued == pc->capqueued) {
 		size_t ncap = pc->capqueued ? pc->capqueued * 2 : 1024;
 		struct sub_ack *n = realloc(pc->ackq, ncap * sizeof(*n));
-		if (n == NULL)
-			return;	/* the block will be resent and acked again */
+		if (n == NULL) {
+			gd_err("out of memory queueing the acknowledgement of "
+			    "%s/%" PRIu64 "; its publisher will resend it",
+			    pc->origin, id);
+			return -1;
+		}
 		pc->ackq = n;
 		pc->capqueued = ncap;
 	}
 	pc->ackq[pc->nqueued].id = id;
 	pc->ackq[pc->nqueued++].seq = seq;
+	return 0;
 }
 
 /* blocks written on stdout and not yet acknowledged, all publishers */
@@ -58,7 +66,8 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 		return "not a publisher of this gdsub";
 	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
 	case GD_RA_SEND:
-		sub_ack_queue(pc, id, seq);
+		if (sub_ack_queue(pc, id, seq) != 0)
+			return "out of memory; the publisher will resend the block";
 		return NULL;
 	case GD_RA_OK:
 		return NULL;
@@ -78,13 +87,60 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 	}
 }
 
-static void free_write(uv_write_t *w, int status)
+/* An ack frame on its way: the request, then the frame. */
+struct ack_write {
+	uv_write_t req;
+	struct sub_pub *pc;
+	size_t n;		/* acknowledgements in the frame */
+};
+
+static void lost_acks(struct sub_pub *pc, size_t n, int err)
 {
-	(void)status;
-	free(w);	/* the frame follows the request in the same block */
+	gd_err("cannot send %zu acknowledgement%s to %s: %s; the publisher "
+	    "will resend %s blocks", n, gd_plural((double)n), pc->addr,
+	    err == UV_ENOMEM ? "out of memory" : uv_strerror(err),
+	    n == 1 ? "that" : "those");
 }
 
-/* Many acknowledgements per frame, many frames per write. */
+static void ack_written(uv_write_t *req, int status)
+{
+	struct ack_write *w = (struct ack_write *)req;
+
+	/* cancelled at teardown: the exit message counts them */
+	if (status < 0 && !(status == UV_ECANCELED && w->pc->s->done))
+		lost_acks(w->pc, w->n, status);
+	free(w);
+}
+
+/* One ack frame of n acknowledgements from ackq[off]; 0 or a libuv error. */
+static int send_frame(struct sub_pub *pc, size_t off, size_t n)
+{
+	struct ack_write *w;
+	uint8_t *d;
+	uv_buf_t b;
+	size_t k;
+	int rc;
+
+	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
+	if (w == NULL)
+		return UV_ENOMEM;
+	w->pc = pc;
+	w->n = n;
+	d = (uint8_t *)(w + 1);
+	gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
+	for (k = 0; k < n; k++)
+		gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
+		    pc->ackq[off + k].id, pc->ackq[off + k].seq);
+	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
+	if ((rc = uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
+	    ack_written)) != 0)
+		free(w);
+	return rc;
+}
+
+/* Many acknowledgements per frame, many frames per write. What cannot be
+ * sent is reported and dropped: the publisher resends those blocks, and
+ * their copies are acknowledged again (GD_RV_REACK). */
 void sub_acks_flush(struct sub *s)
 {
 	size_t i;
@@ -95,28 +151,17 @@ void sub_acks_flush(struct sub *s)
 		if (pc->nqueued == 0 || pc->state != SUB_PS_ACTIVE)
 			continue;
 		while (off < pc->nqueued) {
-			size_t n = pc->nqueued - off, k;
-			uv_write_t *w;
-			uint8_t *d;
-			uv_buf_t b;
+			size_t n = pc->nqueued - off;
+			int rc;
 			if (n > GD_ACKS_PER_FRAME)
 				n = GD_ACKS_PER_FRAME;
-			w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
-			if (w == NULL)
+			if ((rc = send_frame(pc, off, n)) != 0) {
+				lost_acks(pc, pc->nqueued - off, rc);
 				break;
-			d = (uint8_t *)(w + 1);
-			gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
-			for (k = 0; k < n; k++)
-				gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
-				    pc->ackq[off + k].id, pc->ackq[off + k].seq);
-			b = uv_buf_init((char *)d,
-			    (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
-			if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
-			    free_write) != 0)
-				free(w);
+			}
 			off += n;
 		}
-		gd_trace(2, "sent %zu acknowledgements to %s", pc->nqueued, pc->addr);
+		gd_trace(2, "sent %zu acknowledgements to %s", off, pc->addr);
 		pc->nqueued = 0;
 	}
 }

@@ -165,7 +165,7 @@ static void on_in_idle(uv_idle_t *h)
 void sub_in_kick(struct sub *s)
 {
 	if (s->in.rq && in_ready(s))
-		uv_idle_start(&s->in.idle, on_in_idle);
+		(void)uv_idle_start(&s->in.idle, on_in_idle);	/* cannot fail */
 }
 
 static void on_input(struct gd_input *gin)
@@ -203,7 +203,12 @@ int sub_in_open(struct sub *s, const char *path)
 		in->name = path;
 	}
 	gd_sreader_init(&in->sr, GD_STREAM_MAX_PAYLOAD);
-	uv_idle_init(&s->loop, &in->idle);
+	if ((rc = uv_idle_init(&s->loop, &in->idle)) != 0) {
+		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+		if (fd != 0)
+			close(fd);
+		return GD_EX_FAIL;
+	}
 	in->idle.data = s;
 	in->in.data = s;
 	in->in.max_payload = GD_STREAM_MAX_PAYLOAD;

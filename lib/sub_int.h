@@ -84,6 +84,7 @@ struct sub {
 	uint64_t emitted;
 	uint64_t n_unwritable;	/* blocks the output format could not carry */
 	int closing, done, sigs, code, out_paused;
+	int hard;		/* a second signal: tear down without waiting */
 	char name[256];
 	int stream_in;		/* -i: blocks come from s->in, not over TCP */
 	struct sub_in in;
@@ -101,7 +102,7 @@ void sub_finish(struct sub *s, int code);
 void sub_net_start(struct sub_pub *pc);
 void sub_net_pause(struct sub *s);
 void sub_net_resume(struct sub *s);
-void sub_net_shut(struct sub_pub *pc);
+void sub_net_shut(struct sub_pub *pc, int hard);
 struct sub_pub *sub_pub_find(struct sub *s, const char *origin, size_t len);
 
 /* sub_input.c: -i, blocks from a framed stream */
@@ -119,9 +120,10 @@ void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
     const struct gd_block *b);
 void sub_out_check(struct sub *s);
 void sub_out_close(struct sub *s);
+void sub_out_abort(struct sub *s);
 
 /* sub_acks.c: acknowledgements to the publishers */
-void sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
+int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);

@@ -24,7 +24,8 @@ static void pc_retry_cb(uv_timer_t *t)
 static void schedule_retry(struct sub_pub *pc)
 {
 	pc->state = SUB_PS_IDLE;
-	uv_timer_start(&pc->retry, pc_retry_cb,
+	/* fails only on a closing timer, at teardown */
+	(void)uv_timer_start(&pc->retry, pc_retry_cb,
 	    (uint64_t)(pc->s->conf->retry_int * 1000), 0);
 }
 
@@ -157,6 +158,14 @@ void sub_net_pause(struct sub *s)
 	s->out_paused = 1;
 }
 
+static void pc_read_start(struct sub_pub *pc)
+{
+	int rc = uv_read_start((uv_stream_t *)&pc->h, pc_alloc, pc_read);
+
+	if (rc != 0)
+		pc_lost(pc, uv_strerror(rc));
+}
+
 void sub_net_resume(struct sub *s)
 {
 	size_t i;
@@ -164,7 +173,7 @@ void sub_net_resume(struct sub *s)
 	s->out_paused = 0;
 	for (i = 0; i < s->npc; i++)
 		if (s->pc[i].reading)
-			uv_read_start((uv_stream_t *)&s->pc[i].h, pc_alloc, pc_read);
+			pc_read_start(&s->pc[i]);
 }
 
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
@@ -237,6 +246,7 @@ static void on_connect(uv_connect_t *req, int status)
 	struct gd_hello h;
 	uv_buf_t b;
 	uv_write_t *w;
+	int rc;
 
 	if (s->done)
 		return;
@@ -246,7 +256,7 @@ static void on_connect(uv_connect_t *req, int status)
 		return;
 	}
 	pc->state = SUB_PS_WELCOME;
-	uv_tcp_nodelay(&pc->h, 1);
+	(void)uv_tcp_nodelay(&pc->h, 1);	/* latency only */
 	memset(&h, 0, sizeof(h));
 	h.version = GD_WIRE_VERSION;
 	h.gd = s->conf->gd ? 1 : 0;
@@ -254,17 +264,23 @@ static void on_connect(uv_connect_t *req, int status)
 	snprintf(h.name, sizeof(h.name), "%s", s->name);
 	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
 	if (w == NULL) {
+		gd_err("out of memory greeting publisher %s", pc->addr);
 		sub_finish(s, GD_EX_FAIL);
 		return;
 	}
-	b = uv_buf_init((char *)(w + 1), (unsigned)gd_wire_hello((uint8_t *)(w + 1), &h));
-	if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1,
-	    free_write) != 0)
+	b = uv_buf_init((char *)(w + 1),
+	    (unsigned)gd_wire_hello((uint8_t *)(w + 1), &h));
+	if ((rc = uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write)) != 0) {
 		free(w);
+		pc->state = SUB_PS_CONNECTING;	/* an attempt that failed */
+		pc_close(pc);
+		attempt_failed(pc, uv_strerror(rc));
+		return;
+	}
 	pc->rb.len = pc->rb.off = 0;
 	pc->reading = 1;
 	if (!s->out_paused)
-		uv_read_start((uv_stream_t *)&pc->h, pc_alloc, pc_read);
+		pc_read_start(pc);
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
@@ -281,7 +297,11 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		attempt_failed(pc, uv_strerror(status));
 		return;
 	}
-	uv_tcp_init(&s->loop, &pc->h);
+	if ((rc = uv_tcp_init(&s->loop, &pc->h)) != 0) {
+		uv_freeaddrinfo(res);
+		attempt_failed(pc, uv_strerror(rc));
+		return;
+	}
 	pc->h.data = pc;
 	pc->h_open = 1;
 	pc->state = SUB_PS_CONNECTING;
@@ -328,8 +348,8 @@ static void pc_shut(uv_shutdown_t *req, int status)
 }
 
 /* Teardown: stop retrying; let the acknowledgements already written
- * reach the publisher before the connection closes. */
-void sub_net_shut(struct sub_pub *pc)
+ * reach the publisher before the connection closes, unless hard. */
+void sub_net_shut(struct sub_pub *pc, int hard)
 {
 	uv_timer_stop(&pc->retry);
 	uv_close((uv_handle_t *)&pc->retry, NULL);
@@ -337,7 +357,7 @@ void sub_net_shut(struct sub_pub *pc)
 		uv_cancel((uv_req_t *)&pc->gai);
 	if (pc->h_open && !uv_is_closing((uv_handle_t *)&pc->h)) {
 		pc->sreq.data = pc;
-		if (pc->state != SUB_PS_ACTIVE || uv_shutdown(&pc->sreq,
+		if (hard || pc->state != SUB_PS_ACTIVE || uv_shutdown(&pc->sreq,
 		    (uv_stream_t *)&pc->h, pc_shut) != 0)
 			pc_close(pc);
 	}

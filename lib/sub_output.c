@@ -91,18 +91,26 @@ static void on_out_error(struct gd_out *o, int err)
 
 int sub_out_open(struct sub *s)
 {
+	int rc;
+
 	if (s->opt.format == GD_OUT_PAYLOAD && s->conf->gd)
 		gd_warn("-f payload writes no keys, so gdack cannot acknowledge "
 		    "these blocks and the publishers will NACK them; use --no-gd "
 		    "if nothing acknowledges");
-	gd_out_open(&s->out, &s->loop, 1);
+	if ((rc = gd_out_open(&s->out, &s->loop, 1)) != 0) {
+		gd_err("cannot write standard output: %s", uv_strerror(rc));
+		return GD_EX_FAIL;
+	}
 	s->out.data = s;
 	s->out.on_error = on_out_error;
 	s->out.on_drain = on_out_drain;
 	if (s->opt.format == GD_OUT_FRAME) {
 		uint8_t *d = gd_out_reserve(&s->out, GD_STREAM_HDR);
-		if (d != NULL)
-			gd_out_commit(&s->out, gd_stream_header(d));
+		if (d == NULL) {
+			gd_err("out of memory");
+			return GD_EX_FAIL;
+		}
+		gd_out_commit(&s->out, gd_stream_header(d));
 	}
 	return 0;
 }
@@ -116,4 +124,10 @@ static void out_closed(uv_handle_t *h)
 void sub_out_close(struct sub *s)
 {
 	gd_out_close(&s->out, out_closed);
+}
+
+/* At once: what stdout has not taken yet is dropped. */
+void sub_out_abort(struct sub *s)
+{
+	gd_out_abort(&s->out, out_closed);
 }
