@@ -150,7 +150,7 @@ void sub_finish(struct sub *s, int code)
 	uv_close((uv_handle_t *)&s->linger, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
-	gd_ctl_close(&s->ctl);
+	sub_ctl_close(s);
 	if (s->hard)
 		sub_out_abort(s);
 	else

@@ -1,11 +1,15 @@
 /* gdsub's control socket, where gdack and gdinspect reach it (protocol in
  * ctl.h): hello, subs (a row per publisher), stats (one row of totals)
- * and ack (a batch of keys for sub_ack_key). */
+ * and ack (a batch of keys for sub_ack_key); and the end note left beside
+ * it (endnote.h). */
 #include "sub_int.h"
+#include "endnote.h"
 #include "log.h"
 #include "parse.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -174,12 +178,54 @@ static void on_ctl_gone(void *user)
 
 int sub_ctl_listen(struct sub *s)
 {
-	char path[108];
+	char path[108], note[PATH_MAX];
 	int rc;
 
 	if ((rc = gd_ctl_path_sub(s->conf, path, sizeof(path))) != 0 ||
 	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
 		return rc;
 	s->ctl.on_gone = on_ctl_gone;
+	/* the socket is ours now, and so is the note: an earlier gdsub's
+	 * must not speak for this one */
+	if (gd_endnote_path(path, note, sizeof(note)) == 0)
+		gd_endnote_remove(note);
 	return 0;
+}
+
+/* Leave the end note, then close: a gdack that finds no socket finds the
+ * note. It names the publishers that ran with numSubs=0. */
+static void leave_note(struct sub *s)
+{
+	struct gd_endnote n = { 0 };
+	char path[PATH_MAX];
+	size_t i;
+	int rc = 0;
+
+	for (i = 0; i < s->npc && rc == 0; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->ack_status != GD_ACK_OFF)
+			continue;
+		rc = gd_endnote_add(&n, pc->addr, pc->addr_len);
+		if (rc == 0 && strcmp(pc->origin, pc->addr) != 0)
+			rc = gd_endnote_add(&n, pc->origin, pc->origin_len);
+	}
+	if (rc == 0 && gd_endnote_empty(&n))
+		goto out;
+	/* a socket path (< 108 bytes) always leaves room for the suffix */
+	(void)gd_endnote_path(s->ctl.path, path, sizeof(path));
+	if (rc != 0)
+		errno = ENOMEM;
+	else if (gd_endnote_save(&n, path) == 0)
+		goto out;
+	gd_warn("cannot leave the note %s for a gdack still to come: %s",
+	    path, strerror(errno));
+out:
+	gd_endnote_free(&n);
+}
+
+void sub_ctl_close(struct sub *s)
+{
+	if (s->ctl.open)
+		leave_note(s);
+	gd_ctl_close(&s->ctl);
 }

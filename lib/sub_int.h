@@ -130,5 +130,6 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len);
 
 /* sub_ctl.c: the control socket */
 int sub_ctl_listen(struct sub *s);
+void sub_ctl_close(struct sub *s);
 
 #endif

@@ -1,0 +1,38 @@
+/* gdsub's end note: when gdsub ends it leaves, beside its control socket,
+ * the list of publishers whose blocks needed no acknowledgement (they run
+ * with numSubs=0), so that a gdack that comes after gdsub has gone (a
+ * short stream ends before the next stage has started) can still tell
+ * that its keys need nothing, instead of waiting for a gdsub that will
+ * not come back. gdsub removes the note when it starts listening. */
+#ifndef GD_ENDNOTE_H
+#define GD_ENDNOTE_H
+
+#include <stddef.h>
+
+#define GD_ENDNOTE_SUFFIX ".ended"
+
+struct gd_endnote {
+	char *buf;		/* the note's text: a header, then an origin a line */
+	size_t len, cap;
+};
+
+/* The note's path for a control socket path; 0, or -1 if too long. */
+int gd_endnote_path(const char *ctl, char *buf, size_t sz);
+/* Name an origin (HOST:PORT or @CLUSTER) whose keys need nothing. 0 or -1
+ * when out of memory. */
+int gd_endnote_add(struct gd_endnote *n, const char *origin, size_t len);
+static inline int gd_endnote_empty(const struct gd_endnote *n)
+{
+	return n->len == 0;
+}
+/* Write the note (mode 0600, replacing any); 0, or -1 with errno set. */
+int gd_endnote_save(const struct gd_endnote *n, const char *path);
+void gd_endnote_remove(const char *path);
+/* Read the note at path: 1, or 0 when there is none (or it is not ours, or
+ * not a note). */
+int gd_endnote_load(struct gd_endnote *n, const char *path);
+/* Does the note name this origin? */
+int gd_endnote_has(const struct gd_endnote *n, const char *origin, size_t len);
+void gd_endnote_free(struct gd_endnote *n);
+
+#endif
