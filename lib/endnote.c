@@ -22,52 +22,13 @@ int gd_endnote_path(const char *ctl, char *buf, size_t sz)
 	return n < 0 || (size_t)n >= sz ? -1 : 0;
 }
 
-static int append(struct gd_endnote *n, const char *p, size_t len)
-{
-	if (n->len + len > n->cap) {
-		size_t ncap = n->cap ? n->cap * 2 : 256;
-		char *nb;
-		while (ncap < n->len + len)
-			ncap *= 2;
-		if ((nb = realloc(n->buf, ncap)) == NULL)
-			return -1;
-		n->buf = nb;
-		n->cap = ncap;
-	}
-	memcpy(n->buf + n->len, p, len);
-	n->len += len;
-	return 0;
-}
-
-int gd_endnote_add(struct gd_endnote *n, const char *origin, size_t len)
-{
-	if (memchr(origin, '\n', len) != NULL)
-		return 0;	/* not an origin: never listed */
-	if ((n->len == 0 && append(n, HEADER, strlen(HEADER)) != 0) ||
-	    append(n, NOACK, strlen(NOACK)) != 0 ||
-	    append(n, origin, len) != 0 || append(n, "\n", 1) != 0)
-		return -1;
-	return 0;
-}
-
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* Written aside and renamed, so that a reader sees all of it or none. */
-int gd_endnote_save(const struct gd_endnote *n, const char *path)
+int gd_endnote_save(const char *path, const struct gd_endnote_origin *o,
+    size_t n)
 {
 	char tmp[PATH_MAX];
+	FILE *f;
+	size_t i;
 	int fd, e;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
@@ -78,20 +39,26 @@ int gd_endnote_save(const struct gd_endnote *n, const char *path)
 	    0600);
 	if (fd < 0)
 		return -1;
-	if (write_all(fd, n->buf, n->len) != 0) {
+	if ((f = fdopen(fd, "w")) == NULL) {
 		e = errno;
 		close(fd);
-		unlink(tmp);
-		errno = e;
-		return -1;
+		goto fail;
 	}
-	if (close(fd) != 0 || rename(tmp, path) != 0) {
+	fputs(HEADER, f);
+	for (i = 0; i < n; i++)
+		if (memchr(o[i].s, '\n', o[i].len) == NULL)
+			fprintf(f, NOACK "%.*s\n", (int)o[i].len, o[i].s);
+	e = ferror(f) ? EIO : 0;
+	if (fclose(f) != 0 && e == 0)
 		e = errno;
-		unlink(tmp);
-		errno = e;
-		return -1;
-	}
-	return 0;
+	if (e == 0 && rename(tmp, path) == 0)
+		return 0;
+	if (e == 0)
+		e = errno;
+fail:
+	unlink(tmp);
+	errno = e;
+	return -1;
 }
 
 void gd_endnote_remove(const char *path)
@@ -115,32 +82,30 @@ static int trusted(const char *path, const struct stat *st)
 int gd_endnote_load(struct gd_endnote *n, const char *path)
 {
 	struct stat st;
-	char buf[4096];
-	ssize_t r;
+	size_t got = 0;
 	int fd;
 
-	n->len = 0;
+	gd_endnote_free(n);
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return 0;
-	if (fstat(fd, &st) != 0 || !trusted(path, &st)) {
+	if (fstat(fd, &st) != 0 || !trusted(path, &st) || st.st_size > NOTE_MAX ||
+	    (n->buf = malloc((size_t)st.st_size + 1)) == NULL) {
 		close(fd);
 		return 0;
 	}
-	while ((r = read(fd, buf, sizeof(buf))) != 0) {
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, n->buf + got, (size_t)st.st_size - got);
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || n->len + (size_t)r > NOTE_MAX ||
-		    append(n, buf, (size_t)r) != 0) {
-			close(fd);
-			n->len = 0;
-			return 0;
-		}
+		if (r <= 0)
+			break;
+		got += (size_t)r;
 	}
 	close(fd);
-	if (n->len < strlen(HEADER) ||
-	    memcmp(n->buf, HEADER, strlen(HEADER)) != 0) {
-		n->len = 0;
+	n->len = got;
+	if (got < strlen(HEADER) || memcmp(n->buf, HEADER, strlen(HEADER)) != 0) {
+		gd_endnote_free(n);
 		return 0;
 	}
 	return 1;
@@ -167,5 +132,5 @@ void gd_endnote_free(struct gd_endnote *n)
 {
 	free(n->buf);
 	n->buf = NULL;
-	n->len = n->cap = 0;
+	n->len = 0;
 }

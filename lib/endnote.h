@@ -13,20 +13,20 @@
 
 struct gd_endnote {
 	char *buf;		/* the note's text: a header, then an origin a line */
-	size_t len, cap;
+	size_t len;
+};
+
+struct gd_endnote_origin {
+	const char *s;		/* HOST:PORT or @CLUSTER */
+	size_t len;
 };
 
 /* The note's path for a control socket path; 0, or -1 if too long. */
 int gd_endnote_path(const char *ctl, char *buf, size_t sz);
-/* Name an origin (HOST:PORT or @CLUSTER) whose keys need nothing. 0 or -1
- * when out of memory. */
-int gd_endnote_add(struct gd_endnote *n, const char *origin, size_t len);
-static inline int gd_endnote_empty(const struct gd_endnote *n)
-{
-	return n->len == 0;
-}
-/* Write the note (mode 0600, replacing any); 0, or -1 with errno set. */
-int gd_endnote_save(const struct gd_endnote *n, const char *path);
+/* Write the note naming these origins (mode 0600, replacing any); 0, or
+ * -1 with errno set. */
+int gd_endnote_save(const char *path, const struct gd_endnote_origin *o,
+    size_t n);
 void gd_endnote_remove(const char *path);
 /* Read the note at path: 1, or 0 when there is none (or it is not ours, or
  * not a note). */

@@ -196,31 +196,30 @@ int sub_ctl_listen(struct sub *s)
  * note. It names the publishers that ran with numSubs=0. */
 static void leave_note(struct sub *s)
 {
-	struct gd_endnote n = { 0 };
+	struct gd_endnote_origin *o = calloc(2 * s->npc + 1, sizeof(*o));
 	char path[PATH_MAX];
-	size_t i;
-	int rc = 0;
+	size_t i, n = 0;
 
-	for (i = 0; i < s->npc && rc == 0; i++) {
+	for (i = 0; o != NULL && i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		if (pc->ack_status != GD_ACK_OFF)
 			continue;
-		rc = gd_endnote_add(&n, pc->addr, pc->addr_len);
-		if (rc == 0 && strcmp(pc->origin, pc->addr) != 0)
-			rc = gd_endnote_add(&n, pc->origin, pc->origin_len);
+		o[n].s = pc->addr;
+		o[n++].len = pc->addr_len;
+		if (strcmp(pc->origin, pc->addr) != 0) {
+			o[n].s = pc->origin;
+			o[n++].len = pc->origin_len;
+		}
 	}
-	if (rc == 0 && gd_endnote_empty(&n))
-		goto out;
 	/* a socket path (< 108 bytes) always leaves room for the suffix */
 	(void)gd_endnote_path(s->ctl.path, path, sizeof(path));
-	if (rc != 0)
-		errno = ENOMEM;
-	else if (gd_endnote_save(&n, path) == 0)
-		goto out;
-	gd_warn("cannot leave the note %s for a gdack still to come: %s",
-	    path, strerror(errno));
-out:
-	gd_endnote_free(&n);
+	if (o == NULL)
+		gd_warn("cannot leave the note %s for a gdack still to come: out "
+		    "of memory", path);
+	else if (n > 0 && gd_endnote_save(path, o, n) != 0)
+		gd_warn("cannot leave the note %s for a gdack still to come: %s",
+		    path, strerror(errno));
+	free(o);
 }
 
 void sub_ctl_close(struct sub *s)

@@ -136,44 +136,45 @@ sub_unique_is() {
 		python -c 'import json,sys; print(json.loads(sys.stdin.read())["unique"])')" = "$1" ]
 }
 
-@test "gdsub, second SIGINT while its stdout is stuck: exit 130 at once, the unacknowledged blocks counted, the control socket removed" {
-	port=$(free_port)
+# sub_twice PORT REDIRECT SIG N: a gdpub -n 1 on PORT fed by in.fifo (fd
+# 7), a gdsub -v whose stdout goes REDIRECT, N blocks received; then SIG,
+# seen by gdsub, and SIG again; gdsub's status in sub.rc
+sub_twice() {
+	local pid
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
-	# nothing reads gdsub's stdout: 3.6 MB of blocks fill the pipe
-	spawn "{ gdsub -v -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } | sleep 600" 7>&-
+	spawn "gdpub -p $1 -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	spawn "{ gdsub -v -P 127.0.0.1:$1 --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } $2" 7>&-
 	wait_until 10 test -s sub.pid
 	pid=$(cat sub.pid)
-	python -c 'import sys; [sys.stdout.write("x" * 900000 + "\n") for _ in range(4)]' >&7
-	wait_until 10 sub_unique_is 4
-	kill -INT "$pid"
-	wait_until 10 has_line sub.err 'closing standard output: SIGINT$'
-	kill -INT "$pid"
+	feed_blocks >&7
+	wait_until 10 sub_unique_is "$4"
+	kill -"$3" "$pid"
+	wait_until 10 has_line sub.err "closing standard output: SIG$3\$"
+	kill -"$3" "$pid"
 	wait_until 5 test -s sub.rc
+	feed_close
+}
+
+@test "gdsub, second SIGINT while its stdout is stuck: exit 130 at once, the unacknowledged blocks counted, the control socket removed" {
+	# nothing reads gdsub's stdout: 3.6 MB of blocks fill the pipe
+	feed_blocks() {
+		python -c 'import sys; [sys.stdout.write("x" * 900000 + "\n") for _ in range(4)]'
+	}
+	sub_twice "$(free_port)" "| sleep 600" INT 4
 	assert_equal "$(cat sub.rc)" 130
 	run cat sub.err
 	assert_line --regexp "gdsub: second SIGINT: exiting with 4 blocks unacknowledged\$"
 	run ! sub_sock
-	feed_close
 }
 
 @test "gdsub, second SIGTERM while blocks wait for gdack: exit 143, the control socket removed" {
-	port=$(free_port)
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
-	spawn "gdsub -v -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 --linger 60 > out 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc" 7>&-
-	wait_until 10 test -s sub.pid
-	pid=$(cat sub.pid)
-	seq 1 3 >&7
-	wait_until 10 sub_unique_is 3
-	kill -TERM "$pid"
-	wait_until 10 has_line sub.err 'closing standard output: SIGTERM$'
-	kill -TERM "$pid"
-	wait_until 5 test -s sub.rc
+	feed_blocks() {
+		seq 1 3
+	}
+	sub_twice "$(free_port)" "> out" TERM 3
 	assert_equal "$(cat sub.rc)" 143
 	run cat sub.err
 	assert_line --regexp "gdsub: second SIGTERM: exiting with 3 blocks unacknowledged\$"
 	assert_equal "$(cut -f2 out)" "$(seq 1 3)"
 	run ! sub_sock
-	feed_close
 }
