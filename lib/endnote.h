@@ -1,9 +1,6 @@
-/* gdsub's end note: when gdsub ends it leaves, beside its control socket,
- * the list of publishers whose blocks needed no acknowledgement (they run
- * with numSubs=0), so that a gdack that comes after gdsub has gone (a
- * short stream ends before the next stage has started) can still tell
- * that its keys need nothing, instead of waiting for a gdsub that will
- * not come back. gdsub removes the note when it starts listening. */
+/* gdsub's end note: left beside its control socket when gdsub exits, it
+ * names the publishers that ran with numSubs=0, so that a gdack that comes
+ * after gdsub has gone knows their keys need no acknowledgement. */
 #ifndef GD_ENDNOTE_H
 #define GD_ENDNOTE_H
 

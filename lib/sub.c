@@ -1,8 +1,6 @@
-/* gdsub's engine: wiring and lifecycle. Sources (publishers over TCP,
- * sub_net.c, or a framed stream, sub_input.c) hand each block to
- * sub_on_block, which asks receive.c what to do and writes it
- * (sub_output.c) or acknowledges it again (sub_acks.c). Acks, stdout and
- * control replies leave together in the prepare phase. */
+/* gdsub's engine, wiring and lifecycle: sources (sub_net.c, sub_input.c)
+ * hand blocks to sub_on_block, which applies receive.c's rules; acks,
+ * stdout and control replies leave together in the prepare phase. */
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -110,7 +108,8 @@ static void on_linger(uv_timer_t *t)
 
 /* Once stdout is closed, exit when every block written is acknowledged
  * and the gdack that reads our pipeline has gone (it may still be sending
- * keys that need no acknowledgement, as with numSubs=0). */
+ * keys that need no acknowledgement, as with numSubs=0; a gdack that has
+ * not connected yet finds the end note instead, sub_ctl.c). */
 void sub_maybe_done(struct sub *s)
 {
 	if (s->closing && !s->done && (!s->conf->gd || sub_unacked(s) == 0) &&

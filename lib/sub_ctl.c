@@ -1,7 +1,6 @@
-/* gdsub's control socket, where gdack and gdinspect reach it (protocol in
- * ctl.h): hello, subs (a row per publisher), stats (one row of totals)
- * and ack (a batch of keys for sub_ack_key); and the end note left beside
- * it (endnote.h). */
+/* gdsub's control socket, where gdack and gdinspect reach it (ctl.h):
+ * hello, subs, stats and ack requests by a dispatch table, and the end
+ * note left beside the socket when gdsub exits (endnote.h). */
 #include "sub_int.h"
 #include "endnote.h"
 #include "log.h"

@@ -1,7 +1,6 @@
-/* gdsub -i: blocks from a framed stream (a file or stdin) instead of over
- * TCP. Frames are matched to a publisher by their origin and go on to
- * sub_on_block like blocks from the network; acknowledgements still go
- * over each publisher's TCP connection (sub_acks.c). */
+/* gdsub -i: blocks from a framed stream (file or stdin) instead of TCP,
+ * matched to a publisher by their origin and handed to sub_on_block;
+ * acknowledgements still go over each publisher's TCP connection. */
 #include "sub_int.h"
 #include "log.h"
 

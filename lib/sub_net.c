@@ -98,15 +98,17 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 		return;
 	}
 	/* the publisher restarted: its ids start over, so what we remember
-	 * of the old run would swallow new blocks (with -i, the frames'
-	 * epoch decides that instead) */
-	if (!first && w->epoch != pc->epoch && !s->stream_in)
-		sub_forget(s, pc);
-	if (!first && w->epoch != pc->epoch && s->stream_in && pc->nqueued > 0) {
-		/* acks kept while disconnected are for the old run's blocks */
-		gd_warn("publisher %s restarted; %zu acknowledgements for its "
-		    "earlier run are dropped", pc->addr, pc->nqueued);
-		pc->nqueued = 0;
+	 * of the old run would swallow new blocks. With -i the frames' epoch
+	 * decides that (sub_input.c); only the acks kept while disconnected,
+	 * for the old run's blocks, are dropped here. */
+	if (!first && w->epoch != pc->epoch) {
+		if (!s->stream_in) {
+			sub_forget(s, pc);
+		} else if (pc->nqueued > 0) {
+			gd_warn("publisher %s restarted; %zu acknowledgements for "
+			    "its earlier run are dropped", pc->addr, pc->nqueued);
+			pc->nqueued = 0;
+		}
 	}
 	if (!first && strcmp(pc->origin, w->origin) != 0)
 		gd_warn("publisher %s now stamps its keys %s (was %s)",

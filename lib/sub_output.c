@@ -1,7 +1,6 @@
-/* gdsub's standard output: each block written in the chosen format (line
- * KEY[/FLAGS]<TAB>payload, payload alone, or a framed stream; -0 ends
- * records with NUL), and the backpressure that stops the sources while
- * stdout is behind. */
+/* gdsub's standard output: blocks in the chosen format (line, payload,
+ * frame; -0 ends records with NUL), and the backpressure that stops the
+ * sources while stdout is behind. */
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -126,8 +125,11 @@ void sub_out_close(struct sub *s)
 	gd_out_close(&s->out, out_closed);
 }
 
-/* At once: what stdout has not taken yet is dropped. */
+/* At once: a file takes what is buffered now; what a pipe has not taken
+ * yet is dropped (those blocks are not acknowledged, so resent or NACKed). */
 void sub_out_abort(struct sub *s)
 {
+	if (!s->out.async)
+		gd_out_flush(&s->out);
 	gd_out_abort(&s->out, out_closed);
 }

@@ -137,12 +137,13 @@ sub_unique_is() {
 }
 
 # sub_twice PORT REDIRECT SIG N: a gdpub -n 1 on PORT fed by in.fifo (fd
-# 7), a gdsub -v whose stdout goes REDIRECT, N blocks received; then SIG,
-# seen by gdsub, and SIG again; gdsub's status in sub.rc
+# 7) once gdsub is connected, a gdsub -v whose stdout goes REDIRECT, N
+# blocks received; then SIG, seen by gdsub, and SIG again; gdsub's status
+# in sub.rc
 sub_twice() {
 	local pid
 	feed_open in.fifo
-	spawn "gdpub -p $1 -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	spawn "gdpub -p $1 -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err" 7>&-
 	spawn "{ gdsub -v -P 127.0.0.1:$1 --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } $2" 7>&-
 	wait_until 10 test -s sub.pid
 	pid=$(cat sub.pid)
