@@ -214,3 +214,14 @@ void gd_out_close(struct gd_out *o, uv_close_cb cb)
 	if (o->queued == 0)
 		do_close(o);	/* else on_written closes after the last write */
 }
+
+void gd_out_abort(struct gd_out *o, uv_close_cb cb)
+{
+	if (!o->closing)
+		o->close_cb = cb;
+	o->closing = 1;
+	free(o->buf);
+	o->buf = NULL;
+	o->cap = o->len = 0;
+	do_close(o);	/* pending writes end with UV_ECANCELED */
+}

@@ -44,6 +44,9 @@ void gd_out_flush(struct gd_out *o);
 /* Flush, then close the fd once every byte is written (readers see EOF);
  * cb runs when it is closed. */
 void gd_out_close(struct gd_out *o, uv_close_cb cb);
+/* Close now: what is not written yet is dropped (a second signal). May
+ * follow gd_out_close; cb is the first one given. */
+void gd_out_abort(struct gd_out *o, uv_close_cb cb);
 static inline size_t gd_out_backlog(const struct gd_out *o)
 {
 	return o->queued + o->len;

@@ -8,6 +8,8 @@ int gd_recv_init(struct gd_recv *r, int dedup)
 	r->floor = 0;
 	r->unacked = 0;
 	r->seq_base = 0;
+	r->stream = 0;
+	r->stream_epoch = 0;
 	r->n_recv = r->n_unique = r->n_dup = r->n_acked = 0;
 	return gd_dedup_init(&r->dd);
 }
@@ -87,12 +89,22 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 	return GD_RV_NEW;
 }
 
-int gd_recv_ack(struct gd_recv *r, uint64_t id, int ended, uint64_t *seq)
+int gd_recv_ack(struct gd_recv *r, uint64_t id, int how, uint64_t *seq)
 {
-	uint32_t slot = gd_dedup_find(&r->dd, id);
+	int ended = (how & GD_RK_ENDED) != 0;
+	uint32_t slot;
 	struct gd_dent *e;
 	int rc = GD_RA_SEND;
 
+	if (how & GD_RK_NOGD)
+		return GD_RA_NOGD;
+	if (how & GD_RK_OTHER_RUN)
+		return GD_RA_OTHER_RUN;
+	if (how & GD_RK_OFF)
+		return GD_RA_OK;	/* numSubs=0: nothing to acknowledge */
+	if (how & GD_RK_REFUSED)
+		return GD_RA_REFUSED;
+	slot = gd_dedup_find(&r->dd, id);
 	if (slot == GD_NONE)
 		return GD_RA_UNKNOWN;
 	e = gd_dedup_at(&r->dd, slot);
@@ -136,6 +148,16 @@ void gd_recv_floor(struct gd_recv *r, uint64_t floor)
 		return;
 	r->floor = floor;
 	gd_dedup_prune(&r->dd, floor);
+}
+
+int gd_recv_stream_epoch(struct gd_recv *r, uint64_t epoch)
+{
+	int first = r->stream_epoch == 0;
+
+	if (epoch == r->stream_epoch)
+		return GD_RS_SAME;
+	r->stream_epoch = epoch;
+	return first ? GD_RS_FIRST : GD_RS_NEW_RUN;
 }
 
 int64_t gd_recv_reset(struct gd_recv *r)

@@ -1,6 +1,6 @@
 /* What a subscriber does with each block of one publisher and with each
  * acknowledgement its pipeline gives back (SPEC §5), with no I/O: the
- * engine (lib/sub.c) acts on the verdicts.
+ * engine (lib/sub*.c) acts on the verdicts.
  *
  * A block is its id *and* its sequence index: a resend keeps both, so a
  * copy with the same pair is a duplicate (dropped with --dedup id, written
@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "dedup.h"
+#include "wire.h"
 
 /* how a block can be handled, from the engine's state */
 #define GD_RB_GD 1		/* acknowledgements go back to the publisher */
@@ -36,12 +37,23 @@ enum gd_rverdict {
 	GD_RV_NOMEM,
 };
 
+/* how an acknowledgement can be handled, from the engine's state */
+#define GD_RK_ENDED 1		/* the publisher has ended its stream */
+#define GD_RK_NOGD 2		/* gdsub runs with --no-gd */
+#define GD_RK_OFF 4		/* the publisher runs with numSubs=0 */
+#define GD_RK_REFUSED 8		/* it refused our acknowledgement connection */
+#define GD_RK_OTHER_RUN 16	/* -i: the stream's blocks are of another run
+				 * than the one answering (gd_recv_stale) */
+
 enum gd_raverdict {
 	GD_RA_SEND = 1,		/* send the acknowledgement (id, *seq) */
-	GD_RA_OK,		/* credited; nothing to send */
+	GD_RA_OK,		/* credited, or nothing needed; nothing to send */
 	GD_RA_UNKNOWN,		/* no such block waits for acknowledgement */
 	GD_RA_NOT_WRITTEN,	/* the block was not written on stdout */
 	GD_RA_ENDED,		/* the publisher ended before it: it was NACKed */
+	GD_RA_NOGD,		/* nothing is acknowledged (--no-gd) */
+	GD_RA_OTHER_RUN,	/* -i: that run cannot be acknowledged */
+	GD_RA_REFUSED,		/* no acknowledgement connection */
 };
 
 struct gd_recv {
@@ -50,6 +62,8 @@ struct gd_recv {
 	uint64_t floor;		/* every sequence index below it is resolved */
 	uint64_t unacked;	/* copies written and not yet acknowledged */
 	uint64_t seq_base;	/* blocks of the publisher's earlier runs */
+	int stream;		/* -i: blocks come from a framed stream */
+	uint64_t stream_epoch;	/* -i: the run of the stream's latest frames */
 	uint64_t n_recv, n_unique, n_dup, n_acked;
 };
 
@@ -57,15 +71,35 @@ int gd_recv_init(struct gd_recv *r, int dedup);
 void gd_recv_free(struct gd_recv *r);
 /* A block (not a snapshot one) arrived; how is one of GD_RB_*. */
 int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how);
-/* gdack acknowledged key id; ended: the publisher has ended its stream.
- * On GD_RA_SEND *seq is the copy's sequence index. */
-int gd_recv_ack(struct gd_recv *r, uint64_t id, int ended, uint64_t *seq);
+/* gdack acknowledged key id; how is one of GD_RK_*. On GD_RA_SEND *seq
+ * is the copy's sequence index. */
+int gd_recv_ack(struct gd_recv *r, uint64_t id, int how, uint64_t *seq);
 /* The publisher's floor: every sequence index below it is resolved. */
 void gd_recv_floor(struct gd_recv *r, uint64_t floor);
 /* The publisher restarted (a new run, ids start over): forget its blocks.
  * Returns how many written copies will never be acknowledged, or -1 when
  * out of memory. */
 int64_t gd_recv_reset(struct gd_recv *r);
+/* Stream mode (-i): blocks come from a framed stream, each frame stamped
+ * with the epoch of the publisher run that wrote it, while
+ * acknowledgements go over TCP to the run answering now. A frame's
+ * epoch: GD_RS_NEW_RUN when the stream moved on from another run (its
+ * blocks are to be forgotten, gd_recv_reset), GD_RS_FIRST for the first
+ * frame, else GD_RS_SAME. */
+enum gd_rsverdict { GD_RS_SAME, GD_RS_FIRST, GD_RS_NEW_RUN };
+int gd_recv_stream_epoch(struct gd_recv *r, uint64_t epoch);
+/* -i: the stream's blocks are of another run than the one answering now
+ * (run: its epoch, 0 before its first welcome), so they can never be
+ * acknowledged. Never in TCP mode. */
+static inline int gd_recv_stale(const struct gd_recv *r, uint64_t run)
+{
+	return r->stream && run != 0 && r->stream_epoch != run;
+}
+/* The publisher refused the acknowledgement connection (GD_ACK_*). */
+static inline int gd_recv_refused(int ack_status)
+{
+	return ack_status == GD_ACK_FULL || ack_status == GD_ACK_NAME;
+}
 /* Blocks the publisher has sent so far, as far as this subscriber knows:
  * sequence indexes run 1, 2, 3... in each run. */
 static inline uint64_t gd_recv_sent(const struct gd_recv *r)

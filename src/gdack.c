@@ -1,6 +1,6 @@
 /* gdack: acknowledge the blocks a pipeline has finished with, through the
  * gdsub that emitted them. */
-#include "ack.h"
+#include "ack_client.h"
 #include "cli.h"
 #include "log.h"
 #include "parse.h"

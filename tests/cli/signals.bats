@@ -129,3 +129,53 @@ pending_at_least() {
 	assert_equal "$(grep -v 'cannot connect' sub.err)" "gdsub: warning: gdack is still connected with its input open 0.5 seconds (--linger) after standard output closed; exiting"
 	echo go > gate
 }
+
+# sub_unique_is N: the one gdsub of this test has received N unique blocks
+sub_unique_is() {
+	[ "$(timeout 10 gdinspect --ctl "$(sub_sock)" --json stats |
+		python -c 'import json,sys; print(json.loads(sys.stdin.read())["unique"])')" = "$1" ]
+}
+
+# sub_twice PORT REDIRECT SIG N: a gdpub -n 1 on PORT fed by in.fifo (fd
+# 7) once gdsub is connected, a gdsub -v whose stdout goes REDIRECT, N
+# blocks received; then SIG, seen by gdsub, and SIG again; gdsub's status
+# in sub.rc
+sub_twice() {
+	local pid
+	feed_open in.fifo
+	spawn "gdpub -p $1 -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err" 7>&-
+	spawn "{ gdsub -v -P 127.0.0.1:$1 --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } $2" 7>&-
+	wait_until 10 test -s sub.pid
+	pid=$(cat sub.pid)
+	feed_blocks >&7
+	wait_until 10 sub_unique_is "$4"
+	kill -"$3" "$pid"
+	wait_until 10 has_line sub.err "closing standard output: SIG$3\$"
+	kill -"$3" "$pid"
+	wait_until 5 test -s sub.rc
+	feed_close
+}
+
+@test "gdsub, second SIGINT while its stdout is stuck: exit 130 at once, the unacknowledged blocks counted, the control socket removed" {
+	# nothing reads gdsub's stdout: 3.6 MB of blocks fill the pipe
+	feed_blocks() {
+		python -c 'import sys; [sys.stdout.write("x" * 900000 + "\n") for _ in range(4)]'
+	}
+	sub_twice "$(free_port)" "| sleep 600" INT 4
+	assert_equal "$(cat sub.rc)" 130
+	run cat sub.err
+	assert_line --regexp "gdsub: second SIGINT: exiting with 4 blocks unacknowledged\$"
+	run ! sub_sock
+}
+
+@test "gdsub, second SIGTERM while blocks wait for gdack: exit 143, the control socket removed" {
+	feed_blocks() {
+		seq 1 3
+	}
+	sub_twice "$(free_port)" "> out" TERM 3
+	assert_equal "$(cat sub.rc)" 143
+	run cat sub.err
+	assert_line --regexp "gdsub: second SIGTERM: exiting with 3 blocks unacknowledged\$"
+	assert_equal "$(cut -f2 out)" "$(seq 1 3)"
+	run ! sub_sock
+}

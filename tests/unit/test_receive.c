@@ -167,10 +167,10 @@ TEST(ended_publisher)
 	ASSERT_EQ(gd_recv_block(&r, 2, 2, GD), GD_RV_NEW);
 	ASSERT_U64(ack(&r, 2, GD_RA_SEND), 2);
 	/* the publisher ended: block 1 was NACKed, 2 needs nothing more */
-	ASSERT_EQ(gd_recv_ack(&r, 1, 1, &seq), GD_RA_ENDED);
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_ENDED, &seq), GD_RA_ENDED);
 	ASSERT_U64(r.unacked, 0);
-	ASSERT_EQ(gd_recv_ack(&r, 2, 1, &seq), GD_RA_OK);
-	ASSERT_EQ(gd_recv_ack(&r, 1, 1, &seq), GD_RA_NOT_WRITTEN);
+	ASSERT_EQ(gd_recv_ack(&r, 2, GD_RK_ENDED, &seq), GD_RA_OK);
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_ENDED, &seq), GD_RA_NOT_WRITTEN);
 	gd_recv_free(&r);
 }
 
@@ -221,6 +221,62 @@ TEST(reset_on_restart)
 	gd_recv_free(&r);
 }
 
+/* What the engine knows of a publisher decides before the dedup set,
+ * in this order, and none of it credits the block. */
+TEST(ack_blocked_by_engine_state)
+{
+	struct gd_recv r;
+	uint64_t seq = 0;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_NOGD | GD_RK_OTHER_RUN | GD_RK_OFF |
+	    GD_RK_REFUSED, &seq), GD_RA_NOGD);
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_OTHER_RUN | GD_RK_OFF, &seq),
+	    GD_RA_OTHER_RUN);
+	/* numSubs=0: nothing to send, and an unknown key is fine too */
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_OFF | GD_RK_REFUSED, &seq), GD_RA_OK);
+	ASSERT_EQ(gd_recv_ack(&r, 77, GD_RK_OFF, &seq), GD_RA_OK);
+	ASSERT_EQ(gd_recv_ack(&r, 1, GD_RK_REFUSED | GD_RK_ENDED, &seq),
+	    GD_RA_REFUSED);
+	ASSERT_U64(r.unacked, 1);
+	ASSERT_U64(r.n_acked, 0);
+	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 1);
+	ASSERT(gd_recv_refused(GD_ACK_FULL));
+	ASSERT(gd_recv_refused(GD_ACK_NAME));
+	ASSERT(!gd_recv_refused(GD_ACK_OK));
+	ASSERT(!gd_recv_refused(GD_ACK_OFF));
+	ASSERT(!gd_recv_refused(GD_ACK_NONE));
+	gd_recv_free(&r);
+}
+
+/* -i: frames carry the epoch of the run that wrote them; blocks of a run
+ * other than the one answering on TCP cannot be acknowledged. */
+TEST(stream_runs)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	/* TCP mode: blocks come from the run that answers */
+	ASSERT(!gd_recv_stale(&r, 500));
+	r.stream = 1;
+	ASSERT_EQ(gd_recv_stream_epoch(&r, 500), GD_RS_FIRST);
+	ASSERT_EQ(gd_recv_stream_epoch(&r, 500), GD_RS_SAME);
+	ASSERT(!gd_recv_stale(&r, 0));		/* no welcome yet */
+	ASSERT(!gd_recv_stale(&r, 500));
+	ASSERT(gd_recv_stale(&r, 600));		/* it restarted */
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	/* the stream moves on to the new run: the old one is forgotten by
+	 * the engine (gd_recv_reset), which keeps the stream's run */
+	ASSERT_EQ(gd_recv_stream_epoch(&r, 600), GD_RS_NEW_RUN);
+	ASSERT_EQ(gd_recv_reset(&r), 1);
+	ASSERT_U64(r.stream_epoch, 600);
+	ASSERT(r.stream);
+	ASSERT(!gd_recv_stale(&r, 600));
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+}
+
 int main(void)
 {
 	RUN(new_dup_ack_reack);
@@ -232,5 +288,7 @@ int main(void)
 	RUN(ended_publisher);
 	RUN(floor_drops_late_copies_and_frees);
 	RUN(reset_on_restart);
+	RUN(ack_blocked_by_engine_state);
+	RUN(stream_runs);
 	return UNIT_DONE();
 }

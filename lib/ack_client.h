@@ -1,7 +1,7 @@
 /* The gdack engine: read keys (lines or arguments), ask gdsub to
  * acknowledge them in batches, report every key it could not. */
-#ifndef GD_ACK_H
-#define GD_ACK_H
+#ifndef GD_ACK_CLIENT_H
+#define GD_ACK_CLIENT_H
 
 #include "conf.h"
 

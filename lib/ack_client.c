@@ -1,8 +1,10 @@
-/* gdack: one request per read of stdin ("ack N" and N keys), one reply
- * ("ack OK FAILED" and a line per failure) before the next request, so
- * neither side can block the other. Blocking I/O: nothing else to do. */
-#include "ack.h"
+/* gdack's client engine: one request per read of stdin ("ack N" and N
+ * keys), one reply ("ack OK FAILED" and a line per failure) before the
+ * next request, so neither side can block the other. Blocking I/O:
+ * nothing else to do. */
+#include "ack_client.h"
 #include "ctl.h"
+#include "endnote.h"
 #include "key.h"
 #include "log.h"
 #include "out.h"
@@ -12,6 +14,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +31,13 @@ struct ack {
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
 	double waited;		/* seconds of --wait spent connecting so far */
+	char note_path[PATH_MAX];	/* gdsub's end note (endnote.h) */
+	struct gd_endnote note;
+	int ended;		/* no socket, and the note: gdsub has ended */
 };
 
 #define START_WAIT 2.0
+#define NOTE_POLL 0.1		/* look for gdsub's end note this often */
 
 static int req_add(struct ack *a, const char *p, size_t n)
 {
@@ -131,21 +138,67 @@ static double mono_s(void)
 }
 
 /* Connect to gdsub, waiting at most the rest of --wait: a->fd, or -1
- * with errno set. What it waited counts against --wait. */
-static int connect_rest(struct ack *a, double most)
+ * with errno set. What it waited counts against --wait. With note, it
+ * also stops when gdsub has ended and left its end note (a->ended). */
+static int connect_rest(struct ack *a, double most, int note)
 {
-	double t0 = mono_s(), left = a->o->wait - a->waited;
+	double t0 = mono_s(), left = a->o->wait - a->waited, spent;
 	int e;
 
 	if (left > most)
 		left = most;
-	a->fd = gd_ctl_connect(a->path, left > 0 ? left : 0);
-	e = errno;
-	a->waited += mono_s() - t0;
+	for (;;) {
+		double slice = left - (mono_s() - t0);
+		if (note && slice > NOTE_POLL)
+			slice = NOTE_POLL;
+		a->fd = gd_ctl_connect(a->path, slice > 0 ? slice : 0);
+		e = errno;
+		spent = mono_s() - t0;
+		/* gd_ctl_connect waits only while nothing listens */
+		if (a->fd >= 0 || !note ||
+		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN))
+			break;
+		if ((a->ended = gd_endnote_load(&a->note, a->note_path)) ||
+		    spent >= left)
+			break;
+	}
+	a->waited += spent;
 	if (a->fd >= 0)
 		a->rd.fd = a->fd;
 	errno = e;
 	return a->fd;
+}
+
+/* gdsub has ended: the queued keys of the publishers its note names ran
+ * with numSubs=0 and need no acknowledgement; the others stay queued. */
+static void settle_by_note(struct ack *a)
+{
+	size_t off = 0, keep = 0;
+	uint64_t settled = 0;
+
+	while (off < a->reqlen) {
+		char *rec = a->req + off;
+		size_t len = (size_t)((char *)memchr(rec, '\n', a->reqlen - off) -
+		    rec) + 1, olen;
+		uint64_t id;
+		int flags;
+		if (gd_key_parse(rec, len - 1, &olen, &id, &flags) == 0 &&
+		    gd_endnote_has(&a->note, rec, olen)) {
+			settled++;
+		} else {
+			memmove(a->req + keep, rec, len);
+			keep += len;
+		}
+		off += len;
+	}
+	a->reqlen = keep;
+	a->nreq -= settled;
+	a->acked += settled;
+	if (settled > 0)
+		gd_trace(1, "gdsub at %s has ended; %" PRIu64 " key%s of "
+		    "publishers that ran with numSubs=0 need%s no "
+		    "acknowledgement", a->path, settled, settled == 1 ? "" : "s",
+		    settled == 1 ? "s" : "");
 }
 
 /* Send the queued keys and read the answer. 0, or an exit code. */
@@ -164,7 +217,12 @@ static int exchange(struct ack *a)
 		int rc;
 		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
 			return rc;
-		if (connect_rest(a, a->o->wait) < 0) {
+		if (connect_rest(a, a->o->wait, 1) < 0 && a->ended) {
+			settle_by_note(a);
+			if (a->nreq == 0)
+				return 0;
+		}
+		if (a->fd < 0 && connect_rest(a, a->o->wait, 0) < 0) {
 			int e = errno;
 			/* gd_ctl_connect waits only while nothing listens */
 			if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
@@ -379,6 +437,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
 		return rc;
 	a.path = path;
+	(void)gd_endnote_path(path, a.note_path, sizeof(a.note_path));
 	/* Reading stdin, connect now, so that a gdsub with nothing left to
 	 * wait for (GD off) still waits for this gdack; but give up early
 	 * and quietly: input without keys (an empty stream) needs no gdsub,
@@ -389,7 +448,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	if (o->nkeys == 0) {
 		if ((rc = gd_ctl_trust(path, -1)) != 0)
 			return rc;
-		if (connect_rest(&a, START_WAIT) >= 0 &&
+		if (connect_rest(&a, START_WAIT, 1) >= 0 &&
 		    (rc = gd_ctl_trust(path, a.fd)) != 0) {
 			close(a.fd);
 			return rc;
@@ -409,6 +468,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	if (a.fd >= 0)
 		close(a.fd);
 	free(a.req);
+	gd_endnote_free(&a.note);
 	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64
 	    ", snapshot skipped %" PRIu64, a.acked, a.failed, a.skipped);
 	if (rc != 0)

@@ -1,0 +1,167 @@
+/* gdsub's acknowledgements: gdack's requests (one key each) checked
+ * against the delivery rules of receive.c, a queue per publisher, and the
+ * ack frames that carry the queue to each publisher in the prepare phase. */
+#include "sub_int.h"
+#include "key.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* 0, or -1 when out of memory: then the block stays unacknowledged at
+ * its publisher, which resends it (acknowledged again then) or NACKs it. */
+int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
+{
+	if (pc->nqueued == pc->capqueued) {
+		size_t ncap = pc->capqueued ? pc->capqueued * 2 : 1024;
+		struct sub_ack *n = realloc(pc->ackq, ncap * sizeof(*n));
+		if (n == NULL) {
+			gd_err("out of memory queueing the acknowledgement of "
+			    "%s/%" PRIu64 "; its publisher will resend it",
+			    pc->origin, id);
+			return -1;
+		}
+		pc->ackq = n;
+		pc->capqueued = ncap;
+	}
+	pc->ackq[pc->nqueued].id = id;
+	pc->ackq[pc->nqueued++].seq = seq;
+	return 0;
+}
+
+/* blocks written on stdout and not yet acknowledged, all publishers */
+uint64_t sub_unacked(const struct sub *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->npc; i++)
+		n += s->pc[i].rv.unacked;
+	return n;
+}
+
+/* What receive.c needs to know of the engine for an acknowledgement. */
+static int ack_how(const struct sub *s, const struct sub_pub *pc)
+{
+	return (pc->state == SUB_PS_ENDED ? GD_RK_ENDED : 0) |
+	    (s->conf->gd ? 0 : GD_RK_NOGD) |
+	    (pc->ack_status == GD_ACK_OFF ? GD_RK_OFF : 0) |
+	    (gd_recv_refused(pc->ack_status) ? GD_RK_REFUSED : 0) |
+	    (gd_recv_stale(&pc->rv, pc->epoch) ? GD_RK_OTHER_RUN : 0);
+}
+
+/* NULL when acknowledged, else why not */
+const char *sub_ack_key(struct sub *s, const char *key, size_t len)
+{
+	struct sub_pub *pc;
+	size_t olen;
+	uint64_t id, seq;
+	int flags;
+
+	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
+		return "malformed key (expected HOST:PORT/ID)";
+	if (flags & GD_FL_SNAPSHOT)
+		return NULL;	/* snapshot blocks need no acknowledgement */
+	if ((pc = sub_pub_find(s, key, olen)) == NULL)
+		return "not a publisher of this gdsub";
+	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
+	case GD_RA_SEND:
+		if (sub_ack_queue(pc, id, seq) != 0)
+			return "out of memory; the publisher will resend the block";
+		return NULL;
+	case GD_RA_OK:
+		return NULL;
+	case GD_RA_UNKNOWN:
+		return "unknown key: no such block is waiting for acknowledgement";
+	case GD_RA_NOT_WRITTEN:
+		return "the block was not written on stdout";
+	case GD_RA_NOGD:
+		return "gdsub runs with --no-gd";
+	case GD_RA_OTHER_RUN:
+		return "the stream holds blocks of an earlier run of this "
+		    "publisher, not of the one running now";
+	case GD_RA_REFUSED:
+		return "the publisher refused this gdsub's acknowledgement connection";
+	default:
+		return "the publisher ended its stream before this acknowledgement";
+	}
+}
+
+/* An ack frame on its way: the request, then the frame. */
+struct ack_write {
+	uv_write_t req;
+	struct sub_pub *pc;
+	size_t n;		/* acknowledgements in the frame */
+};
+
+static void lost_acks(struct sub_pub *pc, size_t n, int err)
+{
+	gd_err("cannot send %zu acknowledgement%s to %s: %s; the publisher "
+	    "will resend %s blocks", n, gd_plural((double)n), pc->addr,
+	    err == UV_ENOMEM ? "out of memory" : uv_strerror(err),
+	    n == 1 ? "that" : "those");
+}
+
+static void ack_written(uv_write_t *req, int status)
+{
+	struct ack_write *w = (struct ack_write *)req;
+
+	/* cancelled at teardown: the exit message counts them */
+	if (status < 0 && !(status == UV_ECANCELED && w->pc->s->done))
+		lost_acks(w->pc, w->n, status);
+	free(w);
+}
+
+/* One ack frame of n acknowledgements from ackq[off]; 0 or a libuv error. */
+static int send_frame(struct sub_pub *pc, size_t off, size_t n)
+{
+	struct ack_write *w;
+	uint8_t *d;
+	uv_buf_t b;
+	size_t k;
+	int rc;
+
+	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
+	if (w == NULL)
+		return UV_ENOMEM;
+	w->pc = pc;
+	w->n = n;
+	d = (uint8_t *)(w + 1);
+	gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
+	for (k = 0; k < n; k++)
+		gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
+		    pc->ackq[off + k].id, pc->ackq[off + k].seq);
+	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
+	if ((rc = uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
+	    ack_written)) != 0)
+		free(w);
+	return rc;
+}
+
+/* Many acknowledgements per frame, many frames per write. What cannot be
+ * sent is reported and dropped: the publisher resends those blocks, and
+ * their copies are acknowledged again (GD_RV_REACK). */
+void sub_acks_flush(struct sub *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		size_t off = 0;
+		if (pc->nqueued == 0 || pc->state != SUB_PS_ACTIVE)
+			continue;
+		while (off < pc->nqueued) {
+			size_t n = pc->nqueued - off;
+			int rc;
+			if (n > GD_ACKS_PER_FRAME)
+				n = GD_ACKS_PER_FRAME;
+			if ((rc = send_frame(pc, off, n)) != 0) {
+				lost_acks(pc, pc->nqueued - off, rc);
+				break;
+			}
+			off += n;
+		}
+		gd_trace(2, "sent %zu acknowledgements to %s", off, pc->addr);
+		pc->nqueued = 0;
+	}
+}

@@ -1,0 +1,229 @@
+/* gdsub's control socket, where gdack and gdinspect reach it (ctl.h):
+ * hello, subs, stats and ack requests by a dispatch table, and the end
+ * note left beside the socket when gdsub exits (endnote.h). */
+#include "sub_int.h"
+#include "endnote.h"
+#include "log.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int req_subs(struct sub *s, struct gd_ctl_client *cl, const char *line,
+    const char *args)
+{
+	static const char *const st[] = { "waiting", "resolving",
+		"connecting", "handshake", "connected", "ended" };
+	size_t i;
+
+	(void)line;
+	(void)args;
+	gd_ctl_printf(cl, "subs %zu\n", s->npc);
+	gd_ctl_printf(cl, "publisher:s\torigin:s\tstate:s\tattempts:n\t"
+	    "ack_conn:s\treceived:n\tunique:n\tduplicates:n\tacked:n\t"
+	    "snapshot:n\tsent:n\n");
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    pc->addr, pc->origin_len ? pc->origin : "-", st[pc->state],
+		    pc->attempts, pc->origin_len == 0 ? "-" :
+		    gd_ack_status_str(pc->ack_status),
+		    pc->rv.n_recv, pc->rv.n_unique, pc->rv.n_dup,
+		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv));
+	}
+	return 0;
+}
+
+/* one row of totals; R = Ru/S and UR = Ru/R as gdinspect measure has them */
+static int req_stats(struct sub *s, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	uint64_t recv = 0, uniq = 0, dup = 0, acked = 0, snap = 0, sent = 0;
+	size_t i, ended = 0;
+
+	(void)line;
+	(void)args;
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		recv += pc->rv.n_recv;
+		uniq += pc->rv.n_unique;
+		dup += pc->rv.n_dup;
+		acked += pc->rv.n_acked;
+		snap += pc->n_snap;
+		sent += gd_recv_sent(&pc->rv);
+		ended += pc->state == SUB_PS_ENDED;
+	}
+	gd_ctl_printf(cl, "stats 1\n");
+	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
+	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
+	    "reliability:n\tuniqueness:n\n");
+	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
+	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
+	    recv, uniq, dup, snap, acked, sub_unacked(s), sent);
+	if (sent > 0)
+		gd_ctl_printf(cl, "%.4f\t", (double)uniq / (double)sent);
+	else
+		gd_ctl_reply(cl, "-\t", 2);
+	if (recv > 0)
+		gd_ctl_printf(cl, "%.4f\n", (double)uniq / (double)recv);
+	else
+		gd_ctl_reply(cl, "-\n", 2);
+	return 0;
+}
+
+/* One key of an "ack N" batch; the reply goes out after the last. */
+static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
+    size_t len)
+{
+	const char *why = sub_ack_key(s, line, len);
+
+	if (why == NULL) {
+		cl->ok++;
+	} else {
+		char buf[GD_CTL_LINE + 128];
+		int n = snprintf(buf, sizeof(buf), "%s\t%s\n", line, why);
+		cl->failed++;
+		if (cl->faillen + (size_t)n > cl->failcap) {
+			size_t ncap = cl->failcap ? cl->failcap * 2 : 4096;
+			char *nb;
+			while (ncap < cl->faillen + (size_t)n)
+				ncap *= 2;
+			if ((nb = realloc(cl->fail, ncap)) == NULL)
+				return -1;
+			cl->fail = nb;
+			cl->failcap = ncap;
+		}
+		memcpy(cl->fail + cl->faillen, buf, (size_t)n);
+		cl->faillen += (size_t)n;
+	}
+	if (--cl->left == 0) {
+		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
+		    cl->failed);
+		gd_ctl_reply(cl, cl->fail, cl->faillen);
+		cl->faillen = 0;
+		sub_maybe_done(s);
+	}
+	return 0;
+}
+
+static int req_ack(struct sub *s, struct gd_ctl_client *cl, const char *line,
+    const char *args)
+{
+	int64_t n;
+
+	(void)s;
+	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
+		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
+		return -1;
+	}
+	cl->ok = cl->failed = 0;
+	cl->left = (uint64_t)n;	/* the keys follow, one a line */
+	if (n == 0)
+		gd_ctl_printf(cl, "ack 0 0\n");
+	return 0;
+}
+
+static int req_hello(struct sub *s, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	(void)s;
+	(void)line;
+	(void)args;
+	gd_ctl_printf(cl, "hello gdsub %d\n", GD_CTL_PROTO);
+	return 0;
+}
+
+/* The requests by their first word; args: 1 when it takes arguments
+ * (after one space), 0 when the word is the whole line. */
+static const struct request {
+	const char *name;
+	int args;
+	int (*fn)(struct sub *s, struct gd_ctl_client *cl, const char *line,
+	    const char *args);
+} requests[] = {
+	{ "ack", 1, req_ack },
+	{ "hello", 0, req_hello },
+	{ "stats", 0, req_stats },
+	{ "subs", 0, req_subs },
+};
+
+static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	struct sub *s = user;
+	size_t i, wlen = strcspn(line, " ");
+
+	if (cl->left > 0)
+		return ack_line(s, cl, line, len);
+	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
+		const struct request *r = &requests[i];
+		if (strlen(r->name) == wlen && memcmp(line, r->name, wlen) == 0 &&
+		    (r->args ? line[wlen] == ' ' : line[wlen] == '\0'))
+			return r->fn(s, cl, line, line + wlen + r->args);
+	}
+	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
+	return 0;
+}
+
+static void on_ctl_gone(void *user)
+{
+	sub_maybe_done(user);
+}
+
+int sub_ctl_listen(struct sub *s)
+{
+	char path[108], note[PATH_MAX];
+	int rc;
+
+	if ((rc = gd_ctl_path_sub(s->conf, path, sizeof(path))) != 0 ||
+	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
+		return rc;
+	s->ctl.on_gone = on_ctl_gone;
+	/* the socket is ours now, and so is the note: an earlier gdsub's
+	 * must not speak for this one */
+	if (gd_endnote_path(path, note, sizeof(note)) == 0)
+		gd_endnote_remove(note);
+	return 0;
+}
+
+/* Leave the end note, then close: a gdack that finds no socket finds the
+ * note. It names the publishers that ran with numSubs=0. */
+static void leave_note(struct sub *s)
+{
+	struct gd_endnote_origin *o = calloc(2 * s->npc + 1, sizeof(*o));
+	char path[PATH_MAX];
+	size_t i, n = 0;
+
+	for (i = 0; o != NULL && i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->ack_status != GD_ACK_OFF)
+			continue;
+		o[n].s = pc->addr;
+		o[n++].len = pc->addr_len;
+		if (strcmp(pc->origin, pc->addr) != 0) {
+			o[n].s = pc->origin;
+			o[n++].len = pc->origin_len;
+		}
+	}
+	/* a socket path (< 108 bytes) always leaves room for the suffix */
+	(void)gd_endnote_path(s->ctl.path, path, sizeof(path));
+	if (o == NULL)
+		gd_warn("cannot leave the note %s for a gdack still to come: out "
+		    "of memory", path);
+	else if (n > 0 && gd_endnote_save(path, o, n) != 0)
+		gd_warn("cannot leave the note %s for a gdack still to come: %s",
+		    path, strerror(errno));
+	free(o);
+}
+
+void sub_ctl_close(struct sub *s)
+{
+	if (s->ctl.open)
+		leave_note(s);
+	gd_ctl_close(&s->ctl);
+}

@@ -1,0 +1,233 @@
+/* gdsub -i: blocks from a framed stream (file or stdin) instead of TCP,
+ * matched to a publisher by their origin and handed to sub_on_block;
+ * acknowledgements still go over each publisher's TCP connection. */
+#include "sub_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Frames are read once every publisher has answered (so its origin is
+ * known and acks can flow), while stdout keeps up. */
+static int in_ready(struct sub *s)
+{
+	size_t i;
+
+	if (!s->in.reading || s->closing || s->done || s->out_paused)
+		return 0;
+	for (i = 0; s->conf->gd && i < s->npc; i++)
+		if (s->pc[i].origin_len == 0 && s->pc[i].state != SUB_PS_ENDED)
+			return 0;
+	return 1;
+}
+
+/* Release what was read and stop reading; a no-op without -i. */
+void sub_in_stop(struct sub *s)
+{
+	struct gd_region *r;
+
+	while ((r = s->in.rq) != NULL) {
+		s->in.rq = r->next;
+		gd_input_done(&s->in.in, r);
+	}
+	s->in.rq_tail = NULL;
+	s->in.rpos = 0;
+	if (s->in.reading) {
+		s->in.reading = 0;
+		uv_idle_stop(&s->in.idle);
+		gd_input_stop(&s->in.in);
+	}
+}
+
+/* End of the stream (code 0), a corrupt one (65) or a read error (74):
+ * what was written stays and is acknowledged; nothing more is read. */
+static void in_end(struct sub *s, int code)
+{
+	s->in.code = code;
+	sub_in_stop(s);
+	sub_begin_close(s, code ? "the input stream cannot be read further" :
+	    "end of the input stream");
+}
+
+/* The stream's blocks of this publisher are from another run than the
+ * one we hold an acknowledgement connection to: not written, since they
+ * could never be acknowledged. */
+static int stale(const struct sub *s, const struct sub_pub *pc)
+{
+	return s->conf->gd && pc->state != SUB_PS_ENDED &&
+	    gd_recv_stale(&pc->rv, pc->epoch);
+}
+
+static void on_sframe(struct sub *s, const struct gd_sframe *f)
+{
+	struct sub_pub *pc = sub_pub_find(s, f->origin, f->origin_len);
+	struct sub_origin o = { f->origin, f->origin_len, f->epoch };
+	struct gd_block b;
+	int rs;
+
+	if (pc == NULL) {
+		if (f->type == GD_SF_BLOCK) {
+			gd_err("block %.*s/%" PRIu64 " comes from a publisher that "
+			    "is not in GDsub_pub; not written, not acknowledged",
+			    (int)f->origin_len, f->origin, f->id);
+			s->in.n_foreign++;
+		}
+		return;
+	}
+	rs = gd_recv_stream_epoch(&pc->rv, f->epoch);
+	if (rs == GD_RS_NEW_RUN)
+		sub_forget(s, pc);
+	if (rs != GD_RS_SAME && stale(s, pc))
+		gd_err("the stream holds blocks of another run of publisher "
+		    "%s than the one running now; they cannot be "
+		    "acknowledged and are not written", pc->addr);
+	if (f->type == GD_SF_FLOOR) {
+		gd_recv_floor(&pc->rv, f->seq);
+		return;
+	}
+	if (f->type == GD_SF_END) {
+		gd_trace(1, "the stream of publisher %s ended", pc->addr);
+		return;
+	}
+	if (stale(s, pc)) {
+		s->in.n_stale++;
+		return;
+	}
+	b.id = f->id;
+	b.seq = f->seq;
+	b.time_ns = f->time_ns;
+	b.flags = f->flags;
+	b.len = f->len;
+	b.data = f->data;
+	sub_on_block(s, pc, &b, &o);
+}
+
+static void in_parse(struct sub *s)
+{
+	struct sub_in *in = &s->in;
+	unsigned budget = 16384;
+
+	while (in->rq && budget > 0 && in_ready(s)) {
+		struct gd_region *r = in->rq;
+		const uint8_t *base = r->c ? r->c->data + r->off : NULL;
+
+		if (r->flags & GD_RG_ERROR) {
+			gd_err("cannot read %s: %s", in->name, strerror(r->err));
+			in_end(s, GD_EX_IOERR);
+			return;
+		}
+		if (r->flags & GD_RG_EOF) {
+			in_end(s, 0);
+			return;
+		}
+		if (!(r->flags & GD_RG_CHUNK_DONE)) {
+			while (in->rpos < r->len && budget > 0 && in_ready(s)) {
+				struct gd_sframe f;
+				size_t used;
+				if (gd_sreader_next(&in->sr, base + in->rpos,
+				    r->len - in->rpos, 1, &f, &used) != 1) {
+					gd_err("%s: %s", in->name, in->sr.err);
+					in_end(s, GD_EX_DATAERR);
+					return;
+				}
+				in->rpos += used;
+				budget--;
+				if (f.type != GD_SF_HEADER)
+					on_sframe(s, &f);
+				if (s->closing || s->done)
+					return;	/* sub_in_stop released the regions */
+			}
+			if (in->rpos < r->len)
+				break;
+		}
+		in->rq = r->next;
+		if (in->rq == NULL)
+			in->rq_tail = NULL;
+		in->rpos = 0;
+		gd_input_done(&in->in, r);
+	}
+	if (in->rq == NULL || !in_ready(s))
+		uv_idle_stop(&in->idle);
+	sub_out_check(s);
+}
+
+static void on_in_idle(uv_idle_t *h)
+{
+	in_parse(h->data);
+}
+
+/* Parse what was read, if the engine is ready for it; a no-op without -i. */
+void sub_in_kick(struct sub *s)
+{
+	if (s->in.rq && in_ready(s))
+		(void)uv_idle_start(&s->in.idle, on_in_idle);	/* cannot fail */
+}
+
+static void on_input(struct gd_input *gin)
+{
+	struct sub *s = gin->data;
+	struct gd_region *r = gd_input_take(gin);
+
+	if (r == NULL)
+		return;
+	if (s->in.rq_tail)
+		s->in.rq_tail->next = r;
+	else
+		s->in.rq = r;
+	while (r->next)
+		r = r->next;
+	s->in.rq_tail = r;
+	if (!s->in.reading)
+		sub_in_stop(s);	/* stopped meanwhile: release them */
+	else
+		sub_in_kick(s);
+}
+
+int sub_in_open(struct sub *s, const char *path)
+{
+	struct sub_in *in = &s->in;
+	int fd = 0, rc;
+
+	in->name = "standard input";
+	if (strcmp(path, "-") != 0) {
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
+			gd_err("cannot open the stream file '%s': %s", path,
+			    strerror(errno));
+			return GD_EX_IOERR;
+		}
+		in->name = path;
+	}
+	gd_sreader_init(&in->sr, GD_STREAM_MAX_PAYLOAD);
+	if ((rc = uv_idle_init(&s->loop, &in->idle)) != 0) {
+		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+		if (fd != 0)
+			close(fd);
+		return GD_EX_FAIL;
+	}
+	in->idle.data = s;
+	in->in.data = s;
+	in->in.max_payload = GD_STREAM_MAX_PAYLOAD;
+	if ((rc = gd_input_start(&in->in, &s->loop, fd, '\n', 1u << 20,
+	    on_input)) != 0) {
+		gd_err("cannot start reading %s: %s", in->name, uv_strerror(rc));
+		return GD_EX_FAIL;
+	}
+	in->reading = 1;
+	return 0;
+}
+
+/* After the loop has ended. */
+void sub_in_free(struct sub *s)
+{
+	while (s->in.rq) {
+		struct gd_region *r = s->in.rq;
+		s->in.rq = r->next;
+		free(r);
+	}
+	if (s->stream_in)
+		gd_input_free(&s->in.in);
+}

@@ -1,0 +1,135 @@
+/* Internal to the gdsub engine (lib/sub*.c): the state its files share and
+ * their sub_* functions. Programs include sub.h; nothing outside
+ * lib/sub*.c includes this file. */
+#ifndef GD_SUB_INT_H
+#define GD_SUB_INT_H
+
+#include "sub.h"
+#include "ctl.h"
+#include "input.h"
+#include "out.h"
+#include "receive.h"
+#include "stream.h"
+#include "wire.h"
+
+#define SUB_OUT_HIGH (8u << 20)	/* stop reading sources above this backlog */
+
+enum sub_pstate { SUB_PS_IDLE, SUB_PS_RESOLVING, SUB_PS_CONNECTING,
+	SUB_PS_WELCOME, SUB_PS_ACTIVE, SUB_PS_ENDED };
+
+struct sub;
+
+struct sub_ack {
+	uint64_t id, seq;
+};
+
+/* One publisher: its connection (sub_net.c), what we know of its blocks
+ * (receive.c) and the acknowledgements waiting to go to it (sub_acks.c). */
+struct sub_pub {
+	struct sub *s;
+	uv_tcp_t h;
+	int h_open, reading;
+	uv_connect_t creq;
+	uv_getaddrinfo_t gai;
+	uv_timer_t retry;
+	uv_shutdown_t sreq;
+	struct gd_hostport hp;
+	char addr[300];		/* HOST:PORT as configured */
+	size_t addr_len;
+	char origin[300];	/* as the publisher stamps its keys */
+	size_t origin_len;
+	int state, attempts, ack_status;
+	uint64_t epoch;		/* its run, 0 before its first welcome */
+	uint32_t max_block;
+	struct gd_rbuf rb;
+	struct gd_recv rv;	/* dedup and acknowledgement rules */
+	struct sub_ack *ackq;	/* acknowledgements to send */
+	size_t nqueued, capqueued;
+	uint64_t n_snap;
+};
+
+/* The origin a block's key carries: the publisher's stamp, or with -i
+ * the one in its frame (which matched this publisher). */
+struct sub_origin {
+	const char *s;
+	size_t len;
+	uint64_t epoch;
+};
+
+/* -i: the framed stream read instead of TCP (sub_input.c) */
+struct sub_in {
+	int reading;
+	int code;		/* ended on a corrupt stream (65) or read error (74) */
+	const char *name;
+	struct gd_input in;
+	struct gd_sreader sr;
+	struct gd_region *rq, *rq_tail;
+	size_t rpos;
+	uv_idle_t idle;
+	uint64_t n_foreign;	/* blocks from publishers not listed */
+	uint64_t n_stale;	/* blocks of a publisher's earlier run */
+};
+
+struct sub {
+	const struct gd_conf *conf;
+	struct gd_sub_opts opt;
+	uv_loop_t loop;
+	uv_prepare_t prep;
+	uv_timer_t linger;
+	uv_signal_t sigint, sigterm;
+	struct gd_ctl_srv ctl;
+	struct gd_out out;
+	struct sub_pub *pc;
+	size_t npc, nended;
+	uint64_t emitted;
+	uint64_t n_unwritable;	/* blocks the output format could not carry */
+	int closing, done, sigs, code, out_paused;
+	int hard;		/* a second signal: tear down without waiting */
+	char name[256];
+	int stream_in;		/* -i: blocks come from s->in, not over TCP */
+	struct sub_in in;
+};
+
+/* sub.c: wiring and lifecycle */
+void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
+    const struct sub_origin *o);
+void sub_forget(struct sub *s, struct sub_pub *pc);
+void sub_begin_close(struct sub *s, const char *why);
+void sub_maybe_done(struct sub *s);
+void sub_finish(struct sub *s, int code);
+
+/* sub_net.c: connections to the publishers */
+void sub_net_start(struct sub_pub *pc);
+void sub_net_pause(struct sub *s);
+void sub_net_resume(struct sub *s);
+void sub_net_shut(struct sub_pub *pc, int hard);
+struct sub_pub *sub_pub_find(struct sub *s, const char *origin, size_t len);
+
+/* sub_input.c: -i, blocks from a framed stream */
+int sub_in_open(struct sub *s, const char *path);
+void sub_in_kick(struct sub *s);
+void sub_in_stop(struct sub *s);
+void sub_in_free(struct sub *s);
+
+/* sub_output.c: blocks on stdout */
+int sub_out_open(struct sub *s);
+int sub_out_cannot_carry(const struct sub *s, const struct gd_block *b);
+void sub_out_block(struct sub *s, const struct sub_origin *o,
+    const struct gd_block *b, const char *flags);
+void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
+    const struct gd_block *b);
+void sub_out_check(struct sub *s);
+void sub_out_close(struct sub *s);
+void sub_out_abort(struct sub *s);
+
+/* sub_acks.c: acknowledgements to the publishers */
+int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
+void sub_acks_flush(struct sub *s);
+uint64_t sub_unacked(const struct sub *s);
+const char *sub_ack_key(struct sub *s, const char *key, size_t len);
+
+/* sub_ctl.c: the control socket */
+int sub_ctl_listen(struct sub *s);
+void sub_ctl_close(struct sub *s);
+
+#endif
