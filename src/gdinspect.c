@@ -166,9 +166,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(opt.cmd, "journal") == 0) {
-		gd_usage_err("'%s' is not supported yet in this version of gdkit",
-		    opt.cmd);
-		rc = GD_EX_USAGE;
+		if (argc - optind < 2) {
+			gd_usage_err("journal needs a FILE");
+			rc = GD_EX_USAGE;
+		} else if (argc - optind > 2) {
+			gd_usage_err("unexpected argument '%s' after journal FILE",
+			    argv[optind + 2]);
+			rc = GD_EX_USAGE;
+		} else if (opt.watch > 0) {
+			gd_usage_err("cannot use --watch with journal");
+			rc = GD_EX_USAGE;
+		} else {
+			rc = gd_journal_dump(argv[optind + 1], opt.json);
+		}
 		goto out;
 	}
 	if (argc - optind > 1) {
