@@ -111,8 +111,9 @@ static int64_t record_at(const uint8_t *d, size_t n)
 	if (n < REC_HDR)
 		return 0;
 	blen = gd_get32(d + 4);
-	if ((d[0] != GD_JR_BLOCK && d[0] != GD_JR_RES) || d[2] || d[3] ||
+	if (d[0] < GD_JR_BLOCK || d[0] > GD_JR_MARK || d[2] || d[3] ||
 	    (d[0] == GD_JR_RES && (blen != 16 || d[1] < 1 || d[1] > 2)) ||
+	    (d[0] == GD_JR_MARK && (blen != 16 || d[1])) ||
 	    (d[0] == GD_JR_BLOCK && (blen < 24 || blen > MAX_BODY || d[1])))
 		return -1;
 	total = REC_HDR + (size_t)blen + 4;
@@ -121,6 +122,12 @@ static int64_t record_at(const uint8_t *d, size_t n)
 	if (gd_get32(d + total - 4) != gd_crc32c(0, d, total - 4))
 		return -1;
 	return (int64_t)total;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct gd_jblock *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
 static void drop_scan(struct gd_journal *j, struct gd_idmap *m)
@@ -211,11 +218,13 @@ static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
 		off += (size_t)r;
 	}
 	gd_idmap_free(&m);
-	/* keep the unresolved, in sequence order (they were written so) */
+	/* keep the unresolved, in sequence order (a rewritten file has them
+	 * in the order they were due) */
 	for (i = k = 0; i < j->npending; i++)
 		if (j->pending[i].len != UINT32_MAX)
 			j->pending[k++] = j->pending[i];
 	j->npending = k;
+	qsort(j->pending, k, sizeof(*j->pending), by_seq);
 	j->size = off;
 	return 0;
 }
@@ -324,6 +333,10 @@ int gd_journal_block(struct gd_journal *j, uint64_t id, uint64_t seq,
 	gd_put64(d + 8, id);
 	gd_put64(d + 16, seq);
 	gd_put64(d + 24, time_ns);
+	if (id > j->max_id)
+		j->max_id = id;
+	if (seq > j->max_seq)
+		j->max_seq = seq;
 	if (len)
 		memcpy(d + 32, data, len);
 	gd_put32(d + total - 4, gd_crc32c(0, d, total - 4));
@@ -391,7 +404,7 @@ int gd_journal_compact(struct gd_journal *j,
 	char tmp[4200];
 	struct gd_journal t;
 	struct gd_jblock b;
-	uint8_t h[GD_JOURNAL_HDR];
+	uint8_t h[GD_JOURNAL_HDR], *d;
 	int fd, rc = 0;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", j->path);
@@ -401,6 +414,16 @@ int gd_journal_compact(struct gd_journal *j,
 	put_header(h, j->epoch);
 	rc = write_all(fd, h, sizeof(h));
 	t.size = GD_JOURNAL_HDR;
+	if ((d = room(&t, REC_HDR + 16 + 4)) == NULL) {
+		errno = ENOMEM;
+		rc = -1;
+	} else {	/* the highest id and seq survive what is dropped */
+		put_rec(d, GD_JR_MARK, 0, 16);
+		gd_put64(d + 8, j->max_id);
+		gd_put64(d + 16, j->max_seq);
+		gd_put32(d + 24, gd_crc32c(0, d, 24));
+		t.len += REC_HDR + 16 + 4;
+	}
 	while (rc == 0 && next(ctx, &b)) {
 		if (gd_journal_block(&t, b.id, b.seq, b.time_ns, b.data, b.len) != 0) {
 			errno = ENOMEM;

@@ -11,7 +11,9 @@
  *   u8 type (1 block, 2 resolution), u8 outcome (2: 1 ACK, 2 NACK),
  *   u16 0, u32 body length, body, u32 CRC32C of the record before it;
  *   block body: u64 id, u64 seq, u64 time_ns, payload;
- *   resolution body: u64 id, u64 seq.
+ *   resolution body: u64 id, u64 seq;
+ *   mark body: u64 id, u64 seq, the highest so far (a rewritten file
+ *   starts with one, so IDs and indexes never go back).
  * A record cut short or failing its CRC at the end of the file is a torn
  * tail (a crash mid-write): it is cut off, and said. Anything bad before
  * the last record is corruption: an error, never skipped. The file is
@@ -27,7 +29,7 @@
 #define GD_JOURNAL_SLACK (16u << 20)
 #define GD_JOURNAL_BATCH_NS 100000000ull	/* fsync=batch: at most this late */
 
-enum { GD_JR_BLOCK = 1, GD_JR_RES = 2 };
+enum { GD_JR_BLOCK = 1, GD_JR_RES = 2, GD_JR_MARK = 3 };
 
 /* a pending block found in a journal */
 struct gd_jblock {
