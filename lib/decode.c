@@ -5,6 +5,7 @@
  * buffer grows only when full, so memory follows the bytes that came, not
  * the length a frame header declares. */
 #include "decode.h"
+#include "journal.h"
 #include "log.h"
 #include "stream.h"
 
@@ -250,5 +251,47 @@ int gd_decode_file(const char *path, int json)
 	free(buf);
 	if (fd > 0)
 		close(fd);
+	return rc;
+}
+
+int gd_journal_dump(const char *path, int json)
+{
+	struct gd_journal j;
+	char when[40], prev[4 * GD_DECODE_PREVIEW + 1];
+	size_t i;
+	int rc = 0;
+
+	if (gd_journal_scan(&j, path) != 0) {
+		gd_err("%s", j.err);
+		gd_journal_close(&j);
+		return GD_EX_IOERR;
+	}
+	if (j.torn_at)
+		gd_warn("journal '%s' ends in a torn record at byte offset %"
+		    PRIu64 " (%" PRIu64 " bytes, a crash mid-write); gdpub cuts "
+		    "it when it opens the journal", path, j.torn_at, j.torn_bytes);
+	if (!json)
+		printf("%-20s  %8s  %-27s  %7s  %s\n", "ID", "INDEX", "TIME",
+		    "SIZE", "PAYLOAD");
+	for (i = 0; i < j.npending; i++) {
+		const struct gd_jblock *b = &j.pending[i];
+		iso_time(when, sizeof(when), b->time_ns);
+		gd_escape_preview(prev, b->data, b->len, GD_DECODE_PREVIEW);
+		if (json) {
+			printf("{\"id\":%" PRIu64 ",\"index\":%" PRIu64 ",\"epoch\":%"
+			    PRIu64 ",\"time_ns\":%" PRIu64 ",\"time\":\"%s\","
+			    "\"size\":%" PRIu32 ",\"preview\":", b->id, b->seq,
+			    j.epoch, b->time_ns, when, b->len);
+			json_str(prev, strlen(prev));
+			fputs("}\n", stdout);
+		} else {
+			printf("%-20" PRIu64 "  %8" PRIu64 "  %-27s  %7" PRIu32
+			    "  \"%s\"%s\n", b->id, b->seq, when, b->len, prev,
+			    b->len > GD_DECODE_PREVIEW ? "..." : "");
+		}
+	}
+	gd_journal_close(&j);
+	if (fflush(stdout) != 0 || ferror(stdout))
+		rc = out_failed();
 	return rc;
 }

@@ -1,5 +1,6 @@
-/* gdinspect decode: a framed block stream (gdkit-stream(5)) as one
- * readable line, or one JSON object, per frame. */
+/* gdinspect's offline readers: decode, a framed block stream
+ * (gdkit-stream(5)) as one readable line, or one JSON object, per frame;
+ * journal, what a gdpub journal holds pending. */
 #ifndef GD_DECODE_H
 #define GD_DECODE_H
 
@@ -13,6 +14,12 @@
  * file that cannot be opened or read; the frames before the damage are
  * printed) or GD_EX_FAIL (out of memory, standard output unwritable). */
 int gd_decode_file(const char *path, int json);
+
+/* gdinspect journal: the blocks pending in a gdpub journal, one line or
+ * one JSON object each, in sequence order. Returns 0, or GD_EX_IOERR (the
+ * file cannot be read, is not a journal, or is corrupt before its end; a
+ * torn tail is a warning) or GD_EX_FAIL (standard output unwritable). */
+int gd_journal_dump(const char *path, int json);
 
 /* The first min(n, max) bytes of p, C-escaped into dst (at least 4 * max
  * + 1 bytes): printable ASCII as is but backslash and double quote, then

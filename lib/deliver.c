@@ -53,6 +53,16 @@ int gd_deliver_publish(struct gd_deliver *d, uint64_t id, int fresh,
 	return GD_DV_OK;
 }
 
+int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
+    uint32_t owner, uint32_t off, uint32_t len, uint64_t now)
+{
+	if (owner > GD_PEND_MAX_OWNER || gd_pending_add(&d->pend, id, seq, off,
+	    len, owner, now) == GD_NONE)
+		return GD_DV_NOMEM;
+	d->n_resent++;
+	return GD_DV_OK;
+}
+
 int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
     uint64_t seq, uint64_t now)
 {

@@ -49,6 +49,12 @@ void gd_deliver_free(struct gd_deliver *d);
  * GD_DV_NOMEM when the pending table cannot take it. */
 int gd_deliver_publish(struct gd_deliver *d, uint64_t id, int fresh,
     uint32_t owner, uint32_t off, uint32_t len, uint64_t now, uint64_t *seq);
+/* A block of an earlier process of this run (gdpub's journal), pending
+ * again with its own sequence index: restored in increasing order, all
+ * below next_seq (which the caller raised past them). GD_DV_NOMEM when
+ * the table cannot take it. */
+int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
+    uint32_t owner, uint32_t off, uint32_t len, uint64_t now);
 /* The GD subscriber in slot bit acknowledged (id, seq): 1 when that
  * resolved the block (ACK), 0 when more acks are needed, -1 when no
  * pending block is that copy (a late or stale ack, counted). */

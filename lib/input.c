@@ -19,6 +19,8 @@
 
 static void chunk_release(struct gd_input *in, struct gd_chunk *c);
 
+static void chunk_release(struct gd_input *in, struct gd_chunk *c);
+
 /* A chunk of the usual size (from the free list), or a larger one of its
  * own for a frame that does not fit (freed, not kept, once done). */
 static struct gd_chunk *chunk_get(struct gd_input *in, size_t cap)
@@ -364,6 +366,22 @@ static int assign_idx(struct gd_input *in, struct gd_chunk *c)
 	}
 	in->tab[c->idx] = c;
 	return 0;
+}
+
+struct gd_chunk *gd_input_chunk_new(struct gd_input *in, size_t cap)
+{
+	struct gd_chunk *c = chunk_get(in, cap);
+
+	if (c == NULL)
+		return NULL;
+	c->reading = 0;
+	c->refs = 1;
+	if (assign_idx(in, c) != 0) {
+		c->refs = 0;
+		chunk_release(in, c);
+		return NULL;
+	}
+	return c;
 }
 
 struct gd_region *gd_input_take(struct gd_input *in)

@@ -69,6 +69,10 @@ struct gd_input {
  * end of input or at bytes that cannot start a frame, may not). */
 int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
     size_t chunk_size, void (*on_ready)(struct gd_input *));
+/* A chunk of cap bytes the loop fills itself (gdpub's journal replay),
+ * with one reference held by the caller; NULL when out of memory. Call
+ * after gd_input_start. */
+struct gd_chunk *gd_input_chunk_new(struct gd_input *in, size_t cap);
 /* Take every region handed so far (loop thread); NULL when none. */
 struct gd_region *gd_input_take(struct gd_input *in);
 /* The loop is done parsing r; frees r. */

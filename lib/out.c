@@ -175,6 +175,10 @@ void gd_out_flush(struct gd_out *o)
 		o->len = 0;	/* the reader is gone; the error was reported */
 		return;
 	}
+	if (o->before_write != NULL && o->before_write(o) != 0) {
+		o->len = 0;	/* its owner said these bytes must not go out */
+		return;
+	}
 	if (!o->async) {
 		if (gd_write_all(o->fd, o->buf, o->len) != 0)
 			fail(o, uv_translate_sys_error(errno));

@@ -28,6 +28,9 @@ struct gd_out {
 	int closing, closed, close_started;
 	gd_out_cb on_error;	/* first write error */
 	gd_out_cb on_drain;	/* queue went below the low mark */
+	/* called before bytes are handed to the writer; nonzero drops them
+	 * (gdpub: the journal records of these blocks could not be written) */
+	int (*before_write)(struct gd_out *o);
 	uv_close_cb close_cb;	/* h is NULL for a blocking fd */
 	void *data;
 };

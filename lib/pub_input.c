@@ -66,6 +66,11 @@ static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
 		pub_drop_input(p);
 		return;
 	}
+	if (p->journal && gd_journal_block(&p->jn, id, b.seq, tnow, pl,
+	    (uint32_t)plen) != 0) {
+		pub_journal_failed(p);
+		return;
+	}
 	if (pub_gd(p))
 		gd_chunk_ref(c);
 	b.id = id;
@@ -181,13 +186,75 @@ static int parse_region(struct pub *p, struct gd_region *r, unsigned *budget,
 	return p->rpos >= r->len;
 }
 
+/* The journal's pending blocks go out again first, with their own id and
+ * sequence index, flagged resent. */
+static void replay_some(struct pub *p, unsigned *budget, uint64_t tnow)
+{
+	while (p->replay.next < p->replay.n && *budget > 0 && !paused(p)) {
+		struct gd_jblock *j = &p->replay.b[p->replay.next++];
+		uint32_t off = (uint32_t)(j->data - p->replay.c->data);
+		struct gd_block b = { j->id, j->seq, tnow, GD_FL_RESENT, j->len,
+			j->data };
+		if (gd_deliver_restore(&p->dv, j->id, j->seq, p->replay.c->idx,
+		    off, j->len, p->now) != 0) {
+			gd_err("out of memory for the pending table; stopping input");
+			pub_drop_input(p);
+			break;
+		}
+		gd_chunk_ref(p->replay.c);
+		p->sink->block(p, &b);
+		p->n_bytes += j->len;
+		(*budget)--;
+	}
+	if (p->replay.next >= p->replay.n && p->replay.c != NULL) {
+		gd_chunk_unref(&p->in, p->replay.c);
+		p->replay.c = NULL;
+		free(p->replay.b);
+		p->replay.b = NULL;
+		p->replay.n = p->replay.next = 0;
+	}
+}
+
+/* (after a stop, the journal keeps what was not replayed) */
+int pub_input_left(const struct pub *p)
+{
+	return p->rq != NULL || (!p->eof && p->replay.next < p->replay.n);
+}
+
+/* Take the journal's pending blocks for replay: their payloads into one
+ * chunk of their own. 0, or -1 when out of memory. */
+int pub_replay_start(struct pub *p)
+{
+	size_t i, total = 0, off = 0;
+
+	if (p->jn.npending == 0)
+		return 0;
+	for (i = 0; i < p->jn.npending; i++)
+		total += p->jn.pending[i].len;
+	if ((p->replay.c = gd_input_chunk_new(&p->in, total ? total : 1)) == NULL)
+		return -1;
+	for (i = 0; i < p->jn.npending; i++) {
+		struct gd_jblock *b = &p->jn.pending[i];
+		memcpy(p->replay.c->data + off, b->data, b->len);
+		b->data = p->replay.c->data + off;
+		off += b->len;
+	}
+	p->replay.b = p->jn.pending;
+	p->replay.n = p->jn.npending;
+	p->jn.pending = NULL;
+	p->jn.npending = 0;
+	return 0;
+}
+
 static void parse_some(struct pub *p)
 {
 	unsigned budget = PARSE_BUDGET;
 	uint64_t tnow = pub_real_ns();
 
 	p->now = uv_hrtime();
-	while (p->rq && budget > 0 && !paused(p)) {
+	if (p->replay.n > 0 && !p->eof)
+		replay_some(p, &budget, tnow);
+	while (p->rq && p->replay.n == 0 && budget > 0 && !paused(p)) {
 		struct gd_region *r = p->rq;
 
 		if (r->flags & GD_RG_ERROR) {
@@ -215,7 +282,7 @@ static void parse_some(struct pub *p)
 		gd_input_done(&p->in, r);
 	}
 	pub_arm_timer(p);
-	if (p->rq == NULL || paused(p))
+	if (!pub_input_left(p) || paused(p))
 		uv_idle_stop(&p->idle);
 	pub_check_done(p);
 }
@@ -227,7 +294,7 @@ static void on_idle(uv_idle_t *h)
 
 void pub_kick(struct pub *p)
 {
-	if (p->rq && !paused(p))
+	if (pub_input_left(p) && !paused(p))
 		uv_idle_start(&p->idle, on_idle);
 }
 

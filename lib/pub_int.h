@@ -11,6 +11,7 @@
 #include "ctl.h"
 #include "deliver.h"
 #include "input.h"
+#include "journal.h"
 #include "out.h"
 #include "pub.h"
 #include "slots.h"
@@ -77,6 +78,14 @@ struct pub {
 	struct gd_slots slots;		/* GD subscriber admission */
 	struct sconn *slot_conn[GD_MAX_SUBS];
 	struct gd_snapshot snap;
+	struct gd_journal jn;		/* GDpub_journal, when journal */
+	int journal, journal_failed;
+	struct {			/* the journal's pending blocks, sent
+					 * again before new input */
+		struct gd_jblock *b;
+		size_t n, next;
+		struct gd_chunk *c;	/* their payloads */
+	} replay;
 
 	/* input (pub_input.c) */
 	struct gd_input in;
@@ -110,6 +119,11 @@ static inline int pub_gd(const struct pub *p) { return p->needed > 0; }
 
 /* pub.c */
 void pub_check_done(struct pub *p);
+/* Write the journal's records before any block they record is sent:
+ * 0, or -1 (journal I/O error: gdpub is stopping, send nothing). */
+int pub_journal_commit(struct pub *p);
+/* The journal cannot record: stop (exit 74), sending nothing more. */
+void pub_journal_failed(struct pub *p);
 void pub_arm_timer(struct pub *p);
 uint64_t pub_real_ns(void);
 
@@ -118,6 +132,9 @@ int pub_input_start(struct pub *p);
 void pub_kick(struct pub *p);
 void pub_drop_input(struct pub *p);
 void pub_stop_input(struct pub *p, const char *signame);
+/* Input is waiting to be parsed (stdin regions or the journal's replay) */
+int pub_input_left(const struct pub *p);
+int pub_replay_start(struct pub *p);
 /* the payload of a pending block */
 const uint8_t *pub_payload(struct pub *p, const struct gd_pend *e);
 void pub_release(struct pub *p, uint32_t owner);

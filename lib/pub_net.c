@@ -78,6 +78,10 @@ static void tcp_flush(struct pub *p)
 	if (b == NULL)
 		return;
 	p->cur = NULL;
+	if (pub_journal_commit(p) != 0) {	/* not on disk: not sent */
+		gd_bcast_unref(b);
+		return;
+	}
 	if (b->len > 0)
 		for (c = p->conns; c; c = n) {
 			n = c->next;

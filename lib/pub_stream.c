@@ -88,6 +88,12 @@ static void on_error(struct gd_out *o, int err)
 	pub_check_done(p);
 }
 
+/* no frame leaves before the journal records its block */
+static int before_write(struct gd_out *o)
+{
+	return pub_journal_commit(o->data);
+}
+
 static void on_drain(struct gd_out *o, int err)
 {
 	(void)err;
@@ -105,6 +111,7 @@ int pub_stream_open(struct pub *p, int fd)
 	p->sout.data = p;
 	p->sout.on_error = on_error;
 	p->sout.on_drain = on_drain;
+	p->sout.before_write = before_write;
 	if ((d = gd_out_reserve(&p->sout, GD_STREAM_HDR)) == NULL)
 		return UV_ENOMEM;
 	gd_out_commit(&p->sout, gd_stream_header(d));

@@ -29,6 +29,8 @@ static const char usage[] =
 "            a framed stream (gdpub -o, gdsub -f frame) from FILE or\n"
 "            stdin, one line per frame: key, flags, index, time, size,\n"
 "            payload preview\n"
+"  journal FILE\n"
+"            the blocks pending in a gdpub journal (GDpub_journal)\n"
 "\n"
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
 "  -p, --port PORT     the gdpub listening on PORT, started without -c\n"
@@ -41,7 +43,6 @@ static const char usage[] =
 "  -h, --help          show this help\n"
 "  -V, --version       show the version\n"
 "\n"
-"Not supported yet (refused): journal.\n"
 "See gdinspect(1).\n";
 
 enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT };
@@ -129,7 +130,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (optind >= argc) {
-		gd_usage_err("no command given (pending, subs, stats, measure or decode)");
+		gd_usage_err("no command given (pending, subs, stats, measure, decode or journal)");
 		rc = GD_EX_USAGE;
 		goto out;
 	}
@@ -166,9 +167,19 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (strcmp(opt.cmd, "journal") == 0) {
-		gd_usage_err("'%s' is not supported yet in this version of gdkit",
-		    opt.cmd);
-		rc = GD_EX_USAGE;
+		if (argc - optind < 2) {
+			gd_usage_err("journal needs a FILE");
+			rc = GD_EX_USAGE;
+		} else if (argc - optind > 2) {
+			gd_usage_err("unexpected argument '%s' after journal FILE",
+			    argv[optind + 2]);
+			rc = GD_EX_USAGE;
+		} else if (opt.watch > 0) {
+			gd_usage_err("cannot use --watch with journal");
+			rc = GD_EX_USAGE;
+		} else {
+			rc = gd_journal_dump(argv[optind + 1], opt.json);
+		}
 		goto out;
 	}
 	if (argc - optind > 1) {
@@ -179,7 +190,7 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(opt.cmd, "pending") != 0 && strcmp(opt.cmd, "subs") != 0 &&
 	    strcmp(opt.cmd, "stats") != 0) {
-		gd_usage_err("unknown command '%s' (pending, subs, stats, measure or decode)", opt.cmd);
+		gd_usage_err("unknown command '%s' (pending, subs, stats, measure, decode or journal)", opt.cmd);
 		rc = GD_EX_USAGE;
 		goto out;
 	}

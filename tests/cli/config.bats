@@ -222,7 +222,7 @@ padded() {
 
 @test "gdpub: unsupported keys with a non-default value are refused" {
 	local kv
-	for kv in GDpub_journal=/tmp/j GDpub_fsync=always GDpub_authKeyFile=k \
+	for kv in GDpub_authKeyFile=k \
 	    GDpub_discardInterval=30 GDpub_sendTimeout=-1 GDpub_sendQueueSizeMax=10 \
 	    GDpub_sendQueueSizeMaxPolicy=DropEvents GDpub_cluster=c \
 	    GDpub_role=secondary GDpub_preAckTimerInterval=1 \

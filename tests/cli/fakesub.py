@@ -7,23 +7,47 @@ usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   ("welcome STATUS", "block ID SEQ FLAGS PAYLOAD", "floor N", "end"), and
   follows the commands appended to CMDFILE, one a line:
   "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are),
-  "bye", "quit". Exits at "quit", at the publisher's end or close.
+  "bye", "quit". Exits at "quit" or at the publisher's end; when the
+  publisher closes the connection it says "closed" and connects again
+  (every 50 ms, for up to 20 s).
 """
 import os, select, socket, struct, sys, time
 
 host, port, name, cmdfile, events = sys.argv[1:6]
-s = socket.create_connection((host, int(port)), timeout=10)
-s.setblocking(False)
 ev = open(events, "a", buffering=1)
-hello = struct.pack("<HBB", 2, 1, 1) + name.encode()
-s.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
+
+
+def connect():
+    end = time.monotonic() + 20
+    while True:
+        try:
+            c = socket.create_connection((host, int(port)), timeout=10)
+            break
+        except OSError:
+            if time.monotonic() > end:
+                raise
+            time.sleep(0.05)
+    c.setblocking(False)
+    hello = struct.pack("<HBB", 2, 1, 1) + name.encode()
+    c.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
+    return c
+
+
+s = connect()
 buf, done, pos = b"", False, 0
 while not done:
     r, _, _ = select.select([s], [], [], 0.02)
     if r:
-        d = s.recv(65536)
+        try:
+            d = s.recv(65536)
+        except ConnectionResetError:
+            d = b""
         if not d:
-            break
+            ev.write("closed\n")
+            s.close()
+            buf = b""
+            s = connect()
+            continue
         buf += d
         while len(buf) >= 8:
             n, t, fl = struct.unpack_from("<IBB", buf)

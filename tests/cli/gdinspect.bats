@@ -246,7 +246,7 @@ pending_rows() {
 
 @test "unknown command -> 64" {
 	printf 'GDpub_port=7001\n' > p.ini
-	expect_usage gdinspect "unknown command 'list' (pending, subs, stats, measure or decode)" -- gdinspect -c p.ini list
+	expect_usage gdinspect "unknown command 'list' (pending, subs, stats, measure, decode or journal)" -- gdinspect -c p.ini list
 }
 
 @test "no -c and no --ctl -> 64" {

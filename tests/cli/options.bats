@@ -149,7 +149,7 @@ load helpers
 	expect_usage gdpub "unexpected argument 'blocks.txt': blocks are read on stdin" -- gdpub -p 1 blocks.txt
 	expect_usage gdsub "unexpected argument 'extra'" -- gdsub -P 127.0.0.1:1 extra
 	expect_usage gdinspect "unexpected argument 'extra' after pending" -- gdinspect --ctl x.sock pending extra
-	expect_usage gdinspect "no command given (pending, subs, stats, measure or decode)" -- gdinspect --ctl x.sock
+	expect_usage gdinspect "no command given (pending, subs, stats, measure, decode or journal)" -- gdinspect --ctl x.sock
 }
 
 @test "gdpub --wait-ready 5: the value of an optional argument needs '=', and the error says so" {
@@ -172,8 +172,6 @@ load helpers
 # ---- options not supported yet ----
 
 @test "gdpub: options not supported yet are refused" {
-	expect_usage gdpub "invalid value 'x' for --journal: not supported yet in this version of gdkit" -- gdpub -p 1 --journal x
-	expect_usage gdpub "invalid value 'always' for --fsync: not supported yet in this version of gdkit" -- gdpub -p 1 --fsync always
 	expect_usage gdpub "invalid value 'c1' for --cluster: not supported yet in this version of gdkit" -- gdpub -p 1 --cluster c1
 	expect_usage gdpub "invalid value 'secondary' for --role: not supported yet in this version of gdkit" -- gdpub -p 1 --role secondary
 	expect_usage gdpub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdpub -p 1 --auth-key-file k
@@ -200,9 +198,12 @@ load helpers
 	expect_usage gdack "unexpected argument 'k': with -f frame the stream is read on stdin" -- gdack --ctl x.sock -f frame k
 }
 
-@test "gdinspect: commands not supported yet are refused" {
-	expect_usage gdinspect "'journal' is not supported yet in this version of gdkit" -- gdinspect --ctl x.sock journal
-	expect_usage gdinspect "unknown command 'frobnicate' (pending, subs, stats, measure or decode)" -- gdinspect --ctl x.sock frobnicate
+@test "gdinspect: an unknown command, journal without its file or with two" {
+	expect_usage gdinspect "unknown command 'frobnicate' (pending, subs, stats, measure, decode or journal)" -- gdinspect --ctl x.sock frobnicate
+	expect_usage gdinspect "journal needs a FILE" -- gdinspect journal
+	expect_usage gdinspect "unexpected argument 'b' after journal FILE" -- gdinspect journal a b
+	expect_usage gdinspect "cannot use --watch with journal" -- gdinspect --watch 1 journal a
+	expect_fail 74 "gdinspect: cannot open journal 'nosuch.gdj': No such file or directory" -- gdinspect journal nosuch.gdj
 }
 
 # ---- port and control socket ----

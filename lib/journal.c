@@ -1,0 +1,481 @@
+/* The publisher's write-ahead journal (see journal.h). Plain POSIX I/O:
+ * records are appended in one write() per commit, synced by policy. */
+#include "journal.h"
+#include "conf.h"
+#include "idmap.h"
+#include "stream.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const uint8_t magic[8] = { 0x89, 'G', 'D', 'J', 0x0d, 0x0a, 0x1a, 0x0a };
+
+#define VERSION 1
+#define REC_HDR 8
+#define MAX_BODY (24u + GD_STREAM_MAX_PAYLOAD)
+
+/* The directory entry of a new or renamed file, on disk too. */
+static int sync_dir(const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, rc;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+static void put_header(uint8_t *h, uint64_t epoch)
+{
+	memset(h, 0, GD_JOURNAL_HDR);
+	memcpy(h, magic, 8);
+	h[8] = VERSION;
+	h[10] = GD_JOURNAL_HDR;
+	gd_put64(h + 16, epoch);
+	gd_put32(h + 28, gd_crc32c(0, h, 28));
+}
+
+static int fail(struct gd_journal *j, const char *what)
+{
+	snprintf(j->err, sizeof(j->err), "cannot %s journal '%s': %s", what,
+	    j->path, strerror(errno));
+	return -1;
+}
+
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_file(int fd, uint8_t **out, size_t *n)
+{
+	struct stat st;
+	size_t got = 0;
+	uint8_t *b;
+
+	if (fstat(fd, &st) != 0)
+		return -1;
+	if ((b = malloc((size_t)st.st_size + 1)) == NULL)
+		return -1;
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, b + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (r == 0)
+				break;
+			free(b);
+			return -1;
+		}
+		got += (size_t)r;
+	}
+	*out = b;
+	*n = got;
+	return 0;
+}
+
+/* ---- reading ---- */
+
+/* A record at d[0..n): its total size, 0 when it is cut short, -1 when it
+ * is malformed (type, reserved bits, length, CRC). */
+static int64_t record_at(const uint8_t *d, size_t n)
+{
+	uint32_t blen;
+	size_t total;
+
+	if (n < REC_HDR)
+		return 0;
+	blen = gd_get32(d + 4);
+	if (d[0] < GD_JR_BLOCK || d[0] > GD_JR_MARK || d[2] || d[3] ||
+	    (d[0] == GD_JR_RES && (blen != 16 || d[1] < 1 || d[1] > 2)) ||
+	    (d[0] == GD_JR_MARK && (blen != 16 || d[1])) ||
+	    (d[0] == GD_JR_BLOCK && (blen < 24 || blen > MAX_BODY || d[1])))
+		return -1;
+	total = REC_HDR + (size_t)blen + 4;
+	if (n < total)
+		return 0;
+	if (gd_get32(d + total - 4) != gd_crc32c(0, d, total - 4))
+		return -1;
+	return (int64_t)total;
+}
+
+static int by_seq(const void *a, const void *b)
+{
+	const struct gd_jblock *x = a, *y = b;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void drop_scan(struct gd_journal *j, struct gd_idmap *m)
+{
+	gd_idmap_free(m);
+	free(j->pending);
+	j->pending = NULL;
+	j->npending = 0;
+}
+
+/* Parse the image: the pending blocks in sequence order. -1 with err on
+ * corruption before the end; a bad last record sets torn_at. */
+static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
+{
+	struct gd_idmap m;
+	size_t off = GD_JOURNAL_HDR, cap = 0, i, k;
+
+	if (n < GD_JOURNAL_HDR || memcmp(d, magic, 8) != 0) {
+		snprintf(j->err, sizeof(j->err), "'%s' is not a gdpub journal",
+		    j->path);
+		return -1;
+	}
+	if (gd_get32(d + 28) != gd_crc32c(0, d, 28) || d[8] != VERSION ||
+	    d[9] != 0 || d[10] != GD_JOURNAL_HDR || d[11] != 0) {
+		snprintf(j->err, sizeof(j->err), "journal '%s': bad header "
+		    "(version %u)", j->path, d[8] | d[9] << 8);
+		return -1;
+	}
+	j->epoch = gd_get64(d + 16);
+	if (gd_idmap_init(&m, 1024) != 0)
+		return -1;
+	while (off < n) {
+		int64_t r = record_at(d + off, n - off);
+		uint64_t id, seq;
+		uint32_t s;
+		if (r <= 0) {
+			/* cut short, or bad and reaching the end: a torn tail */
+			uint64_t blen = n - off >= REC_HDR ? gd_get32(d + off + 4) : 0;
+			if (r == 0 || off + REC_HDR + blen + 4 >= n) {
+				j->torn_at = off;
+				j->torn_bytes = n - off;
+				break;
+			}
+			snprintf(j->err, sizeof(j->err), "journal '%s' is corrupt "
+			    "at byte offset %zu, before its end (%zu bytes): not "
+			    "replayed", j->path, off, n);
+			drop_scan(j, &m);
+			return -1;
+		}
+		id = gd_get64(d + off + REC_HDR);
+		seq = gd_get64(d + off + REC_HDR + 8);
+		if (id > j->max_id)
+			j->max_id = id;
+		if (seq > j->max_seq)
+			j->max_seq = seq;
+		s = gd_idmap_get(&m, seq, j->pending, sizeof(*j->pending));
+		if (d[off] == GD_JR_BLOCK && s == GD_NONE) {
+			struct gd_jblock *b;
+			if (j->npending == cap) {
+				size_t nc = cap ? cap * 2 : 1024;
+				if (nc > GD_IDMAP_MAX_SLOTS || (b = realloc(j->pending,
+				    nc * sizeof(*b))) == NULL) {
+					drop_scan(j, &m);
+					errno = ENOMEM;
+					return fail(j, "read");
+				}
+				j->pending = b;
+				cap = nc;
+			}
+			b = &j->pending[j->npending];
+			b->seq = seq;
+			b->id = id;
+			b->time_ns = gd_get64(d + off + REC_HDR + 16);
+			b->data = d + off + REC_HDR + 24;
+			b->len = (uint32_t)(gd_get32(d + off + 4) - 24);
+			if (gd_idmap_put(&m, seq, (uint32_t)j->npending, j->pending,
+			    sizeof(*j->pending)) != 0) {
+				drop_scan(j, &m);
+				errno = ENOMEM;
+				return fail(j, "read");
+			}
+			j->npending++;
+			j->live += gd_journal_recsize(b->len);
+		} else if (d[off] == GD_JR_RES && s != GD_NONE) {
+			j->live -= gd_journal_recsize(j->pending[s].len);
+			j->pending[s].len = UINT32_MAX;	/* resolved */
+		}
+		off += (size_t)r;
+	}
+	gd_idmap_free(&m);
+	/* keep the unresolved, in sequence order (a rewritten file has them
+	 * in the order they were due) */
+	for (i = k = 0; i < j->npending; i++)
+		if (j->pending[i].len != UINT32_MAX)
+			j->pending[k++] = j->pending[i];
+	j->npending = k;
+	qsort(j->pending, k, sizeof(*j->pending), by_seq);
+	j->size = off;
+	return 0;
+}
+
+static int load(struct gd_journal *j, int fd)
+{
+	size_t n;
+
+	if (read_file(fd, &j->image, &n) != 0)
+		return fail(j, "read");
+	return parse(j, j->image, n);
+}
+
+static int init(struct gd_journal *j, const char *path, int fsync)
+{
+	memset(j, 0, sizeof(*j));
+	j->fd = -1;
+	j->fsync = fsync;
+	if ((j->path = strdup(path)) == NULL) {
+		snprintf(j->err, sizeof(j->err), "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+int gd_journal_scan(struct gd_journal *j, const char *path)
+{
+	int fd, rc;
+
+	if (init(j, path, GD_FSYNC_NEVER) != 0)
+		return -1;
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return fail(j, "open");
+	rc = load(j, fd);
+	close(fd);
+	return rc;
+}
+
+int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
+    uint64_t epoch)
+{
+	uint8_t h[GD_JOURNAL_HDR];
+	struct stat st;
+
+	if (init(j, path, fsync) != 0)
+		return -1;
+	if ((j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+		return fail(j, "open");
+	if (fstat(j->fd, &st) != 0)
+		return fail(j, "read");
+	if (st.st_size == 0) {	/* a new journal */
+		j->epoch = epoch;
+		put_header(h, epoch);
+		if (write_all(j->fd, h, sizeof(h)) != 0 || fdatasync(j->fd) != 0 ||
+		    sync_dir(path) != 0)
+			return fail(j, "write");
+		j->size = GD_JOURNAL_HDR;
+		return 0;
+	}
+	if (load(j, j->fd) != 0)
+		return -1;
+	if (j->torn_at && (ftruncate(j->fd, (off_t)j->torn_at) != 0 ||
+	    fdatasync(j->fd) != 0))
+		return fail(j, "truncate");
+	if (lseek(j->fd, (off_t)j->size, SEEK_SET) < 0)
+		return fail(j, "seek in");
+	return 0;
+}
+
+/* ---- writing ---- */
+
+static uint8_t *room(struct gd_journal *j, size_t n)
+{
+	if (j->cap - j->len < n) {
+		size_t nc = j->cap ? j->cap : 65536;
+		uint8_t *b;
+		while (nc - j->len < n)
+			nc *= 2;
+		if ((b = realloc(j->buf, nc)) == NULL)
+			return NULL;
+		j->buf = b;
+		j->cap = nc;
+	}
+	return j->buf + j->len;
+}
+
+static void put_rec(uint8_t *d, uint8_t type, uint8_t outcome, uint32_t blen)
+{
+	d[0] = type;
+	d[1] = outcome;
+	d[2] = d[3] = 0;
+	gd_put32(d + 4, blen);
+}
+
+int gd_journal_block(struct gd_journal *j, uint64_t id, uint64_t seq,
+    uint64_t time_ns, const uint8_t *data, uint32_t len)
+{
+	size_t total = (size_t)gd_journal_recsize(len);
+	uint8_t *d = room(j, total);
+
+	if (d == NULL) {
+		snprintf(j->err, sizeof(j->err), "out of memory for the journal");
+		return -1;
+	}
+	put_rec(d, GD_JR_BLOCK, 0, 24 + len);
+	gd_put64(d + 8, id);
+	gd_put64(d + 16, seq);
+	gd_put64(d + 24, time_ns);
+	if (id > j->max_id)
+		j->max_id = id;
+	if (seq > j->max_seq)
+		j->max_seq = seq;
+	if (len)
+		memcpy(d + 32, data, len);
+	gd_put32(d + total - 4, gd_crc32c(0, d, total - 4));
+	j->len += total;
+	j->live += total;
+	return 0;
+}
+
+int gd_journal_resolved(struct gd_journal *j, uint64_t id, uint64_t seq,
+    uint32_t len, int acked)
+{
+	uint8_t *d = room(j, REC_HDR + 16 + 4);
+
+	if (d == NULL) {
+		snprintf(j->err, sizeof(j->err), "out of memory for the journal");
+		return -1;
+	}
+	put_rec(d, GD_JR_RES, acked ? 1 : 2, 16);
+	gd_put64(d + 8, id);
+	gd_put64(d + 16, seq);
+	gd_put32(d + 24, gd_crc32c(0, d, 24));
+	j->len += REC_HDR + 16 + 4;
+	j->live -= gd_journal_recsize(len);
+	return 0;
+}
+
+int gd_journal_sync(struct gd_journal *j, uint64_t now_ns)
+{
+	if (!j->unsynced)
+		return 0;
+	if (fdatasync(j->fd) != 0)
+		return fail(j, "sync");
+	j->unsynced = 0;
+	j->synced_ns = now_ns;
+	j->n_sync++;
+	return 0;
+}
+
+int gd_journal_commit(struct gd_journal *j, uint64_t now_ns)
+{
+	if (j->len > 0) {
+		if (write_all(j->fd, j->buf, j->len) != 0) {
+			int e = errno;
+			/* a partial record at the end would read as a torn
+			 * tail: cut it so the file ends on a record */
+			if (ftruncate(j->fd, (off_t)j->size) == 0)
+				lseek(j->fd, (off_t)j->size, SEEK_SET);
+			errno = e;
+			return fail(j, "write");
+		}
+		j->size += j->len;
+		j->len = 0;
+		j->unsynced = 1;
+	}
+	if (j->fsync == GD_FSYNC_ALWAYS ||
+	    (j->fsync == GD_FSYNC_BATCH && now_ns - j->synced_ns >=
+	    GD_JOURNAL_BATCH_NS))
+		return gd_journal_sync(j, now_ns);
+	return 0;
+}
+
+int gd_journal_compact(struct gd_journal *j,
+    int (*next)(void *ctx, struct gd_jblock *b), void *ctx)
+{
+	char tmp[4200];
+	struct gd_journal t;
+	struct gd_jblock b;
+	uint8_t h[GD_JOURNAL_HDR], *d;
+	int fd, rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", j->path);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		return fail(j, "rewrite");
+	memset(&t, 0, sizeof(t));
+	put_header(h, j->epoch);
+	rc = write_all(fd, h, sizeof(h));
+	t.size = GD_JOURNAL_HDR;
+	if ((d = room(&t, REC_HDR + 16 + 4)) == NULL) {
+		errno = ENOMEM;
+		rc = -1;
+	} else {	/* the highest id and seq survive what is dropped */
+		put_rec(d, GD_JR_MARK, 0, 16);
+		gd_put64(d + 8, j->max_id);
+		gd_put64(d + 16, j->max_seq);
+		gd_put32(d + 24, gd_crc32c(0, d, 24));
+		t.len += REC_HDR + 16 + 4;
+	}
+	while (rc == 0 && next(ctx, &b)) {
+		if (gd_journal_block(&t, b.id, b.seq, b.time_ns, b.data, b.len) != 0) {
+			errno = ENOMEM;
+			rc = -1;
+		} else if (t.len >= (1u << 20)) {
+			rc = write_all(fd, t.buf, t.len);
+			t.size += t.len;
+			t.len = 0;
+		}
+	}
+	if (rc == 0 && t.len > 0) {
+		rc = write_all(fd, t.buf, t.len);
+		t.size += t.len;
+	}
+	free(t.buf);
+	if (rc == 0)
+		rc = fdatasync(fd);
+	if (rc != 0 || rename(tmp, j->path) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		errno = e;
+		return fail(j, "rewrite");
+	}
+	sync_dir(j->path);
+	close(j->fd);
+	j->fd = fd;
+	if (lseek(fd, 0, SEEK_END) < 0)
+		return fail(j, "seek in");
+	j->size = t.size;
+	j->live = t.live;
+	j->len = 0;	/* what was recorded since is in the new file */
+	j->unsynced = 0;
+	return 0;
+}
+
+void gd_journal_forget_image(struct gd_journal *j)
+{
+	free(j->image);
+	free(j->pending);
+	j->image = NULL;
+	j->pending = NULL;
+	j->npending = 0;
+}
+
+void gd_journal_close(struct gd_journal *j)
+{
+	if (j->fd >= 0)
+		close(j->fd);
+	gd_journal_forget_image(j);
+	free(j->buf);
+	free(j->path);
+	memset(j, 0, sizeof(*j));
+	j->fd = -1;
+}

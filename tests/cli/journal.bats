@@ -1,0 +1,129 @@
+#!/usr/bin/env bats
+# gdpub --journal (GDpub_journal, GDpub_fsync): blocks recorded before they
+# are sent survive a kill -9 and go out again, with their own id and
+# sequence index, flagged resent, when gdpub restarts; ids go on; a torn
+# tail is cut and said; corruption before the end and I/O errors are exit
+# 74 and lose nothing already recorded; the file stays proportional to
+# what is pending; gdinspect journal shows it.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# jrows FILE: the ids gdinspect journal lists, one a line
+jrows() {
+	gdinspect --json journal "$1" | python -c '
+import json, sys
+for l in sys.stdin:
+    print(json.loads(l)["id"])'
+}
+
+@test "kill -9 with blocks pending: the restarted gdpub sends them again (same id and index, resent) before new input; ids go on; the journal empties" {
+	port=$(free_port)
+	touch cmds
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 has_line ev '^block 3 3 0 3$'
+	assert_equal "$(jrows j.gdj)" "$(seq 1 3)"
+	# block 2 is acknowledged, then gdpub dies
+	echo 'ack 2 2' >> cmds
+	wait_until 10 has_line st1 '^ACK 2$'
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 2 ]"
+	kill -KILL "$pid"
+	assert_equal "$(jrows j.gdj)" "$(printf '1\n3')"
+	# the subscriber reconnects to the new gdpub: 1 and 3 again, flagged
+	# resent (1), with their indexes; then the new input as 4 and 5
+	run --separate-stderr timeout 30 bash -c "seq 10 11 | gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p2.err & pid=\$!
+		for i in \$(seq 200); do grep -q '^block 5 ' ev && break; sleep 0.05; done
+		echo 'ack 1 1 3 3 4 4 5 5' >> cmds; wait \$pid"
+	assert_success
+	assert_output "$(echo READY; statuses ACK 1 3 4 5)"
+	assert_equal "$(grep '^block' ev)" "$(printf 'block 1 1 0 1\nblock 2 2 0 2\nblock 3 3 0 3\nblock 1 1 1 1\nblock 3 3 1 3\nblock 4 4 0 10\nblock 5 5 0 11')"
+	assert_equal "$(cat p2.err)" "gdpub: journal 'j.gdj': 2 blocks pending from before; sending them again first"
+	# nothing pending: the journal is its header and the highest id
+	assert_equal "$(jrows j.gdj)" ""
+	[ "$(stat -c %s j.gdj)" -lt 100 ]
+	echo quit >> cmds
+}
+
+@test "a torn tail (a crash mid-write) is cut with a warning naming the offset; the records before it are replayed" {
+	port=$(free_port)
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | wc -l)\" -eq 2 ]"
+	kill -KILL "$pid"
+	size=$(stat -c %s j.gdj)
+	truncate -s $((size - 3)) j.gdj
+	run --separate-stderr gdinspect journal j.gdj
+	assert_success
+	[[ "$stderr" == "gdinspect: warning: journal 'j.gdj' ends in a torn record at byte offset "*" (34 bytes, a crash mid-write); gdpub cuts it when it opens the journal" ]]
+	off=$((size - 37))
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	run --separate-stderr timeout 30 gdpub -p "$port" -n 1 --journal j.gdj --wait-ready=20 < /dev/null
+	assert_success
+	assert_output "$(echo READY; statuses ACK 1)"
+	assert_line --index 0 READY
+	[[ "$stderr" == "gdpub: warning: journal 'j.gdj': a torn record at byte offset $off (34 bytes, a crash mid-write) was cut off"* ]]
+}
+
+@test "corruption before the end of the journal: exit 74, nothing replayed or changed" {
+	port=$(free_port)
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | wc -l)\" -eq 3 ]"
+	kill -KILL "$pid"
+	# flip the payload byte of the first record (offset 32 + 32)
+	printf 'X' | dd of=j.gdj bs=1 seek=64 conv=notrunc status=none
+	cp j.gdj before.gdj
+	expect_fail 74 "gdpub: journal 'j.gdj' is corrupt at byte offset 32, before its end (143 bytes): not replayed" -- gdpub -p "$port" -n 1 --journal j.gdj
+	cmp j.gdj before.gdj
+	expect_fail 74 "gdinspect: journal 'j.gdj' is corrupt at byte offset 32, before its end (143 bytes): not replayed" -- gdinspect journal j.gdj
+}
+
+@test "a journal that cannot be written: exit 74 at start; the disk filling up mid-run: exit 74, the blocks recorded before stay" {
+	port=$(free_port)
+	expect_fail 74 "gdpub: cannot write journal '/dev/full': No space left on device" -- gdpub -p "$port" -n 1 --journal /dev/full
+	expect_fail 74 "gdpub: cannot open journal 'nosuchdir/j.gdj': No such file or directory" -- gdpub -p "$port" -n 1 --journal nosuchdir/j.gdj
+	# a file size limit stands for a full disk: past 64 KiB writes fail
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	run --separate-stderr timeout 30 bash -c "trap '' XFSZ; ulimit -f 64; seq 1 5000 | sed 's/\$/ padding padding padding padding padding/' |
+		exec gdpub -p $port -n 1 -t 60 --journal j.gdj --fsync always --wait-ready=20"
+	assert_failure 74
+	[[ "$stderr" == *"gdpub: cannot write journal 'j.gdj': File too large; stopping: what was recorded stays in the journal and is sent again when gdpub restarts"* ]]
+	[ "$(stat -c %s j.gdj)" -le 65536 ]
+	# every block a subscriber got and gdpub did not resolve is in the journal
+	cut -f1 s.out | sed 's|.*/||' | sort -n > got
+	grep '^ACK' <<<"$output" | cut -d' ' -f2 | sort -n > acked
+	jrows j.gdj | sort -n > journaled
+	[ -s got ]
+	comm -23 got acked > unresolved
+	[ -z "$(comm -23 unresolved journaled)" ]
+}
+
+@test "--journal needs numSubs above 0; --fsync values" {
+	expect_usage gdpub "GDpub_journal needs GDpub_numSubs above 0: with GD off nothing is pending to journal" -- gdpub -p 1 --journal j.gdj
+	expect_usage gdpub "invalid value 'sometimes' for --fsync: expected one of 'always', 'batch', 'never'" -- gdpub -p 1 -n 1 --journal j.gdj --fsync sometimes
+	[ ! -e j.gdj ]
+}
+
+@test "the journal stays proportional to what is pending: 300,000 blocks, at most 1000 pending, never past 2 x their records + 16 MiB" {
+	port=$(free_port)
+	# the pipeline drops the first block: it stays pending to the end
+	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> s.err |
+		{ IFS= read -r l; exec cat; } | gdack -P 127.0.0.1:$port 2> a.err"
+	spawn "seq 1 300000 | sed 's/\$/ a payload of about a hundred bytes ............................................/' |
+		gdpub -p $port -n 1 -t 600 --max-pending 1000 --journal j.gdj --fsync never --wait-ready=20 > st 2> p.err; echo \$? > p.rc"
+	max=0
+	for i in $(seq 600); do
+		s=$(stat -c %s j.gdj 2>/dev/null || echo 0)
+		[ "$s" -gt "$max" ] && max=$s
+		[ "$(grep -c '^ACK' st 2>/dev/null)" -ge 299999 ] && break
+		sleep 0.05
+	done
+	[ "$(grep -c '^ACK' st)" -eq 299999 ]
+	# 40 MB went through, at most 1000 blocks pending: the file stays under
+	# 2 x their records + 16 MiB
+	[ "$max" -lt $((17 * 1024 * 1024)) ]
+	assert_equal "$(jrows j.gdj)" 1
+}
