@@ -133,35 +133,59 @@ static int add_range(struct gd_srun *run, const struct gd_srange *in)
 	return 0;
 }
 
-int gd_state_has(const struct gd_srun *run, uint64_t seq, uint64_t id)
+/* The range holding seq, or NULL. */
+static const struct gd_srange *find(const struct gd_srun *run, uint64_t seq)
 {
 	const struct gd_srange *r;
 	uint32_t i;
 
 	if (run == NULL || run->n == 0 || seq == UINT64_MAX)
-		return 0;
+		return NULL;
 	i = lower(run, seq + 1);	/* the first range with hi > seq */
 	if (i == run->n)
-		return 0;
+		return NULL;
 	r = &run->r[run->off + i];
-	if (seq < r->lo)
+	return seq < r->lo ? NULL : r;
+}
+
+int gd_state_has(const struct gd_srun *run, uint64_t seq, uint64_t id)
+{
+	const struct gd_srange *r = find(run, seq);
+
+	if (r == NULL)
 		return 0;
 	if (r->linear && r->id_lo + (seq - r->lo) != id)
 		return -1;
 	return 1;
 }
 
-uint64_t gd_state_resume(const struct gd_srun *run)
+int gd_state_acked(const struct gd_srun *run, uint64_t seq)
 {
-	uint64_t s = run->floor > 1 ? run->floor : 1;
+	return find(run, seq) != NULL;
+}
+
+uint64_t gd_state_acked_end(const struct gd_srun *run, uint64_t seq)
+{
+	const struct gd_srange *r = find(run, seq);
+
+	return r ? r->hi : seq;
+}
+
+uint64_t gd_state_next_acked(const struct gd_srun *run, uint64_t seq)
+{
 	uint32_t i;
 
-	if (s == UINT64_MAX)
-		return s;
-	i = lower(run, s + 1);
-	if (i < run->n && run->r[run->off + i].lo <= s)
-		return run->r[run->off + i].hi;
-	return s;
+	if (run->n == 0 || seq == UINT64_MAX)
+		return UINT64_MAX;
+	i = lower(run, seq + 1);	/* the first range with hi > seq */
+	if (i == run->n)
+		return UINT64_MAX;
+	return run->r[run->off + i].lo > seq ? run->r[run->off + i].lo : seq;
+}
+
+uint64_t gd_state_resume(const struct gd_srun *run)
+{
+	return gd_state_acked_end(run, run->floor > 1 ? run->floor : 1);
 }
 
 void gd_state_floor(struct gd_srun *run, uint64_t floor)

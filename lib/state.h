@@ -112,6 +112,13 @@ struct gd_srun *gd_state_run(struct gd_state *st, const char *origin,
 /* Was block seq acknowledged? 1 yes, 0 no, -1 an acknowledged index with
  * another id (not the block recorded: treat it as new). */
 int gd_state_has(const struct gd_srun *run, uint64_t seq, uint64_t id);
+/* Was index seq acknowledged, whatever its id? 1 or 0. */
+int gd_state_acked(const struct gd_srun *run, uint64_t seq);
+/* The first index at or after seq that was not acknowledged. */
+uint64_t gd_state_acked_end(const struct gd_srun *run, uint64_t seq);
+/* The first index at or after seq that was acknowledged (UINT64_MAX:
+ * none). */
+uint64_t gd_state_next_acked(const struct gd_srun *run, uint64_t seq);
 /* Block (seq, id) was acknowledged: recorded now, written at the next
  * commit. 0, or -1 when out of memory. */
 int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
