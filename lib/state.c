@@ -2,6 +2,7 @@
  * in memory, an append log of acknowledgements on disk, compacted by
  * writing a snapshot aside and renaming it over the log. */
 #include "state.h"
+#include "ctl.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -22,7 +23,6 @@
 #define RANGE_SIZE 32
 #define ACK_SIZE 16
 #define RUN_FIXED 12		/* u32 run number, u64 epoch */
-#define PER_RECORD_ACKS ((GD_STATE_REC_MAX - 4) / ACK_SIZE)
 #define PER_RECORD_RANGES ((GD_STATE_REC_MAX - 4) / RANGE_SIZE)
 
 static const uint8_t magic[8] = { 0x89, 'G', 'D', 'S', 0x0d, 0x0a, 0x1a, 0x0a };
@@ -363,45 +363,37 @@ static int put_floor(struct gd_state *st, const struct gd_srun *run)
 	return 0;
 }
 
-static int put_acks(struct gd_state *st, const struct gd_srun *run)
+static void put_ack(uint8_t *p, const struct gd_srun *run, size_t i)
 {
-	size_t i = 0, k, n;
-
-	while (i < run->npend) {
-		uint8_t *p;
-		n = run->npend - i;
-		if (n > PER_RECORD_ACKS)
-			n = PER_RECORD_ACKS;
-		if ((p = rec_begin(st, GD_SR_ACKS, run->num, 4 + n * ACK_SIZE)) == NULL)
-			return -1;
-		for (k = 0; k < n; k++, i++)
-			gd_wire_ack_put(p + k * ACK_SIZE, run->pend[i].seq,
-			    run->pend[i].id);
-		rec_end(st, 4 + n * ACK_SIZE);
-	}
-	return 0;
+	gd_wire_ack_put(p, run->pend[i].seq, run->pend[i].id);
 }
 
-static int put_ranges(struct gd_state *st, const struct gd_srun *run)
+static void put_range(uint8_t *p, const struct gd_srun *run, size_t i)
 {
-	const struct gd_srange *r = run->r + run->off;
-	uint32_t i = 0, k, n;
+	const struct gd_srange *r = &run->r[run->off + i];
 
-	while (i < run->n) {
-		uint8_t *p;
-		n = run->n - i;
-		if (n > PER_RECORD_RANGES)
-			n = PER_RECORD_RANGES;
-		if ((p = rec_begin(st, GD_SR_RANGES, run->num,
-		    4 + (size_t)n * RANGE_SIZE)) == NULL)
+	gd_put64(p, r->lo);
+	gd_put64(p + 8, r->hi);
+	gd_put64(p + 16, r->id_lo);
+	gd_put64(p + 24, r->linear);
+}
+
+/* n items of size bytes of run in records of type, as many per record as
+ * GD_STATE_REC_MAX allows; put writes item i. */
+static int put_items(struct gd_state *st, int type, const struct gd_srun *run,
+    size_t n, size_t size,
+    void (*put)(uint8_t *p, const struct gd_srun *run, size_t i))
+{
+	size_t i = 0, per = (GD_STATE_REC_MAX - 4) / size;
+
+	while (i < n) {
+		size_t k, m = n - i < per ? n - i : per;
+		uint8_t *p = rec_begin(st, type, run->num, 4 + m * size);
+		if (p == NULL)
 			return -1;
-		for (k = 0; k < n; k++, i++, p += RANGE_SIZE) {
-			gd_put64(p, r[i].lo);
-			gd_put64(p + 8, r[i].hi);
-			gd_put64(p + 16, r[i].id_lo);
-			gd_put64(p + 24, r[i].linear);
-		}
-		rec_end(st, 4 + (size_t)n * RANGE_SIZE);
+		for (k = 0; k < m; k++, i++)
+			put(p + k * size, run, i);
+		rec_end(st, 4 + m * size);
 	}
 	return 0;
 }
@@ -423,20 +415,6 @@ static uint64_t snapshot_size(const struct gd_state *st)
 }
 
 /* ---- the file ---- */
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
 
 static void put_header(uint8_t *p)
 {
@@ -486,8 +464,8 @@ static int compact(struct gd_state *st, uint64_t now_ns)
 	for (i = 0; i < st->nruns; i++) {
 		struct gd_srun *run = st->runs[i];
 		run->num = i;
-		if (put_run(st, run) != 0 || put_ranges(st, run) != 0 ||
-		    put_floor(st, run) != 0)
+		if (put_run(st, run) != 0 || put_items(st, GD_SR_RANGES, run,
+		    run->n, RANGE_SIZE, put_range) != 0 || put_floor(st, run) != 0)
 			goto nomem;
 		run->logged = 1;
 		run->floor_dirty = 0;
@@ -497,8 +475,9 @@ static int compact(struct gd_state *st, uint64_t now_ns)
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return fail(st, "cannot create %s: %s", tmp, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0 || write_all(fd, st->buf, st->len)
-	    != 0 || fsync(fd) != 0 || rename(tmp, st->path) != 0) {
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+	    gd_write_all(fd, st->buf, st->len) != 0 || fsync(fd) != 0 ||
+	    rename(tmp, st->path) != 0) {
 		int e = errno;
 		close(fd);
 		unlink(tmp);
@@ -544,7 +523,8 @@ int gd_state_commit(struct gd_state *st, uint64_t now_ns)
 		if (run->npend == 0 && !run->floor_dirty && run->logged)
 			continue;
 		if ((!run->logged && put_run(st, run) != 0) ||
-		    put_acks(st, run) != 0 ||
+		    put_items(st, GD_SR_ACKS, run, run->npend, ACK_SIZE,
+		    put_ack) != 0 ||
 		    (run->floor_dirty && put_floor(st, run) != 0))
 			return fail(st, "out of memory");
 		run->logged = 1;
@@ -554,7 +534,7 @@ int gd_state_commit(struct gd_state *st, uint64_t now_ns)
 	if (st->len > 0) {
 		if (st->size + st->len > 2 * snapshot_size(st) + GD_STATE_SLACK)
 			return compact(st, now_ns);
-		if (write_all(st->fd, st->buf, st->len) != 0)
+		if (gd_write_all(st->fd, st->buf, st->len) != 0)
 			return fail(st, "cannot write: %s", strerror(errno));
 		st->size += st->len;
 		st->len = 0;
