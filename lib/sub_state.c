@@ -44,8 +44,9 @@ int sub_state_attach(struct sub *s, struct sub_pub *pc,
 {
 	struct gd_srun *run = pc->rv.run;
 
-	if (s->state == NULL || (run != NULL && run->epoch == o->epoch &&
-	    run->olen == o->len && memcmp(run->origin, o->s, o->len) == 0))
+	if (s->state == NULL || o->len == 0 || (run != NULL &&
+	    run->epoch == o->epoch && run->olen == o->len &&
+	    memcmp(run->origin, o->s, o->len) == 0))
 		return 0;
 	if ((run = gd_state_run(s->state, o->s, o->len, o->epoch)) == NULL) {
 		gd_err("out of memory for the state of publisher %s", pc->addr);

@@ -152,6 +152,18 @@ reordered() {
 
 # ---- --consecutive ----
 
+@test "--consecutive and --state over TCP: every block written in order and ACKed, the state file kept" {
+	port=$(free_port)
+	spawn "gdsub -P 127.0.0.1:$port --consecutive --state s.state --dedup index 2> sub.err | gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+	run timeout 60 bash -c "seq 1 2000 | gdpub -p $port -n 1 --wait-ready=30 | grep -c ^ACK"
+	assert_output 2000
+	wait_until 30 test -s rc
+	assert_equal "$(cat rc)" "0 0"
+	cut -f2 out.txt | cmp - <(seq 1 2000)
+	[ ! -s sub.err ]
+	[ "$(state_records s.state | wc -l)" -ge 2 ]
+}
+
 @test "--consecutive holds the blocks after a gap until the resend fills it, then writes them in index order" {
 	mkstream > s.gds <<-'EOF'
 	block 1 1 - a
