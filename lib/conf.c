@@ -69,9 +69,9 @@ static const struct key keys[] = {
 	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1, 0 },
 	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1, 0 },
 	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1, 0 },
-	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 0, 1 },
+	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 1, 1 },
 	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0 },
-	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 0, 0 },
+	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 1, 0 },
 	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 0, 1 },
 	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0, 0 },
 	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0, 0 },
@@ -212,8 +212,7 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 				goto unsupported;
 			return 0;
 		}
-		if ((!k->supported || (k->off == offsetof(struct gd_conf, dedup) &&
-		    i == GD_DEDUP_INDEX)) && (int64_t)i != *(int64_t *)p)
+		if (!k->supported && (int64_t)i != *(int64_t *)p)
 			goto unsupported;
 		*(int64_t *)p = (int64_t)i;
 		return 0;

@@ -11,12 +11,65 @@ int gd_recv_init(struct gd_recv *r, int dedup)
 	r->stream = 0;
 	r->stream_epoch = 0;
 	r->n_recv = r->n_unique = r->n_dup = r->n_acked = 0;
+	r->n_mismatch = 0;
+	r->state_nomem = 0;
+	r->consecutive = 0;
+	r->last = 0;
+	r->st = NULL;
+	r->run = NULL;
+	gd_order_init(&r->ord);
 	return gd_dedup_init(&r->dd);
 }
 
 void gd_recv_free(struct gd_recv *r)
 {
 	gd_dedup_free(&r->dd);
+	gd_order_free(&r->ord);
+}
+
+void gd_recv_attach(struct gd_recv *r, struct gd_state *st,
+    struct gd_srun *run)
+{
+	r->st = st;
+	r->run = run;
+	if (r->consecutive && r->dd.max_seq == 0)
+		gd_order_start(&r->ord, gd_state_resume(run));
+}
+
+/* Not a copy of a block in the set: was it acknowledged before a restart
+ * (the state file), is it a late one (--dedup index), does it wait behind
+ * a gap (--consecutive)? 0 to go on as a new block, else a verdict. */
+static int new_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
+{
+	int had = r->run ? gd_state_has(r->run, seq, id) : 0;
+
+	if (had > 0) {
+		r->n_dup++;
+		if (r->consecutive && gd_order_done(&r->ord, seq) != 0)
+			return GD_RV_NOMEM;
+		return (how & GD_RB_GD) ? GD_RV_REACK : GD_RV_DUP;
+	}
+	if (had < 0)
+		r->n_mismatch++;	/* not the block recorded: a new one */
+	if (r->dedup == GD_DEDUP_INDEX && seq <= r->last) {
+		r->n_dup++;
+		return GD_RV_DUP;
+	}
+	if (!r->consecutive)
+		return 0;
+	switch (gd_order_place(&r->ord, seq)) {
+	case GD_OP_NOW:
+		gd_order_passed(&r->ord);
+		return 0;
+	case GD_OP_HOLD:
+		return (how & GD_RB_CLOSED) ? GD_RV_CLOSED : GD_RV_HOLD;
+	case GD_OP_HELD:
+		r->n_dup++;
+		return GD_RV_DUP;
+	case GD_OP_FULL:
+		return GD_RV_GAP;
+	}
+	return 0;	/* GD_OP_LATE: from before the run's start */
 }
 
 /* A copy of the block the entry holds. */
@@ -46,9 +99,12 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 {
 	uint32_t slot, state = (how & GD_RB_GD) ? GD_DS_EMITTED : GD_DS_DONE;
 	struct gd_dent *e = NULL;
+	int rv;
 
-	r->n_recv++;
-	if (seq < r->floor) {	/* resolved at the publisher: a late copy */
+	if (!(how & GD_RB_RELEASED))	/* counted when it arrived */
+		r->n_recv++;
+	if (seq < r->floor && !(how & GD_RB_RELEASED)) {
+		/* resolved at the publisher: a late copy */
 		r->n_dup++;
 		return GD_RV_DUP;
 	}
@@ -63,6 +119,8 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 			return GD_RV_DUP;
 		}
 	}
+	if ((rv = new_block(r, id, seq, how)) != 0)
+		return rv;
 	if (how & GD_RB_CLOSED)
 		return GD_RV_CLOSED;
 	if (how & GD_RB_UNWRITABLE)
@@ -83,6 +141,8 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 		return GD_RV_NOMEM;
 	if (how & GD_RB_UNWRITABLE)
 		return GD_RV_UNWRITABLE;
+	if (seq > r->last)
+		r->last = seq;
 	r->n_unique++;
 	if (state == GD_DS_EMITTED)
 		r->unacked++;
@@ -137,6 +197,8 @@ int gd_recv_ack(struct gd_recv *r, uint64_t id, int how, uint64_t *seq)
 		rc = GD_RA_OK;	/* acknowledged before; nothing left to send */
 	else
 		r->n_acked++;
+	if (r->run && gd_state_ack(r->st, r->run, e->seq, id) != 0)
+		r->state_nomem = 1;	/* the engine's commit reports it */
 	*seq = e->seq;
 	gd_dedup_settled(&r->dd, slot);
 	return rc;
@@ -148,6 +210,42 @@ void gd_recv_floor(struct gd_recv *r, uint64_t floor)
 		return;
 	r->floor = floor;
 	gd_dedup_prune(&r->dd, floor);
+	gd_order_floor(&r->ord, floor);
+	if (r->run)
+		gd_state_floor(r->run, floor);
+}
+
+struct gd_held *gd_recv_take(struct gd_recv *r)
+{
+	struct gd_order *o = &r->ord;
+	struct gd_held *h;
+
+	while ((h = gd_order_take(o)) == NULL) {
+		int empty = o->held + o->marks == 0;
+		uint64_t to;
+		/* acknowledged before a restart: not resent once that
+		 * acknowledgement reached the publisher, nothing to wait for */
+		if (r->run && gd_state_acked(r->run, o->next)) {
+			if (empty)
+				gd_order_start(o, gd_state_acked_end(r->run, o->next));
+			else
+				gd_order_passed(o);
+			continue;
+		}
+		if (o->next >= o->floor)
+			return NULL;	/* awaited */
+		/* missing, resolved at the publisher: skipped, at once up to
+		 * the floor or the next acknowledged index when nothing is
+		 * held in between */
+		to = o->next + 1;
+		if (empty) {
+			to = o->floor;
+			if (r->run && gd_state_next_acked(r->run, o->next) < to)
+				to = gd_state_next_acked(r->run, o->next);
+		}
+		gd_order_skip(o, to);
+	}
+	return h;
 }
 
 int gd_recv_stream_epoch(struct gd_recv *r, uint64_t epoch)
@@ -168,6 +266,9 @@ int64_t gd_recv_reset(struct gd_recv *r)
 	gd_dedup_free(&r->dd);
 	r->unacked = 0;
 	r->floor = 0;
+	r->last = 0;
+	r->run = NULL;		/* the new run is attached at its first block */
+	(void)gd_order_reset(&r->ord);
 	if (gd_dedup_init(&r->dd) != 0)
 		return -1;
 	return lost;

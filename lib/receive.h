@@ -18,12 +18,16 @@
 #include <stdint.h>
 
 #include "dedup.h"
+#include "order.h"
+#include "state.h"
 #include "wire.h"
 
 /* how a block can be handled, from the engine's state */
 #define GD_RB_GD 1		/* acknowledgements go back to the publisher */
 #define GD_RB_UNWRITABLE 2	/* the output format cannot carry it */
 #define GD_RB_CLOSED 4		/* stdout is closed: nothing new is written */
+#define GD_RB_RELEASED 8	/* --consecutive: held back, now due (written
+				 * even if the floor passed it meanwhile) */
 
 enum gd_rverdict {
 	GD_RV_NEW = 1,		/* a new block: write it */
@@ -35,6 +39,10 @@ enum gd_rverdict {
 	GD_RV_TOO_MANY,		/* new, but GD_DEDUP_MAX_OLDER earlier copies of
 				 * its id are unacknowledged: not written */
 	GD_RV_NOMEM,
+	GD_RV_HOLD,		/* --consecutive: past a gap, hold it back
+				 * (gd_order_hold on r->ord) */
+	GD_RV_GAP,		/* --consecutive: too far past a gap
+				 * (GD_ORDER_MAX): give up on the run */
 };
 
 /* how an acknowledgement can be handled, from the engine's state */
@@ -58,27 +66,47 @@ enum gd_raverdict {
 
 struct gd_recv {
 	struct gd_dedup dd;
-	int dedup;		/* GD_DEDUP_ID or GD_DEDUP_NONE (conf.h) */
+	int dedup;		/* GD_DEDUP_ID, _INDEX or _NONE (conf.h) */
+	int consecutive;	/* write in sequence-index order (r->ord) */
+	struct gd_order ord;
+	uint64_t last;		/* --dedup index: the highest index written */
+	struct gd_state *st;	/* GDsub_state, or NULL */
+	struct gd_srun *run;	/* the publisher run in st, NULL before its
+				 * first block (gd_recv_attach) */
 	uint64_t floor;		/* every sequence index below it is resolved */
 	uint64_t unacked;	/* copies written and not yet acknowledged */
 	uint64_t seq_base;	/* blocks of the publisher's earlier runs */
 	int stream;		/* -i: blocks come from a framed stream */
 	uint64_t stream_epoch;	/* -i: the run of the stream's latest frames */
 	uint64_t n_recv, n_unique, n_dup, n_acked;
+	uint64_t n_mismatch;	/* an acknowledged index came with another id */
+	int state_nomem;	/* an acknowledgement not recorded in st */
 };
 
 int gd_recv_init(struct gd_recv *r, int dedup);
 void gd_recv_free(struct gd_recv *r);
+/* The state file's record of the publisher run whose blocks arrive now
+ * (st and run non-NULL): blocks it holds as acknowledged are acknowledged
+ * again instead of written, and every acknowledgement sent goes into it.
+ * With --consecutive, a run not yet under way resumes where it stood. */
+void gd_recv_attach(struct gd_recv *r, struct gd_state *st,
+    struct gd_srun *run);
 /* A block (not a snapshot one) arrived; how is one of GD_RB_*. */
 int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how);
 /* gdack acknowledged key id; how is one of GD_RK_*. On GD_RA_SEND *seq
  * is the copy's sequence index. */
 int gd_recv_ack(struct gd_recv *r, uint64_t id, int how, uint64_t *seq);
-/* The publisher's floor: every sequence index below it is resolved. */
+/* The publisher's floor: every sequence index below it is resolved. With
+ * --consecutive, held blocks may now be due (gd_recv_take). */
 void gd_recv_floor(struct gd_recv *r, uint64_t floor);
-/* The publisher restarted (a new run, ids start over): forget its blocks.
- * Returns how many written copies will never be acknowledged, or -1 when
- * out of memory. */
+/* --consecutive: the next held block now due (handed back to
+ * gd_recv_block with GD_RB_RELEASED, then freed), past the indexes that
+ * need nothing (acknowledged before a restart) and the missing ones below
+ * the floor (listed in r->ord.skipped); NULL while the next is awaited. */
+struct gd_held *gd_recv_take(struct gd_recv *r);
+/* The publisher restarted (a new run, ids start over): forget its blocks
+ * (held ones too: count r->ord.held first). Returns how many written
+ * copies will never be acknowledged, or -1 when out of memory. */
 int64_t gd_recv_reset(struct gd_recv *r);
 /* Stream mode (-i): blocks come from a framed stream, each frame stamped
  * with the epoch of the publisher run that wrote it, while

@@ -11,23 +11,57 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
+/* --consecutive: the gap before block b will not be filled in time */
+static void gave_up(struct sub *s, struct sub_pub *pc, const struct gd_block *b)
+{
+	const struct gd_order *ord = &pc->rv.ord;
+
+	gd_err("publisher %s: sequence index %" PRIu64 " is missing; %" PRIu32
+	    " block%s (%" PRIu64 " bytes) held back behind it and block %" PRIu64
+	    " (index %" PRIu64 ") would pass the --consecutive limit of %u "
+	    "indexes or %u MiB; giving up", pc->addr, ord->next, ord->held,
+	    gd_plural(ord->held), ord->bytes, b->id, b->seq, GD_ORDER_MAX,
+	    GD_ORDER_MAX_BYTES >> 20);
+	s->n_gave_up++;
+	sub_begin_close(s, "--consecutive gave up on a gap");
+}
+
+/* Hold block b back past a gap; 0, or -1 when gdsub stops. */
+static int hold(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
     const struct sub_origin *o)
 {
-	int gd = s->conf->gd && pc->ack_status == GD_ACK_OK;
-	int how = (gd ? GD_RB_GD : 0) | (s->closing ? GD_RB_CLOSED : 0);
-	const char *flags = b->flags & GD_FL_RESENT ? "r" : "";
+	int rc = gd_order_hold(&pc->rv.ord, b->id, b->seq, b->time_ns, b->flags,
+	    b->data, b->len, o->s, o->len);
 
-	if (b->flags & GD_FL_SNAPSHOT) {
-		/* snapshot blocks are history: shown, never deduped or acked */
-		pc->n_snap++;
-		if (!s->closing)
-			sub_out_block(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
-		return;
+	if (rc > 0)
+		gave_up(s, pc, b);
+	else if (rc < 0) {
+		gd_err("out of memory holding back block %.*s/%" PRIu64
+		    " (--consecutive)", (int)o->len, o->s, b->id);
+		sub_finish(s, GD_EX_FAIL);
 	}
+	return rc == 0 ? 0 : -1;
+}
+
+/* One block through receive.c's rules, and what they say is done. */
+static void one_block(struct sub *s, struct sub_pub *pc,
+    const struct gd_block *b, const struct sub_origin *o, int released)
+{
+	int gd = s->conf->gd && pc->ack_status == GD_ACK_OK;
+	int how = (gd ? GD_RB_GD : 0) | (s->closing ? GD_RB_CLOSED : 0) |
+	    (released ? GD_RB_RELEASED : 0);
+	const char *flags = b->flags & GD_FL_RESENT ? "r" : "";
+	uint64_t mismatch = pc->rv.n_mismatch;
+	int rv;
+
 	if (sub_out_cannot_carry(s, b))
 		how |= GD_RB_UNWRITABLE;
-	switch (gd_recv_block(&pc->rv, b->id, b->seq, how)) {
+	rv = gd_recv_block(&pc->rv, b->id, b->seq, how);
+	if (pc->rv.n_mismatch != mismatch)
+		gd_warn("block %.*s/%" PRIu64 " has sequence index %" PRIu64
+		    ", acknowledged before with another id (state file); "
+		    "taken as a new block", (int)o->len, o->s, b->id, b->seq);
+	switch (rv) {
 	case GD_RV_REACK:
 		/* its ack was lost: ack again (a failure is reported there) */
 		(void)sub_ack_queue(pc, b->id, b->seq);
@@ -40,6 +74,12 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 		return;
 	case GD_RV_UNWRITABLE:
 		sub_out_unwritable(s, o, b);
+		return;
+	case GD_RV_HOLD:
+		(void)hold(s, pc, b, o);
+		return;
+	case GD_RV_GAP:
+		gave_up(s, pc, b);
 		return;
 	case GD_RV_TOO_MANY:
 		gd_err("block %.*s/%" PRIu64 " reuses an id whose %u earlier "
@@ -63,9 +103,73 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 		sub_begin_close(s, NULL);
 }
 
+/* --consecutive: write the held blocks now due, and say which indexes
+ * the floor skipped. */
+static void release(struct sub *s, struct sub_pub *pc)
+{
+	struct gd_order *ord = &pc->rv.ord;
+	struct gd_skipped *k = &ord->skipped;
+	struct gd_held *h;
+
+	while (!s->done && (h = gd_recv_take(&pc->rv)) != NULL) {
+		struct gd_block b = { h->id, h->seq, h->time_ns, h->flags,
+			h->len, h->data };
+		struct sub_origin o = { ord->origin, ord->olen, pc->rv.run ?
+			pc->rv.run->epoch : pc->epoch };
+		one_block(s, pc, &b, &o, 1);
+		free(h);
+	}
+	if (k->total > 0) {
+		char list[GD_ORDER_REPORT * 44 + 1];
+		uint64_t named = 0;
+		size_t n = 0;
+		unsigned i;
+		for (i = 0; i < k->n; i++) {
+			n += (size_t)snprintf(list + n, sizeof(list) - n,
+			    k->hi[i] - k->lo[i] > 1 ? "%s%" PRIu64 "-%" PRIu64 :
+			    "%s%" PRIu64, i ? ", " : "", k->lo[i], k->hi[i] - 1);
+			named += k->hi[i] - k->lo[i];
+		}
+		gd_warn("publisher %s: sequence index%s %s%s never arrived and "
+		    "%s resolved without this subscriber (NACKed); skipped "
+		    "(--consecutive)", pc->addr, k->total == 1 ? "" : "es",
+		    list, k->total > named ? ", ..." : "",
+		    k->total == 1 ? "was" : "were");
+		memset(k, 0, sizeof(*k));
+	}
+}
+
+void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
+    const struct sub_origin *o)
+{
+	if (b->flags & GD_FL_SNAPSHOT) {
+		/* snapshot blocks are history: shown, never deduped or acked */
+		pc->n_snap++;
+		if (!s->closing)
+			sub_out_block(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
+		return;
+	}
+	if (sub_state_attach(s, pc, o) != 0)
+		return;
+	one_block(s, pc, b, o, 0);
+	if (pc->rv.consecutive)
+		release(s, pc);
+}
+
+void sub_on_floor(struct sub *s, struct sub_pub *pc, uint64_t floor,
+    const struct sub_origin *o)
+{
+	if (sub_state_attach(s, pc, o) != 0)
+		return;
+	gd_recv_floor(&pc->rv, floor);
+	if (pc->rv.consecutive)
+		release(s, pc);
+}
+
 /* The publisher restarted: its ids start over, so forget its blocks. */
 void sub_forget(struct sub *s, struct sub_pub *pc)
 {
+	uint32_t held = pc->rv.ord.held;
 	int64_t lost = gd_recv_reset(&pc->rv);
 
 	if (lost < 0) {
@@ -76,6 +180,11 @@ void sub_forget(struct sub *s, struct sub_pub *pc)
 	gd_warn("publisher %s restarted; forgetting its earlier blocks "
 	    "(%" PRId64 " written on stdout were not acknowledged)",
 	    pc->addr, lost);
+	if (held > 0)
+		gd_warn("publisher %s restarted; %" PRIu32 " block%s held back "
+		    "for --consecutive behind a gap of its earlier run %s "
+		    "dropped", pc->addr, held, gd_plural(held),
+		    held == 1 ? "was" : "were");
 	pc->nqueued = 0;
 }
 
@@ -85,6 +194,8 @@ static void on_prepare(uv_prepare_t *h)
 {
 	struct sub *s = h->data;
 
+	if (s->state)
+		sub_state_commit(s);
 	sub_acks_flush(s);
 	gd_out_flush(&s->out);
 	gd_ctl_flush(&s->ctl);
@@ -138,10 +249,12 @@ void sub_finish(struct sub *s, int code)
 
 	if (s->done)
 		return;
+	if (s->state)
+		code = sub_state_last_commit(s, code);
 	s->done = 1;
 	s->code = code;
 	sub_in_stop(s);
-	sub_acks_flush(s);
+	sub_acks_flush(s);	/* after the state that records them */
 	gd_ctl_flush(&s->ctl);
 	for (i = 0; i < s->npc; i++)
 		sub_net_shut(&s->pc[i], s->hard);
@@ -149,6 +262,8 @@ void sub_finish(struct sub *s, int code)
 	uv_close((uv_handle_t *)&s->linger, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
+	if (s->state)
+		uv_close((uv_handle_t *)&s->state_sync, NULL);
 	sub_ctl_close(s);
 	if (s->hard)
 		sub_out_abort(s);
@@ -184,6 +299,9 @@ static void walk_close(uv_handle_t *h, void *arg)
  * written or acknowledged make a clean end a failure. */
 static int outcome(const struct sub *s)
 {
+	uint64_t held = 0;
+	size_t i;
+
 	if (s->code != GD_EX_OK)
 		return s->code;
 	if (s->in.code)
@@ -203,6 +321,21 @@ static int outcome(const struct sub *s)
 		    "publisher and were not acknowledged", s->in.n_stale);
 		return GD_EX_FAIL;
 	}
+	for (i = 0; i < s->npc; i++) {
+		const struct gd_order *ord = &s->pc[i].rv.ord;
+		if (ord->held == 0)
+			continue;
+		gd_err("publisher %s: %" PRIu32 " block%s held back behind "
+		    "missing sequence index %" PRIu64 " %s not written "
+		    "(--consecutive)", s->pc[i].addr, ord->held,
+		    gd_plural(ord->held), ord->next,
+		    ord->held == 1 ? "was" : "were");
+		held += ord->held;
+	}
+	if (held > 0)
+		return GD_EX_FAIL;
+	if (s->n_gave_up > 0)
+		return GD_EX_FAIL;
 	return GD_EX_OK;
 }
 
@@ -215,6 +348,8 @@ static int setup(struct sub *s)
 	int rc;
 
 	if ((rc = sub_ctl_listen(s)) != 0)
+		return rc;
+	if (conf->state && (rc = sub_state_open(s)) != 0)
 		return rc;
 	if ((s->pc = calloc(conf->npubs, sizeof(*s->pc))) == NULL) {
 		gd_err("out of memory");
@@ -245,6 +380,7 @@ static int setup(struct sub *s)
 			return GD_EX_FAIL;
 		}
 		pc->rv.stream = s->stream_in;
+		pc->rv.consecutive = conf->consecutive != 0;
 	}
 	if ((rc = uv_prepare_start(&s->prep, on_prepare)) != 0 ||
 	    (rc = uv_signal_start(&s->sigint, on_signal, SIGINT)) != 0 ||
@@ -297,6 +433,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	}
 	free(s->pc);
 	sub_in_free(s);
+	if (s->state)
+		rc = sub_state_close(s, rc);
 	free(s);
 	return rc;
 }

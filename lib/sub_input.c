@@ -86,7 +86,8 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 		    "%s than the one running now; they cannot be "
 		    "acknowledged and are not written", pc->addr);
 	if (f->type == GD_SF_FLOOR) {
-		gd_recv_floor(&pc->rv, f->seq);
+		if (!stale(s, pc))
+			sub_on_floor(s, pc, f->seq, &o);
 		return;
 	}
 	if (f->type == GD_SF_END) {

@@ -88,10 +88,16 @@ struct sub {
 	char name[256];
 	int stream_in;		/* -i: blocks come from s->in, not over TCP */
 	struct sub_in in;
+	struct gd_state *state;	/* GDsub_state, or NULL */
+	uv_timer_t state_sync;	/* its fsync, at most GD_STATE_SYNC_NS late */
+	int state_err;		/* it failed (said): nothing more is written */
+	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
 };
 
 /* sub.c: wiring and lifecycle */
 void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
+    const struct sub_origin *o);
+void sub_on_floor(struct sub *s, struct sub_pub *pc, uint64_t floor,
     const struct sub_origin *o);
 void sub_forget(struct sub *s, struct sub_pub *pc);
 void sub_begin_close(struct sub *s, const char *why);
@@ -127,6 +133,14 @@ int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);
+
+/* sub_state.c: the state file */
+int sub_state_open(struct sub *s);
+int sub_state_attach(struct sub *s, struct sub_pub *pc,
+    const struct sub_origin *o);
+void sub_state_commit(struct sub *s);
+int sub_state_last_commit(struct sub *s, int code);
+int sub_state_close(struct sub *s, int rc);
 
 /* sub_ctl.c: the control socket */
 int sub_ctl_listen(struct sub *s);

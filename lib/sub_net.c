@@ -216,7 +216,11 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			}
 			on_welcome(s, pc, &w);
 		} else if (f.type == GD_F_FLOOR && f.len == 8) {
-			gd_recv_floor(&pc->rv, gd_get64(f.body));
+			struct sub_origin o = { pc->origin, pc->origin_len,
+				pc->epoch };
+			sub_on_floor(s, pc, gd_get64(f.body), &o);
+			if (s->done)
+				return;
 		} else if (f.type == GD_F_END) {
 			gd_trace(1, "publisher %s ended its stream", pc->addr);
 			pc->state = SUB_PS_ENDED;

@@ -20,7 +20,14 @@ static const char usage[] =
 "      --name NAME            identity at the publishers (default derived)\n"
 "      --no-gd                receive only: no acknowledgement connection\n"
 "      --ctl PATH             control socket for gdack (default derived)\n"
-"      --dedup MODE           id (default) or none\n"
+"      --dedup MODE           id (default): drop copies of a block seen;\n"
+"                             index: also drop blocks whose sequence index\n"
+"                             is not above the last written; none: keep all\n"
+"      --consecutive          write each publisher's blocks in sequence-\n"
+"                             index order, holding back past a gap\n"
+"      --state FILE           remember acknowledged blocks in FILE, so a\n"
+"                             restarted gdsub acknowledges their resends\n"
+"                             again instead of writing them\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
 "                             stream, binary-safe; see gdkit-stream(5))\n"
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
@@ -34,8 +41,7 @@ static const char usage[] =
 "  -h, --help                 show this help\n"
 "  -V, --version              show the version\n"
 "\n"
-"Not supported yet (refused): --state, --dedup index, --consecutive,\n"
-"--auth-key-file, --qos.\n"
+"Not supported yet (refused): --auth-key-file, --qos.\n"
 "See gdsub(1), gdkit.conf(5).\n";
 
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
@@ -128,8 +134,8 @@ int main(int argc, char **argv)
 			rc = gd_conf_set_opt(&conf, "GDsub_gd", "--no-gd", "0");
 			break;
 		case O_CONSEC:
-			gd_usage_err("--consecutive is not supported yet in this version of gdkit");
-			rc = GD_EX_USAGE;
+			rc = gd_conf_set_opt(&conf, "GDsub_consecutive",
+			    "--consecutive", "1");
 			break;
 		case O_QOS:
 			rc = set_qos(&conf, optarg);
@@ -194,6 +200,12 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
 		goto out;
+	if (conf.state && !conf.gd) {
+		gd_usage_err("cannot use --state (GDsub_state) with --no-gd "
+		    "(GDsub_gd=0): nothing is acknowledged");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if (opt.format == GD_OUT_FRAME && opt.delim != '\n') {
 		gd_usage_err("-f frame cannot be combined with -0: frames carry "
 		    "their lengths");

@@ -234,8 +234,7 @@ padded() {
 
 @test "gdsub: unsupported keys with a non-default value are refused" {
 	local kv
-	for kv in GDsub_state=s.state GDsub_dedup=index GDsub_consecutive=1 \
-	    GDsub_authKeyFile=k GDsub_reliability=ordered GDsub_retryCount=3 \
+	for kv in GDsub_authKeyFile=k GDsub_reliability=ordered GDsub_retryCount=3 \
 	    GDsub_connectionCached=0 GDsub_locatorCacheTimeout=5; do
 		cfg bad.ini 'GDsub_pub=127.0.0.1:7001' "$kv"
 		conf_err gdsub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"

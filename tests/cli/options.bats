@@ -178,12 +178,16 @@ load helpers
 }
 
 @test "gdsub: options not supported yet are refused" {
-	expect_usage gdsub "invalid value 'x' for --state: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --state x
 	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
 	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
-	expect_usage gdsub "invalid value 'index' for --dedup: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --dedup index
-	expect_usage gdsub "--consecutive is not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --consecutive
 	expect_usage gdsub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --auth-key-file k
+}
+
+@test "gdsub: --state with --no-gd is refused, from options or keys" {
+	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -P 127.0.0.1:1 --state s.state --no-gd
+	printf 'GDsub_pub=127.0.0.1:1\nGDsub_state=s.state\nGDsub_gd=0\n' > s.ini
+	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -c s.ini
+	[ ! -e s.state ]
 }
 
 @test "stream mode: options that do not go together are refused" {

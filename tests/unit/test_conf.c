@@ -219,9 +219,9 @@ static const struct kv kvs[] = {
 	{ "GDsub_name", "sub-a", NULL },
 	{ "GDsub_gd", "0", NULL },
 	{ "GDsub_ctl", "/tmp/gdsub.sock", NULL },
-	{ "GDsub_state", NULL, "/var/lib/gd/state" },
-	{ "GDsub_dedup", "none", NULL },
-	{ "GDsub_consecutive", "0", "1" },
+	{ "GDsub_state", "/var/lib/gd/state", NULL },
+	{ "GDsub_dedup", "index", NULL },
+	{ "GDsub_consecutive", "1", NULL },
 	{ "GDsub_authKeyFile", NULL, "/etc/gd.key" },
 	{ "GDsub_reliability", "", "ordered" },
 	{ "GDsub_retryCount", "0", "5" },
@@ -1236,13 +1236,13 @@ TEST(unsupported_special_values)
 {
 	struct gd_conf c;
 
-	/* dedup: id and none supported, index not yet */
+	/* dedup: id, index and none */
 	ASSERT_EQ(load(&c, GD_FAM_SUB, "GDsub_dedup=id\n"), 0);
 	ASSERT_EQ(c.dedup, GD_DEDUP_ID);
 	gd_conf_free(&c);
-	ASSERT_EQ(load_fails(GD_FAM_SUB, "GDsub_dedup=index\n"), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(1, "GDsub_dedup"));
-	ASSERT_HAS(errbuf, "not supported yet");
+	ASSERT_EQ(load(&c, GD_FAM_SUB, "GDsub_dedup=index\n"), 0);
+	ASSERT_EQ(c.dedup, GD_DEDUP_INDEX);
+	gd_conf_free(&c);
 	/* reliability: "" is the default */
 	ASSERT_EQ(load(&c, GD_FAM_SUB, "GDsub_reliability=\n"), 0);
 	ASSERT(c.reliability == NULL);
@@ -1312,7 +1312,7 @@ TEST(set_opt_invalid)
 		{ "GDpub_host", "--host", "" },
 		{ "GDpub_role", "--role", "secondary" },
 		{ "GDsub_pub", "--pub", "nohost" },
-		{ "GDsub_dedup", "--dedup", "index" },
+		{ "GDsub_dedup", "--dedup", "idx" },
 		{ "GDsub_gd", "--no-gd", "2" },
 	};
 	char want[300];

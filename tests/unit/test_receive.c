@@ -7,6 +7,9 @@
 #include "receive.h"
 #include "unit.h"
 
+#include <stdlib.h>
+#include <unistd.h>
+
 #define GD GD_RB_GD
 
 static uint64_t ack(struct gd_recv *r, uint64_t id, int want)
@@ -277,6 +280,197 @@ TEST(stream_runs)
 	gd_recv_free(&r);
 }
 
+/* --dedup index: a block whose index is not above the last written is
+ * dropped, even with an id never seen; acknowledged copies are
+ * acknowledged again. */
+TEST(dedup_index)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_INDEX), 0);
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 2, 2, GD), GD_RV_NEW);
+	ASSERT_EQ(gd_recv_block(&r, 4, 4, GD), GD_RV_NEW);
+	ASSERT_U64(r.last, 4);
+	ASSERT_EQ(gd_recv_block(&r, 3, 3, GD), GD_RV_DUP);	/* late */
+	ASSERT_U64(ack(&r, 2, GD_RA_SEND), 2);
+	ASSERT_EQ(gd_recv_block(&r, 2, 2, GD), GD_RV_REACK);
+	ASSERT_EQ(gd_recv_block(&r, 4, 4, GD), GD_RV_DUP);
+	ASSERT_EQ(gd_recv_block(&r, 1, 5, GD), GD_RV_NEW);	/* id 1 again */
+	ASSERT_U64(r.last, 5);
+	ASSERT_U64(r.n_unique, 4);
+	ASSERT_U64(r.n_dup, 3);
+	/* receive-only: the same rule */
+	ASSERT_EQ(gd_recv_block(&r, 9, 5, 0), GD_RV_DUP);
+	gd_recv_free(&r);
+}
+
+/* Hold what gd_recv_block says to hold, as the engine does. */
+static int arrive(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
+{
+	int v = gd_recv_block(r, id, seq, how);
+	if (v == GD_RV_HOLD)
+		ASSERT_EQ(gd_order_hold(&r->ord, id, seq, 0, 0,
+		    (const uint8_t *)"x", 1, "h:1", 3), 0);
+	return v;
+}
+
+/* Release what is due, as the engine does; the written indexes go in
+ * out[] (a 0 ends the list). */
+static void release(struct gd_recv *r, uint64_t *out, size_t n)
+{
+	struct gd_held *h;
+	size_t i = 0;
+
+	while ((h = gd_recv_take(r)) != NULL) {
+		int v = gd_recv_block(r, h->id, h->seq, GD | GD_RB_RELEASED);
+		if (v != GD_RV_NEW)
+			FAILF("released %" PRIu64 ": verdict %d", h->seq, v);
+		if (i + 1 < n)
+			out[i++] = h->seq;
+		free(h);
+	}
+	out[i] = 0;
+}
+
+#define RELEASED(r, ...) do { \
+	uint64_t _got[16], _want[] = { __VA_ARGS__, 0 }; \
+	size_t _i; \
+	release(r, _got, 16); \
+	for (_i = 0; _want[_i] || _got[_i]; _i++) \
+		if (_got[_i] != _want[_i]) { \
+			FAILF("released[%zu] %" PRIu64 ", expected %" PRIu64, \
+			    _i, _got[_i], _want[_i]); \
+			break; \
+		} \
+} while (0)
+
+/* --consecutive: a gap holds the blocks after it until it is filled;
+ * a floor past a gap skips what never came and names it; blocks held
+ * are written even if the floor passed them; far past a gap is the
+ * limit. */
+TEST(consecutive)
+{
+	struct gd_recv r;
+	const struct gd_skipped *k = &r.ord.skipped;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	r.consecutive = 1;
+	ASSERT_EQ(arrive(&r, 1, 1, GD), GD_RV_NEW);
+	RELEASED(&r, 0);
+	ASSERT_EQ(arrive(&r, 3, 3, GD), GD_RV_HOLD);
+	ASSERT_EQ(arrive(&r, 3, 3, GD), GD_RV_DUP);	/* held already */
+	ASSERT_EQ(arrive(&r, 4, 4, GD), GD_RV_HOLD);
+	RELEASED(&r, 0);
+	ASSERT_EQ(r.ord.held, 2);
+	ASSERT_EQ(arrive(&r, 2, 2, GD), GD_RV_NEW);	/* the resend */
+	RELEASED(&r, 3, 4);
+	ASSERT_EQ(r.ord.held, 0);
+	ASSERT_U64(r.ord.next, 5);
+	ASSERT_U64(r.n_recv, 5);
+	ASSERT_U64(r.n_unique, 4);
+	ASSERT_EQ(gd_recv_block(&r, 3, 3, GD), GD_RV_DUP);
+	/* 5 and 7 were NACKed: the floor says so */
+	ASSERT_EQ(arrive(&r, 6, 6, GD), GD_RV_HOLD);
+	ASSERT_EQ(arrive(&r, 8, 8, GD), GD_RV_HOLD);
+	ASSERT_EQ(arrive(&r, 10, 10, GD), GD_RV_HOLD);
+	gd_recv_floor(&r, 8);
+	RELEASED(&r, 6, 8);
+	ASSERT_EQ(k->n, 2);
+	ASSERT_U64(k->lo[0], 5);
+	ASSERT_U64(k->hi[0], 6);
+	ASSERT_U64(k->lo[1], 7);
+	ASSERT_U64(k->hi[1], 8);
+	ASSERT_U64(k->total, 2);
+	/* held blocks timed out too: written all the same */
+	gd_recv_floor(&r, 12);
+	RELEASED(&r, 10);
+	ASSERT_U64(k->total, 4);
+	ASSERT_U64(r.ord.next, 12);
+	/* nothing held: a floor skips the whole gap at once */
+	gd_recv_floor(&r, 1000000);
+	RELEASED(&r, 0);
+	ASSERT_U64(r.ord.next, 1000000);
+	ASSERT_U64(k->total, 4 + 1000000 - 12);
+	ASSERT_EQ(k->n, 4);	/* 5, 7, 9, 11-999999 */
+	/* GD_ORDER_MAX past the gap is too far */
+	ASSERT_EQ(arrive(&r, 1, 1000000 + GD_ORDER_MAX - 1, GD), GD_RV_HOLD);
+	ASSERT_EQ(gd_recv_block(&r, 2, 1000000 + GD_ORDER_MAX, GD), GD_RV_GAP);
+	/* a new run drops what is held and starts at 1 */
+	ASSERT(gd_recv_reset(&r) >= 0);
+	ASSERT_EQ(r.ord.held, 0);
+	ASSERT_EQ(arrive(&r, 1, 1, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+}
+
+/* --consecutive with --dedup index and stdout closed. */
+TEST(consecutive_index_closed)
+{
+	struct gd_recv r;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_INDEX), 0);
+	r.consecutive = 1;
+	ASSERT_EQ(arrive(&r, 1, 1, GD), GD_RV_NEW);
+	ASSERT_EQ(arrive(&r, 3, 3, GD), GD_RV_HOLD);
+	ASSERT_EQ(arrive(&r, 4, 4, GD | GD_RB_CLOSED), GD_RV_CLOSED);
+	ASSERT_EQ(arrive(&r, 2, 2, GD), GD_RV_NEW);
+	RELEASED(&r, 3);
+	ASSERT_EQ(arrive(&r, 2, 2, GD), GD_RV_DUP);
+	gd_recv_free(&r);
+}
+
+static char sdir[] = "/tmp/gdkit-receive-XXXXXX";
+
+/* GDsub_state: what was acknowledged before a restart is acknowledged
+ * again, not written; with another id it is a new block; every
+ * acknowledgement sent is recorded; --consecutive resumes where the run
+ * stood and does not wait for what was acknowledged. */
+TEST(state_file)
+{
+	char path[64];
+	struct gd_state st;
+	struct gd_srun *run;
+	struct gd_recv r;
+	uint64_t s;
+
+	snprintf(path, sizeof(path), "%s/s.state", sdir);
+	if (gd_state_open(&st, path, 0) != 0) {
+		FAILF("open: %s", st.err);
+		return;
+	}
+	run = gd_state_run(&st, "h:1", 3, 77);
+	for (s = 1; s <= 5; s++)
+		ASSERT_EQ(gd_state_ack(&st, run, s, 100 + s), 0);
+	ASSERT_EQ(gd_state_ack(&st, run, 7, 107), 0);
+	gd_state_floor(run, 3);
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	r.consecutive = 1;
+	gd_recv_attach(&r, &st, run);
+	ASSERT_U64(r.ord.next, 6);
+	ASSERT_EQ(arrive(&r, 104, 4, GD), GD_RV_REACK);
+	ASSERT_EQ(arrive(&r, 104, 4, 0), GD_RV_DUP);
+	ASSERT_EQ(arrive(&r, 999, 5, GD), GD_RV_NEW);	/* not that block */
+	ASSERT_U64(r.n_mismatch, 1);
+	ASSERT_EQ(arrive(&r, 108, 8, GD), GD_RV_HOLD);
+	ASSERT_EQ(arrive(&r, 106, 6, GD), GD_RV_NEW);
+	RELEASED(&r, 8);	/* 7 was acknowledged: not awaited */
+	ASSERT_U64(r.ord.skipped.total, 0);
+	ASSERT_EQ(arrive(&r, 107, 7, GD), GD_RV_REACK);	/* its resend */
+	ASSERT_EQ(arrive(&r, 110, 10, GD), GD_RV_HOLD);
+	ASSERT_EQ(gd_state_acked(run, 6), 0);
+	ASSERT_U64(ack(&r, 106, GD_RA_SEND), 6);
+	ASSERT_EQ(gd_state_has(run, 6, 106), 1);
+	ASSERT_EQ(r.state_nomem, 0);
+	gd_recv_floor(&r, 9);
+	ASSERT_U64(run->floor, 9);
+	RELEASED(&r, 0);
+	ASSERT_U64(r.ord.next, 9);
+	ASSERT_U64(r.n_dup, 3);
+	gd_recv_free(&r);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(new_dup_ack_reack);
@@ -290,5 +484,14 @@ int main(void)
 	RUN(reset_on_restart);
 	RUN(ack_blocked_by_engine_state);
 	RUN(stream_runs);
+	RUN(dedup_index);
+	RUN(consecutive);
+	RUN(consecutive_index_closed);
+	if (mkdtemp(sdir) == NULL) {
+		perror("mkdtemp");
+		return 1;
+	}
+	RUN(state_file);
+	rmdir(sdir);
 	return UNIT_DONE();
 }

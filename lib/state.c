@@ -1,0 +1,850 @@
+/* gdsub's state file (see state.h): acknowledged ranges per publisher run
+ * in memory, an append log of acknowledgements on disk, compacted by
+ * writing a snapshot aside and renaming it over the log. */
+#include "state.h"
+#include "ctl.h"
+#include "stream.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REC_HDR 8
+#define REC_CRC 4
+#define RANGE_SIZE 32
+#define ACK_SIZE 16
+#define RUN_FIXED 12		/* u32 run number, u64 epoch */
+#define PER_RECORD_RANGES ((GD_STATE_REC_MAX - 4) / RANGE_SIZE)
+
+static const uint8_t magic[8] = { 0x89, 'G', 'D', 'S', 0x0d, 0x0a, 0x1a, 0x0a };
+
+static int fail(struct gd_state *st, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(struct gd_state *st, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(st->err, sizeof(st->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* ---- ranges of one run ---- */
+
+static uint64_t offset_of(const struct gd_srange *r)
+{
+	return r->id_lo - r->lo;	/* wraps: only compared for equality */
+}
+
+/* The index of the first range whose hi is at or above seq (n if none). */
+static uint32_t lower(const struct gd_srun *run, uint64_t seq)
+{
+	const struct gd_srange *r = run->r + run->off;
+	uint32_t a = 0, b = run->n;
+
+	while (a < b) {
+		uint32_t m = a + (b - a) / 2;
+		if (r[m].hi < seq)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static int room_for_one(struct gd_srun *run)
+{
+	if (run->off + run->n < run->cap)
+		return 0;
+	if (run->off > 0) {	/* ranges were forgotten at the front */
+		memmove(run->r, run->r + run->off, run->n * sizeof(*run->r));
+		run->off = 0;
+		return 0;
+	}
+	{
+		uint32_t ncap = run->cap ? run->cap * 2 : 16;
+		struct gd_srange *n;
+		if (ncap > GD_STATE_RANGES + 1)
+			ncap = GD_STATE_RANGES + 1;
+		n = realloc(run->r, (size_t)ncap * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		run->r = n;
+		run->cap = ncap;
+	}
+	return 0;
+}
+
+/* Add [lo, hi) to the run, merging with the ranges it touches. */
+static int add_range(struct gd_srun *run, const struct gd_srange *in)
+{
+	struct gd_srange *r = run->r + run->off, m = *in;
+	uint32_t i, j;
+
+	if (m.lo >= m.hi)
+		return 0;
+	/* the common case: the next index after the last range */
+	if (run->n > 0 && r[run->n - 1].hi == m.lo) {
+		struct gd_srange *t = &r[run->n - 1];
+		t->linear = t->linear && m.linear && offset_of(t) == offset_of(&m);
+		t->hi = m.hi;
+		return 0;
+	}
+	i = lower(run, m.lo);
+	for (j = i; j < run->n && r[j].lo <= m.hi; j++) {
+		int lin = m.linear && r[j].linear &&
+		    offset_of(&m) == offset_of(&r[j]);
+		if (r[j].lo < m.lo) {
+			m.lo = r[j].lo;
+			m.id_lo = r[j].id_lo;
+		}
+		if (r[j].hi > m.hi)
+			m.hi = r[j].hi;
+		m.linear = lin;
+	}
+	if (j > i) {		/* replaces r[i .. j) */
+		r[i] = m;
+		memmove(&r[i + 1], &r[j], (run->n - j) * sizeof(*r));
+		run->n -= j - i - 1;
+		return 0;
+	}
+	if (room_for_one(run) != 0)
+		return -1;
+	r = run->r + run->off;
+	memmove(&r[i + 1], &r[i], (run->n - i) * sizeof(*r));
+	r[i] = m;
+	run->n++;
+	if (run->n > GD_STATE_RANGES) {	/* forget the oldest */
+		run->off++;
+		run->n--;
+		run->n_forgotten++;
+	}
+	return 0;
+}
+
+/* The range holding seq, or NULL. */
+static const struct gd_srange *find(const struct gd_srun *run, uint64_t seq)
+{
+	const struct gd_srange *r;
+	uint32_t i;
+
+	if (run == NULL || run->n == 0 || seq == UINT64_MAX)
+		return NULL;
+	i = lower(run, seq + 1);	/* the first range with hi > seq */
+	if (i == run->n)
+		return NULL;
+	r = &run->r[run->off + i];
+	return seq < r->lo ? NULL : r;
+}
+
+int gd_state_has(const struct gd_srun *run, uint64_t seq, uint64_t id)
+{
+	const struct gd_srange *r = find(run, seq);
+
+	if (r == NULL)
+		return 0;
+	if (r->linear && r->id_lo + (seq - r->lo) != id)
+		return -1;
+	return 1;
+}
+
+int gd_state_acked(const struct gd_srun *run, uint64_t seq)
+{
+	return find(run, seq) != NULL;
+}
+
+uint64_t gd_state_acked_end(const struct gd_srun *run, uint64_t seq)
+{
+	const struct gd_srange *r = find(run, seq);
+
+	return r ? r->hi : seq;
+}
+
+uint64_t gd_state_next_acked(const struct gd_srun *run, uint64_t seq)
+{
+	uint32_t i;
+
+	if (run->n == 0 || seq == UINT64_MAX)
+		return UINT64_MAX;
+	i = lower(run, seq + 1);	/* the first range with hi > seq */
+	if (i == run->n)
+		return UINT64_MAX;
+	return run->r[run->off + i].lo > seq ? run->r[run->off + i].lo : seq;
+}
+
+uint64_t gd_state_resume(const struct gd_srun *run)
+{
+	return gd_state_acked_end(run, run->floor > 1 ? run->floor : 1);
+}
+
+void gd_state_floor(struct gd_srun *run, uint64_t floor)
+{
+	if (floor > run->floor) {
+		run->floor = floor;
+		run->floor_dirty = 1;
+	}
+}
+
+/* ---- runs ---- */
+
+static void run_clear(struct gd_srun *run)
+{
+	run->off = run->n = 0;
+	run->npend = 0;
+	run->floor = 0;
+	run->floor_dirty = 0;
+	run->n_forgotten = 0;
+}
+
+static void run_free(struct gd_srun *run)
+{
+	free(run->r);
+	free(run->pend);
+	free(run);
+}
+
+static struct gd_srun *find_origin(struct gd_state *st, const char *o,
+    size_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < st->nruns; i++)
+		if (st->runs[i]->olen == n && memcmp(st->runs[i]->origin, o, n) == 0)
+			return st->runs[i];
+	return NULL;
+}
+
+/* Make room for one more run: grow, or forget the least recently used. */
+static int runs_room(struct gd_state *st)
+{
+	struct gd_srun **n;
+	uint32_t i, lru = 0;
+
+	if (st->nruns < st->caprun)
+		return 0;
+	if (st->caprun < GD_STATE_RUNS) {
+		uint32_t ncap = st->caprun ? st->caprun * 2 : 8;
+		if ((n = realloc(st->runs, ncap * sizeof(*n))) == NULL)
+			return -1;
+		st->runs = n;
+		st->caprun = ncap;
+		return 0;
+	}
+	for (i = 1; i < st->nruns; i++)
+		if (st->runs[i]->used < st->runs[lru]->used)
+			lru = i;
+	run_free(st->runs[lru]);
+	st->runs[lru] = st->runs[--st->nruns];
+	return 0;
+}
+
+struct gd_srun *gd_state_run(struct gd_state *st, const char *origin,
+    size_t olen, uint64_t epoch)
+{
+	struct gd_srun *run;
+
+	if (olen == 0 || olen > GD_STATE_ORIGIN_MAX)
+		return NULL;
+	if ((run = find_origin(st, origin, olen)) != NULL) {
+		if (run->epoch == epoch)
+			return run;
+		/* the publisher's earlier run will never resend anything */
+		run_clear(run);
+	} else {
+		if (runs_room(st) != 0 || (run = calloc(1, sizeof(*run))) == NULL)
+			return NULL;
+		memcpy(run->origin, origin, olen);
+		run->olen = olen;
+		st->runs[st->nruns++] = run;
+	}
+	run->epoch = epoch;
+	run->num = st->next_num++;
+	run->logged = 0;
+	run->used = ++st->clock;
+	return run;
+}
+
+int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
+    uint64_t id)
+{
+	struct gd_srange m = { seq, seq + 1, id, 1 };
+
+	if (seq == UINT64_MAX)
+		return 0;	/* cannot be a range end; never sent */
+	if (run->npend == run->cappend) {
+		size_t ncap = run->cappend ? run->cappend * 2 : 256;
+		struct gd_sack *n = realloc(run->pend, ncap * sizeof(*n));
+		if (n == NULL)
+			return -1;
+		run->pend = n;
+		run->cappend = ncap;
+	}
+	if (add_range(run, &m) != 0)
+		return -1;
+	run->pend[run->npend].seq = seq;
+	run->pend[run->npend++].id = id;
+	run->used = ++st->clock;
+	return 0;
+}
+
+/* ---- records ---- */
+
+static uint8_t *reserve(struct gd_state *st, size_t n)
+{
+	if (st->cap - st->len < n) {
+		size_t ncap = st->cap ? st->cap : 65536;
+		uint8_t *b;
+		while (ncap - st->len < n)
+			ncap *= 2;
+		if ((b = realloc(st->buf, ncap)) == NULL)
+			return NULL;
+		st->buf = b;
+		st->cap = ncap;
+	}
+	return st->buf + st->len;
+}
+
+/* Start a record of body length len for run num; returns where the body
+ * goes after the run number, or NULL when out of memory. */
+static uint8_t *rec_begin(struct gd_state *st, int type, uint32_t num,
+    size_t len)
+{
+	uint8_t *p = reserve(st, REC_HDR + len + REC_CRC);
+
+	if (p == NULL)
+		return NULL;
+	p[0] = (uint8_t)type;
+	p[1] = p[2] = p[3] = 0;
+	gd_put32(p + 4, (uint32_t)len);
+	gd_put32(p + REC_HDR, num);
+	return p + REC_HDR + 4;
+}
+
+static void rec_end(struct gd_state *st, size_t len)
+{
+	uint8_t *p = st->buf + st->len;
+
+	gd_put32(p + REC_HDR + len, gd_crc32c(0, p, REC_HDR + len));
+	st->len += REC_HDR + len + REC_CRC;
+}
+
+static int put_run(struct gd_state *st, const struct gd_srun *run)
+{
+	size_t len = RUN_FIXED + run->olen;
+	uint8_t *p = rec_begin(st, GD_SR_RUN, run->num, len);
+
+	if (p == NULL)
+		return -1;
+	gd_put64(p, run->epoch);
+	memcpy(p + 8, run->origin, run->olen);
+	rec_end(st, len);
+	return 0;
+}
+
+static int put_floor(struct gd_state *st, const struct gd_srun *run)
+{
+	uint8_t *p = rec_begin(st, GD_SR_FLOOR, run->num, 12);
+
+	if (p == NULL)
+		return -1;
+	gd_put64(p, run->floor);
+	rec_end(st, 12);
+	return 0;
+}
+
+static void put_ack(uint8_t *p, const struct gd_srun *run, size_t i)
+{
+	gd_wire_ack_put(p, run->pend[i].seq, run->pend[i].id);
+}
+
+static void put_range(uint8_t *p, const struct gd_srun *run, size_t i)
+{
+	const struct gd_srange *r = &run->r[run->off + i];
+
+	gd_put64(p, r->lo);
+	gd_put64(p + 8, r->hi);
+	gd_put64(p + 16, r->id_lo);
+	gd_put64(p + 24, r->linear);
+}
+
+/* n items of size bytes of run in records of type, as many per record as
+ * GD_STATE_REC_MAX allows; put writes item i. */
+static int put_items(struct gd_state *st, int type, const struct gd_srun *run,
+    size_t n, size_t size,
+    void (*put)(uint8_t *p, const struct gd_srun *run, size_t i))
+{
+	size_t i = 0, per = (GD_STATE_REC_MAX - 4) / size;
+
+	while (i < n) {
+		size_t k, m = n - i < per ? n - i : per;
+		uint8_t *p = rec_begin(st, type, run->num, 4 + m * size);
+		if (p == NULL)
+			return -1;
+		for (k = 0; k < m; k++, i++)
+			put(p + k * size, run, i);
+		rec_end(st, 4 + m * size);
+	}
+	return 0;
+}
+
+/* Bytes of the compacted file: what the log is measured against. */
+static uint64_t snapshot_size(const struct gd_state *st)
+{
+	uint64_t n = GD_STATE_HDR;
+	uint32_t i;
+
+	for (i = 0; i < st->nruns; i++) {
+		const struct gd_srun *run = st->runs[i];
+		n += REC_HDR + RUN_FIXED + run->olen + REC_CRC;
+		n += REC_HDR + 4 + 8 + REC_CRC;
+		n += (uint64_t)run->n * RANGE_SIZE +
+		    (run->n / PER_RECORD_RANGES + 1) * (REC_HDR + 4 + REC_CRC);
+	}
+	return n;
+}
+
+/* ---- the file ---- */
+
+static void put_header(uint8_t *p)
+{
+	memcpy(p, magic, 8);
+	p[8] = 1;		/* version */
+	p[9] = 0;
+	p[10] = GD_STATE_HDR;
+	p[11] = 0;
+	gd_put32(p + 12, gd_crc32c(0, p, 12));
+}
+
+/* Sync the directory so that a rename survives a crash. */
+static int sync_dir(const char *path)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	int fd, rc;
+
+	if (slash == NULL)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	rc = fsync(fd);
+	close(fd);
+	return rc;
+}
+
+/* Rewrite the file as one snapshot of every run: written aside, synced,
+ * then renamed over the log, which it replaces as our fd. */
+static int compact(struct gd_state *st, uint64_t now_ns)
+{
+	char tmp[PATH_MAX];
+	uint32_t i;
+	int fd;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", st->path) >= (int)sizeof(tmp))
+		return fail(st, "the path is too long");
+	st->len = 0;
+	if (reserve(st, GD_STATE_HDR) == NULL)
+		goto nomem;
+	put_header(st->buf);
+	st->len = GD_STATE_HDR;
+	for (i = 0; i < st->nruns; i++) {
+		struct gd_srun *run = st->runs[i];
+		run->num = i;
+		if (put_run(st, run) != 0 || put_items(st, GD_SR_RANGES, run,
+		    run->n, RANGE_SIZE, put_range) != 0 || put_floor(st, run) != 0)
+			goto nomem;
+		run->logged = 1;
+		run->floor_dirty = 0;
+		run->npend = 0;
+	}
+	st->next_num = st->nruns;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fail(st, "cannot create %s: %s", tmp, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+	    gd_write_all(fd, st->buf, st->len) != 0 || fsync(fd) != 0 ||
+	    rename(tmp, st->path) != 0) {
+		int e = errno;
+		close(fd);
+		unlink(tmp);
+		return fail(st, "cannot write %s: %s", tmp, strerror(e));
+	}
+	if (sync_dir(st->path) != 0) {
+		int e = errno;
+		close(fd);
+		return fail(st, "cannot sync its directory: %s", strerror(e));
+	}
+	if (st->fd >= 0)
+		close(st->fd);
+	st->fd = fd;
+	st->size = st->len;
+	st->len = 0;
+	st->unsynced = 0;
+	st->synced_ns = now_ns;
+	st->n_compact++;
+	return 0;
+nomem:
+	return fail(st, "out of memory");
+}
+
+int gd_state_sync(struct gd_state *st, uint64_t now_ns)
+{
+	if (!st->unsynced)
+		return 0;
+	if (fsync(st->fd) != 0)
+		return fail(st, "cannot sync: %s", strerror(errno));
+	st->unsynced = 0;
+	st->synced_ns = now_ns;
+	st->n_sync++;
+	return 0;
+}
+
+int gd_state_commit(struct gd_state *st, uint64_t now_ns)
+{
+	uint32_t i;
+
+	st->len = 0;
+	for (i = 0; i < st->nruns; i++) {
+		struct gd_srun *run = st->runs[i];
+		if (run->npend == 0 && !run->floor_dirty && run->logged)
+			continue;
+		if ((!run->logged && put_run(st, run) != 0) ||
+		    put_items(st, GD_SR_ACKS, run, run->npend, ACK_SIZE,
+		    put_ack) != 0 ||
+		    (run->floor_dirty && put_floor(st, run) != 0))
+			return fail(st, "out of memory");
+		run->logged = 1;
+		run->floor_dirty = 0;
+		run->npend = 0;
+	}
+	if (st->len > 0) {
+		if (st->size + st->len > 2 * snapshot_size(st) + GD_STATE_SLACK)
+			return compact(st, now_ns);
+		if (gd_write_all(st->fd, st->buf, st->len) != 0)
+			return fail(st, "cannot write: %s", strerror(errno));
+		st->size += st->len;
+		st->len = 0;
+		st->unsynced = 1;
+	}
+	if (st->unsynced && now_ns - st->synced_ns >= GD_STATE_SYNC_NS)
+		return gd_state_sync(st, now_ns);
+	return 0;
+}
+
+/* ---- loading ---- */
+
+/* A window on the file being read: bytes [pos, pos + len) in buf. */
+struct loader {
+	struct gd_state *st;
+	uint8_t *buf;
+	size_t len, cap;
+	uint64_t pos;		/* file offset of buf[0] */
+	uint64_t size;
+	struct gd_srun *last;	/* run-number lookup cache */
+};
+
+/* Have at least need bytes at buf (fewer only at the end of the file).
+ * 0, or -1 with err. */
+static int fill(struct loader *L, size_t need)
+{
+	if (L->len >= need)
+		return 0;
+	if (L->cap < need) {
+		size_t ncap = need < 65536 ? 65536 : need;
+		uint8_t *b = realloc(L->buf, ncap);
+		if (b == NULL)
+			return fail(L->st, "out of memory");
+		L->buf = b;
+		L->cap = ncap;
+	}
+	while (L->len < need && L->pos + L->len < L->size) {
+		ssize_t r = pread(L->st->fd, L->buf + L->len, L->cap - L->len,
+		    (off_t)(L->pos + L->len));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return fail(L->st, "cannot read: %s", strerror(errno));
+		if (r == 0)
+			break;
+		L->len += (size_t)r;
+	}
+	return 0;
+}
+
+static void consume(struct loader *L, size_t n)
+{
+	memmove(L->buf, L->buf + n, L->len - n);
+	L->len -= n;
+	L->pos += n;
+}
+
+/* Only zero bytes from here to the end: what a crash can leave where a
+ * write had reserved room but not filled it. */
+static int rest_is_zero(struct loader *L)
+{
+	while (L->len > 0) {
+		size_t i;
+		for (i = 0; i < L->len; i++)
+			if (L->buf[i] != 0)
+				return 0;
+		consume(L, L->len);
+		if (fill(L, L->cap) != 0)
+			return -1;
+	}
+	return 1;
+}
+
+static struct gd_srun *by_num(struct loader *L, uint32_t num)
+{
+	uint32_t i;
+
+	if (L->last && L->last->num == num && L->last->logged)
+		return L->last;
+	for (i = 0; i < L->st->nruns; i++)
+		if (L->st->runs[i]->num == num && L->st->runs[i]->logged)
+			return L->last = L->st->runs[i];
+	return NULL;
+}
+
+/* Apply one record whose CRC matched. 0, or -1 with err. */
+static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
+{
+	struct gd_state *st = L->st;
+	uint64_t at = L->pos;
+	struct gd_srun *run;
+	uint32_t num, i;
+
+	if (len < 4)
+		return fail(st, "corrupt record at offset %" PRIu64 ": %u bytes "
+		    "of body", at, len);
+	num = gd_get32(b);
+	if (type == GD_SR_RUN) {
+		if (len < RUN_FIXED + 1 || len > RUN_FIXED + GD_STATE_ORIGIN_MAX)
+			return fail(st, "corrupt run record at offset %" PRIu64
+			    ": origin of %u bytes", at, len - RUN_FIXED);
+		if (by_num(L, num) != NULL)
+			return fail(st, "corrupt run record at offset %" PRIu64
+			    ": run number %" PRIu32 " used twice", at, num);
+		run = gd_state_run(st, (const char *)b + RUN_FIXED,
+		    len - RUN_FIXED, gd_get64(b + 4));
+		if (run == NULL)
+			return fail(st, "out of memory");
+		run->num = num;
+		run->logged = 1;
+		if (num >= st->next_num)
+			st->next_num = num + 1;
+		return 0;
+	}
+	if ((run = by_num(L, num)) == NULL)
+		return fail(st, "corrupt record at offset %" PRIu64 ": run number "
+		    "%" PRIu32 " has no run record before it", at, num);
+	switch (type) {
+	case GD_SR_ACKS:
+		if ((len - 4) % ACK_SIZE != 0)
+			break;
+		for (i = 0; i < (len - 4) / ACK_SIZE; i++) {
+			struct gd_srange m;
+			gd_wire_ack_at(b + 4, i, &m.lo, &m.id_lo);
+			m.hi = m.lo + 1;
+			m.linear = 1;
+			if (m.lo == UINT64_MAX)
+				return fail(st, "corrupt acks record at offset "
+				    "%" PRIu64 ": index 2^64-1", at);
+			if (add_range(run, &m) != 0)
+				return fail(st, "out of memory");
+		}
+		return 0;
+	case GD_SR_RANGES:
+		if ((len - 4) % RANGE_SIZE != 0)
+			break;
+		for (i = 0; i < (len - 4) / RANGE_SIZE; i++) {
+			const uint8_t *p = b + 4 + (size_t)i * RANGE_SIZE;
+			struct gd_srange m = { gd_get64(p), gd_get64(p + 8),
+				gd_get64(p + 16), gd_get64(p + 24) };
+			if (m.lo >= m.hi || m.linear > 1)
+				return fail(st, "corrupt ranges record at offset "
+				    "%" PRIu64 ": range %u is not one", at, i);
+			if (add_range(run, &m) != 0)
+				return fail(st, "out of memory");
+		}
+		return 0;
+	case GD_SR_FLOOR:
+		if (len != 12)
+			break;
+		gd_state_floor(run, gd_get64(b + 4));
+		run->floor_dirty = 0;
+		return 0;
+	}
+	return fail(st, "corrupt record at offset %" PRIu64 ": a body of %u "
+	    "bytes for type %d", at, len, type);
+}
+
+/* Read every record; a torn tail is noted (torn_at) and left for the
+ * compaction that follows to drop. 0, or -1 with err. */
+static int load(struct gd_state *st, uint64_t size)
+{
+	struct loader L = { st, NULL, 0, 0, 0, size, NULL };
+	uint8_t want[GD_STATE_HDR];
+	int rc = -1;
+
+	put_header(want);
+	if (fill(&L, GD_STATE_HDR) != 0)
+		goto out;
+	if (L.len < GD_STATE_HDR) {
+		if (memcmp(L.buf, want, L.len) != 0) {
+			fail(st, "not a gdsub state file (%zu bytes, no header)",
+			    L.len);
+			goto out;
+		}
+		st->torn_at = 0;	/* created, then a crash: no record yet */
+		st->torn_bytes = L.len;
+		rc = 0;
+		goto out;
+	}
+	if (memcmp(L.buf, magic, 8) != 0) {
+		fail(st, "not a gdsub state file (bad magic)");
+		goto out;
+	}
+	if (memcmp(L.buf, want, GD_STATE_HDR) != 0) {
+		fail(st, "unsupported state file version %u, or a corrupt header",
+		    (unsigned)gd_get32(L.buf + 8) & 0xffff);
+		goto out;
+	}
+	consume(&L, GD_STATE_HDR);
+	for (;;) {
+		uint32_t len;
+		int type;
+		size_t total;
+		if (fill(&L, REC_HDR) != 0)
+			goto out;
+		if (L.len == 0)
+			break;
+		if (L.len < REC_HDR)
+			goto torn;
+		type = L.buf[0];
+		len = gd_get32(L.buf + 4);
+		if (type < GD_SR_RUN || type > GD_SR_FLOOR || L.buf[1] ||
+		    L.buf[2] || L.buf[3] || len > GD_STATE_REC_MAX) {
+			uint64_t at = L.pos;
+			int z = rest_is_zero(&L);
+			if (z < 0)
+				goto out;
+			if (z) {
+				L.pos = at;
+				goto torn;
+			}
+			fail(st, "corrupt record at offset %" PRIu64 ": bad "
+			    "record header", at);
+			goto out;
+		}
+		total = REC_HDR + len + REC_CRC;
+		if (fill(&L, total) != 0)
+			goto out;
+		if (L.len < total)
+			goto torn;
+		if (gd_get32(L.buf + REC_HDR + len) !=
+		    gd_crc32c(0, L.buf, REC_HDR + len)) {
+			if (L.pos + total == size)
+				goto torn;
+			fail(st, "corrupt record at offset %" PRIu64 ": CRC "
+			    "mismatch, and %" PRIu64 " bytes follow it", L.pos,
+			    size - L.pos - total);
+			goto out;
+		}
+		if (apply(&L, type, L.buf + REC_HDR, len) != 0)
+			goto out;
+		consume(&L, total);
+	}
+	rc = 0;
+	goto out;
+torn:
+	st->torn_at = L.pos;
+	st->torn_bytes = size - L.pos;
+	rc = 0;
+out:
+	free(L.buf);
+	return rc;
+}
+
+static void release(struct gd_state *st);
+
+static int open_file(struct gd_state *st, const char *path, uint64_t now_ns)
+{
+	struct stat sb;
+
+	if ((st->path = strdup(path)) == NULL)
+		return fail(st, "out of memory");
+	st->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (st->fd < 0)
+		return fail(st, "cannot open: %s", strerror(errno));
+	if (flock(st->fd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EWOULDBLOCK)
+			return fail(st, "in use by another gdsub");
+		return fail(st, "cannot lock: %s", strerror(errno));
+	}
+	if (fstat(st->fd, &sb) != 0)
+		return fail(st, "cannot read: %s", strerror(errno));
+	if (!S_ISREG(sb.st_mode))
+		return fail(st, "not a regular file");
+	if (sb.st_size > 0 && load(st, (uint64_t)sb.st_size) != 0)
+		return -1;
+	if (compact(st, now_ns) != 0)
+		return -1;
+	if (lseek(st->fd, 0, SEEK_END) < 0)
+		return fail(st, "cannot seek: %s", strerror(errno));
+	return 0;
+}
+
+int gd_state_open(struct gd_state *st, const char *path, uint64_t now_ns)
+{
+	memset(st, 0, sizeof(*st));
+	st->fd = -1;
+	if (open_file(st, path, now_ns) == 0)
+		return 0;
+	release(st);
+	return -1;
+}
+
+int gd_state_close(struct gd_state *st, uint64_t now_ns)
+{
+	int rc = 0;
+
+	if (st->fd >= 0 && (gd_state_commit(st, now_ns) != 0 ||
+	    gd_state_sync(st, now_ns) != 0))
+		rc = -1;
+	release(st);
+	return rc;
+}
+
+/* Free everything; err is kept. */
+static void release(struct gd_state *st)
+{
+	uint32_t i;
+
+	if (st->fd >= 0)
+		close(st->fd);
+	for (i = 0; i < st->nruns; i++)
+		run_free(st->runs[i]);
+	free(st->runs);
+	free(st->buf);
+	free(st->path);
+	st->runs = NULL;
+	st->buf = NULL;
+	st->path = NULL;
+	st->nruns = 0;
+	st->fd = -1;
+}
