@@ -8,8 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbuf.h"
+
 #define GD_HOST_MAX 256
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
+#define GD_MAX_PUBS 1024	/* GDsub_pub lines */
 
 enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
@@ -49,8 +52,9 @@ struct gd_conf {
 	double tentative_timeout;
 	double confirmed_timeout;
 	/* subscriber */
-	struct gd_hostport *pubs;
+	struct gd_hostport *pubs;	/* pubs_buf's bytes */
 	size_t npubs;
+	struct gd_dbuf pubs_buf;	/* at most GD_MAX_PUBS */
 	int pubs_from_cli;	/* first -P replaces the file's list */
 	double retry_int;
 	int64_t max_retries;
