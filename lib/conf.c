@@ -519,6 +519,72 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 	return 0;
 }
 
+/* The key's name after its family prefix: "retryCount" for
+ * GDsub_retryCount, the NAME of --qos NAME=VALUE. */
+static const char *short_name(const struct key *k)
+{
+	const char *u = strchr(k->key, '_');
+	return u ? u + 1 : k->key;
+}
+
+/* --qos NAME=VALUE: the key of c's family named NAME among those of opt */
+static int set_multi(struct gd_conf *c, const char *opt, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	char names[256];
+	size_t i, n, len = 0, total = 0;
+
+	for (i = 0; i < NKEYS; i++) {
+		if (keys[i].opt == NULL || strcmp(keys[i].opt, opt) != 0 ||
+		    (keys[i].family & c->family) == 0)
+			continue;
+		n = strlen(short_name(&keys[i]));
+		if (eq != NULL && n == (size_t)(eq - value) &&
+		    strncmp(value, short_name(&keys[i]), n) == 0)
+			return gd_conf_set_opt(c, keys[i].key, opt, eq + 1);
+		total++;
+	}
+	/* "reliability=, retryCount=, connectionCached= or locatorCacheTimeout=" */
+	for (i = 0, n = 0; i < NKEYS && len < sizeof(names); i++) {
+		if (keys[i].opt == NULL || strcmp(keys[i].opt, opt) != 0 ||
+		    (keys[i].family & c->family) == 0)
+			continue;
+		n++;
+		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s=",
+		    n == 1 ? "" : n == total ? " or " : ", ", short_name(&keys[i]));
+	}
+	gd_usage_err("invalid value '%s' for %s: expected %s", value, opt, names);
+	return GD_EX_USAGE;
+}
+
+int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value)
+{
+	const struct key *k = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].opt != NULL && strcmp(keys[i].opt, opt) == 0 &&
+		    (keys[i].family & c->family) != 0) {
+			k = &keys[i];
+			n++;
+		}
+	if (n == 0)
+		return -1;
+	if (n > 1)
+		return set_multi(c, opt, value ? value : "");
+	if (value == NULL) {	/* a flag: --consecutive, --no-gd */
+		if (k->type != K_BOOL)
+			return -1;
+		if (!k->supported) {
+			gd_usage_err("%s is not supported yet in this version of gdkit",
+			    opt);
+			return GD_EX_USAGE;
+		}
+		value = strncmp(opt, "--no-", 5) == 0 ? "0" : "1";
+	}
+	return gd_conf_set_opt(c, k->key, opt, value);
+}
+
 int gd_conf_check(const struct gd_conf *c, int family)
 {
 	if (family == GD_FAM_PUB && c->port == 0) {

@@ -88,6 +88,15 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
  * exit code after printing why. */
 int gd_conf_check(const struct gd_conf *c, int family);
 
+/* Set the key whose command-line option is opt ("--port": the table's
+ * option column, so the programs do not restate which option sets which
+ * key), for the keys of c's family. value is the option's argument, or
+ * NULL for an option without one: a boolean key is set to 1, or to 0 by
+ * an option named --no-*. An option of several keys (--qos) takes
+ * NAME=VALUE, NAME a key without its GDsub_ prefix. Returns 0, or
+ * GD_EX_USAGE after printing why; -1 when no key has that option. */
+int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value);
+
 /* The long option documented for KEY, or NULL (tests, man page check). */
 const char *gd_conf_option(const char *key);
 

@@ -336,6 +336,11 @@ out:
 	return rc;
 }
 
+int gd_inspect_sort(const char *name)
+{
+	return gd_ctl_sort_parse(name);
+}
+
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 {
 	char path[108], req[128], whose[1100], *w = whose;
