@@ -337,9 +337,12 @@ print("block 4 4 - z")
 }
 
 @test "decode: a reader that goes away (| head) ends it quietly" {
-	printf 'block 1 1 - %s\n' "$(printf '\\xff%.0s' $(seq 64))" | mkstream --no-header > f.gds
-	mkstream < /dev/null > many.gds
-	for _ in $(seq 20000); do cat f.gds; done >> many.gds
+	# 20,000 copies of one frame (2.5 MB, far more than a pipe holds),
+	# written by one mkstream rather than 20,000 cats
+	local line
+	line=$(printf 'block 1 1 - %s' "$(printf '\\xff%.0s' $(seq 64))")
+	{ mkstream < /dev/null; yes "$line" | head -n 20000 | mkstream --no-header; } > many.gds
+	[ "$(stat -c %s many.gds)" -eq $((16 + 20000 * 126)) ]
 	run bash -c 'gdinspect decode many.gds 2> err.txt | head -n 2 > /dev/null; echo "${PIPESTATUS[0]}"'
 	[ "$output" = 1 ]
 	[ ! -s err.txt ]
