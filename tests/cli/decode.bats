@@ -301,10 +301,11 @@ assert [x["offset"] for x in r] == [16, 16 + 64, 16 + 128, int(sys.argv[1]) + 32
 }
 
 @test "decode: big payloads through a pipe, between small frames" {
+	# plain letters: mkstream reads them 5 times faster than \x41 escapes
 	python -c '
 print("block 1 1 - a")
-print("block 2 2 - " + "\\x41" * (3 << 20))
-print("block 3 3 - " + "\\x42" * 65536)
+print("block 2 2 - " + "A" * (3 << 20))
+print("block 3 3 - " + "B" * 65536)
 print("block 4 4 - z")
 ' | mkstream > big.gds
 	run --separate-stderr bash -c 'cat big.gds | gdinspect decode'
