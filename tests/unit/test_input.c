@@ -238,6 +238,18 @@ static int rig_end(struct rig *g)
 	return rc;
 }
 
+/* Write in[0, k), let a loop-mode reader take it (a partial read), write
+ * the rest, close, and run to the end of the input. */
+static int feed_in_two(struct rig *g, const void *in, size_t n, size_t k)
+{
+	put(g, in, k);
+	if (g->in.mode == GD_INPUT_LOOP)
+		drain(&g->loop);
+	put(g, (const char *)in + k, n - k);
+	close_writer(g);
+	return run_to_end(&g->loop, &g->col);
+}
+
 static const char *log_of(struct rig *g)
 {
 	return gd_dbuf_ptr(&g->col.log) ? gd_dbuf_ptr(&g->col.log) : "";
@@ -381,12 +393,7 @@ TEST(records_span_chunks_and_oversize)
 		for (k = 0; k <= n; k += 7) {
 			struct rig g;
 			ASSERT_EQ(rig_start(&g, mode, 0, 16, 0), 0);
-			put(&g, in, k);
-			if (mode == GD_INPUT_LOOP)
-				drain(&g.loop);
-			put(&g, in + k, n - k);
-			close_writer(&g);
-			ASSERT(run_to_end(&g.loop, &g.col));
+			ASSERT(feed_in_two(&g, in, n, k));
 			if (strcmp(log_of(&g), want) != 0)
 				FAILF("%s, split at %zu: '%s'", mode_name[mode], k,
 				    log_of(&g));
@@ -435,12 +442,7 @@ TEST(frames_split_anywhere)
 		for (k = 0; k <= n; k++) {
 			struct rig g;
 			ASSERT_EQ(rig_start(&g, mode, 1, 64, 0), 0);
-			put(&g, s, k);
-			if (mode == GD_INPUT_LOOP)
-				drain(&g.loop);
-			put(&g, s + k, n - k);
-			close_writer(&g);
-			ASSERT(run_to_end(&g.loop, &g.col));
+			ASSERT(feed_in_two(&g, s, n, k));
 			if (gd_dbuf_len(&g.col.log) != n ||
 			    memcmp(log_of(&g), s, n) != 0 || g.col.bad_region ||
 			    g.col.nlast != 0)
