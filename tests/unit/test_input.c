@@ -509,7 +509,7 @@ TEST(stop_while_waiting)
  * the regions back resumes it, and nothing is lost. */
 TEST(loop_pauses_when_full)
 {
-	char line[16];
+	char line[32];
 	struct rig g;
 	int i, avail = 0, lines = 200;
 
