@@ -364,8 +364,8 @@ static void on_readable(uv_poll_t *h, int status, int events)
 	(void)events;
 	if (status < 0)
 		hand_end(in, 0, 0, -status);	/* as a read error */
-	else
-		reader_step(in);
+	else if (reader_step(in) < 0)
+		in->rd.done = 1;	/* as the thread returns: read no more */
 	if (in->rd.done || in->qbytes > in->qlimit) {
 		uv_poll_stop(&in->poll);
 		in->paused = !in->rd.done;
