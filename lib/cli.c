@@ -59,15 +59,19 @@ int gd_cli_bad_option(int ch, char **argv)
 	return GD_EX_USAGE;
 }
 
-int gd_cli_keyopt(struct gd_conf *c, const struct gd_keyopt *k, size_t n,
-    int ch, const char *arg)
+int gd_cli_keyopt(struct gd_conf *c, const struct option *longopts, int ch,
+    const char *arg)
 {
-	size_t i;
+	const struct option *o;
+	char opt[64];
 
-	for (i = 0; i < n; i++)
-		if (k[i].ch == ch)
-			return gd_conf_set_opt(c, k[i].key, k[i].opt, arg);
-	return -1;
+	for (o = longopts; o->name != NULL; o++)
+		if (o->flag == NULL && o->val == ch)
+			break;
+	if (o->name == NULL || ch == '?' || ch == ':' ||
+	    (size_t)snprintf(opt, sizeof(opt), "--%s", o->name) >= sizeof(opt))
+		return -1;
+	return gd_conf_set_option(c, opt, arg);
 }
 
 int gd_cli_verbosity(int verbose, int quiet)

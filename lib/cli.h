@@ -15,15 +15,13 @@ void gd_cli_init(const char *argv0);
  * "exit 0") and --version. Returns 0, -1 (exit 0) or an exit code. */
 int gd_cli_prepass(int argc, char **argv, const char *shortopts,
     const struct option *longopts, struct gd_conf *c, const char *usage);
-/* An option that sets a config key. */
-struct gd_keyopt {
-	int ch;
-	const char *opt, *key;
-};
-/* If ch is one of the n key options, set its key from arg: returns 0 or
- * GD_EX_USAGE. Returns -1 when ch is not a key option. */
-int gd_cli_keyopt(struct gd_conf *c, const struct gd_keyopt *k, size_t n,
-    int ch, const char *arg);
+/* If ch (what getopt_long returned) is an option of longopts that sets
+ * a config key of c's family, set the key from arg: returns 0 or
+ * GD_EX_USAGE. Returns -1 when ch sets no key. Which option sets which
+ * key is conf.c's key table, so a main lists an option once, in its
+ * longopts, and calls this for the options its switch does not take. */
+int gd_cli_keyopt(struct gd_conf *c, const struct option *longopts, int ch,
+    const char *arg);
 /* Apply -v (count) and -q; returns 0 or GD_EX_USAGE when both. */
 int gd_cli_verbosity(int verbose, int quiet);
 /* Report a getopt failure ('?' or ':'); returns GD_EX_USAGE. */

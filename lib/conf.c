@@ -83,6 +83,7 @@ static const struct key keys[] = {
 void gd_conf_init(struct gd_conf *c, int family)
 {
 	memset(c, 0, sizeof(*c));
+	gd_dbuf_init(&c->pubs_buf, GD_MAX_PUBS * sizeof(struct gd_hostport));
 	c->family = family;
 	c->port = -1;		/* not given; 0 asks the kernel for one */
 	c->timeout = 10;
@@ -112,7 +113,7 @@ void gd_conf_free(struct gd_conf *c)
 	for (i = 0; i < NKEYS; i++)
 		if (keys[i].type == K_STR)
 			free(*(char **)((char *)c + keys[i].off));
-	free(c->pubs);
+	gd_dbuf_free(&c->pubs_buf);
 	free(c->path);
 	memset(c, 0, sizeof(*c));
 }
@@ -236,7 +237,7 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 		*(char **)p = strdup(v);
 		return *(char **)p ? 0 : -1;
 	case K_PUB: {
-		struct gd_hostport hp, *n;
+		struct gd_hostport hp;
 		if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
 			snprintf(why, whysz, "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)");
 			return -1;
@@ -247,17 +248,18 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 				snprintf(why, whysz, "publisher listed twice");
 				return -1;
 			}
-		if (c->npubs >= 1024) {
-			snprintf(why, whysz, "too many publishers (at most 1024)");
+		switch (gd_dbuf_add(&c->pubs_buf, &hp, sizeof(hp))) {
+		case GD_DBUF_OK:
+			break;
+		case GD_DBUF_TOOBIG:
+			snprintf(why, whysz, "too many publishers (at most %d)",
+			    GD_MAX_PUBS);
+			return -1;
+		default:
 			return -1;
 		}
-		if ((c->npubs & (c->npubs - 1)) == 0) {	/* 0, 1, 2, 4 ...: grow */
-			n = realloc(c->pubs, (c->npubs ? c->npubs * 2 : 1) * sizeof(*n));
-			if (n == NULL)
-				return -1;
-			c->pubs = n;
-		}
-		c->pubs[c->npubs++] = hp;
+		c->pubs = (struct gd_hostport *)(void *)gd_dbuf_ptr(&c->pubs_buf);
+		c->npubs++;
 		return 0;
 	}
 	}
@@ -508,12 +510,79 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 	if (k->type == K_PUB && !c->pubs_from_cli) {
 		c->pubs_from_cli = 1;
 		c->npubs = 0;
+		gd_dbuf_reset(&c->pubs_buf);
 	}
 	if (set_key(c, k, value, why, sizeof(why)) != 0) {
 		gd_usage_err("invalid value '%s' for %s: %s", value, opt, why);
 		return GD_EX_USAGE;
 	}
 	return 0;
+}
+
+/* The key's name after its family prefix: "retryCount" for
+ * GDsub_retryCount, the NAME of --qos NAME=VALUE. */
+static const char *short_name(const struct key *k)
+{
+	const char *u = strchr(k->key, '_');
+	return u ? u + 1 : k->key;
+}
+
+/* --qos NAME=VALUE: the key of c's family named NAME among those of opt */
+static int set_multi(struct gd_conf *c, const char *opt, const char *value)
+{
+	const char *eq = strchr(value, '=');
+	char names[256];
+	size_t i, n, len = 0, total = 0;
+
+	for (i = 0; i < NKEYS; i++) {
+		if (keys[i].opt == NULL || strcmp(keys[i].opt, opt) != 0 ||
+		    (keys[i].family & c->family) == 0)
+			continue;
+		n = strlen(short_name(&keys[i]));
+		if (eq != NULL && n == (size_t)(eq - value) &&
+		    strncmp(value, short_name(&keys[i]), n) == 0)
+			return gd_conf_set_opt(c, keys[i].key, opt, eq + 1);
+		total++;
+	}
+	/* "reliability=, retryCount=, connectionCached= or locatorCacheTimeout=" */
+	for (i = 0, n = 0; i < NKEYS && len < sizeof(names); i++) {
+		if (keys[i].opt == NULL || strcmp(keys[i].opt, opt) != 0 ||
+		    (keys[i].family & c->family) == 0)
+			continue;
+		n++;
+		len += (size_t)snprintf(names + len, sizeof(names) - len, "%s%s=",
+		    n == 1 ? "" : n == total ? " or " : ", ", short_name(&keys[i]));
+	}
+	gd_usage_err("invalid value '%s' for %s: expected %s", value, opt, names);
+	return GD_EX_USAGE;
+}
+
+int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value)
+{
+	const struct key *k = NULL;
+	size_t i, n = 0;
+
+	for (i = 0; i < NKEYS; i++)
+		if (keys[i].opt != NULL && strcmp(keys[i].opt, opt) == 0 &&
+		    (keys[i].family & c->family) != 0) {
+			k = &keys[i];
+			n++;
+		}
+	if (n == 0)
+		return -1;
+	if (n > 1)
+		return set_multi(c, opt, value ? value : "");
+	if (value == NULL) {	/* a flag: --consecutive, --no-gd */
+		if (k->type != K_BOOL)
+			return -1;
+		if (!k->supported) {
+			gd_usage_err("%s is not supported yet in this version of gdkit",
+			    opt);
+			return GD_EX_USAGE;
+		}
+		value = strncmp(opt, "--no-", 5) == 0 ? "0" : "1";
+	}
+	return gd_conf_set_opt(c, k->key, opt, value);
 }
 
 int gd_conf_check(const struct gd_conf *c, int family)

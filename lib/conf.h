@@ -8,8 +8,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbuf.h"
+
 #define GD_HOST_MAX 256
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
+#define GD_MAX_PUBS 1024	/* GDsub_pub lines */
 
 enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
@@ -49,8 +52,9 @@ struct gd_conf {
 	double tentative_timeout;
 	double confirmed_timeout;
 	/* subscriber */
-	struct gd_hostport *pubs;
+	struct gd_hostport *pubs;	/* pubs_buf's bytes */
 	size_t npubs;
+	struct gd_dbuf pubs_buf;	/* at most GD_MAX_PUBS */
 	int pubs_from_cli;	/* first -P replaces the file's list */
 	double retry_int;
 	int64_t max_retries;
@@ -83,6 +87,15 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 /* Checks that need the whole config (required keys). Returns 0 or an
  * exit code after printing why. */
 int gd_conf_check(const struct gd_conf *c, int family);
+
+/* Set the key whose command-line option is opt ("--port": the table's
+ * option column, so the programs do not restate which option sets which
+ * key), for the keys of c's family. value is the option's argument, or
+ * NULL for an option without one: a boolean key is set to 1, or to 0 by
+ * an option named --no-*. An option of several keys (--qos) takes
+ * NAME=VALUE, NAME a key without its GDsub_ prefix. Returns 0, or
+ * GD_EX_USAGE after printing why; -1 when no key has that option. */
+int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value);
 
 /* The long option documented for KEY, or NULL (tests, man page check). */
 const char *gd_conf_option(const char *key);

@@ -232,7 +232,7 @@ static int peer_uid(int fd, uid_t *uid, long *pid)
 static void client_closed(uv_handle_t *h)
 {
 	struct gd_ctl_client *cl = h->data;
-	free(cl->out);
+	gd_dbuf_free(&cl->out);
 	free(cl->fail);
 	free(cl);
 }
@@ -261,6 +261,38 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	b->len = sizeof(cl->in) - cl->inlen;
 }
 
+static void client_flush(struct gd_ctl_client *cl);
+
+/* One request line: its reply starts in an empty buffer (what earlier
+ * requests queued goes out first), so the cap is per reply, and a reply
+ * that passed it is replaced whole by one error line. */
+static int run_request(struct gd_ctl_client *cl, char *line, size_t len)
+{
+	struct gd_ctl_srv *s = cl->srv;
+	int rc;
+
+	client_flush(cl);
+	if (cl->closing)
+		return -1;
+	cl->reply_err = GD_DBUF_OK;
+	rc = s->cb(s->user, cl, line, len);
+	if (cl->reply_err != GD_DBUF_OK) {
+		int e = cl->reply_err;
+		gd_dbuf_free(&cl->out);
+		cl->reply_err = GD_DBUF_OK;
+		if (e == GD_DBUF_TOOBIG)
+			gd_ctl_printf(cl, "error reply larger than %zu bytes, the "
+			    "control socket's limit: ask for fewer rows (gdinspect "
+			    "--limit N)\n", s->reply_max);
+		else
+			gd_ctl_printf(cl, "error out of memory for the reply\n");
+		gd_warn("control request '%.64s': reply not sent: %s",
+		    line, e == GD_DBUF_TOOBIG ? "larger than the limit" :
+		    "out of memory");
+	}
+	return rc;
+}
+
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 {
 	struct gd_ctl_client *cl = st->data;
@@ -269,7 +301,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	char *nl;
 
 	(void)b;
-	if (nread == UV_EOF && (cl->nwrites > 0 || cl->outlen > 0)) {
+	if (nread == UV_EOF && (cl->nwrites > 0 || gd_dbuf_len(&cl->out) > 0)) {
 		/* "printf 'pending\n' | socat ..." half-closes at once: the
 		 * reply still goes out in full, then the connection closes */
 		cl->eof = 1;
@@ -285,8 +317,7 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 	    (nl = memchr(cl->in + off, '\n', cl->inlen - off)) != NULL) {
 		size_t len = (size_t)(nl - (cl->in + off));
 		*nl = '\0';
-		if (len > GD_CTL_LINE ||
-		    s->cb(s->user, cl, cl->in + off, len) != 0) {
+		if (len > GD_CTL_LINE || run_request(cl, cl->in + off, len) != 0) {
 			if (len > GD_CTL_LINE)
 				gd_ctl_printf(cl, "error request line longer than %d bytes\n",
 				    GD_CTL_LINE);
@@ -354,6 +385,7 @@ static void on_conn(uv_stream_t *server, int status)
 	uv_pipe_init(s->loop, &cl->h, 0);
 	cl->h.data = cl;
 	cl->srv = s;
+	gd_dbuf_init_sized(&cl->out, 4096, s->reply_max);
 	if (uv_accept(server, (uv_stream_t *)&cl->h) != 0) {
 		uv_close((uv_handle_t *)&cl->h, client_closed);
 		return;
@@ -378,6 +410,7 @@ int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
 	s->loop = loop;
 	s->cb = cb;
 	s->user = user;
+	s->reply_max = GD_CTL_REPLY_MAX;
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (lstat(path, &st) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
@@ -421,37 +454,32 @@ void gd_ctl_close(struct gd_ctl_srv *s)
 
 int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len)
 {
-	if (len == 0)
-		return 0;
-	if (cl->outlen + len > cl->outcap) {
-		size_t ncap = cl->outcap ? cl->outcap : 4096;
-		char *n;
-		while (ncap < cl->outlen + len)
-			ncap *= 2;
-		if ((n = realloc(cl->out, ncap)) == NULL)
-			return -1;
-		cl->out = n;
-		cl->outcap = ncap;
+	int rc;
+
+	if (cl->reply_err != GD_DBUF_OK)
+		return -1;
+	if ((rc = gd_dbuf_add(&cl->out, buf, len)) != GD_DBUF_OK) {
+		cl->reply_err = rc;
+		return -1;
 	}
-	memcpy(cl->out + cl->outlen, buf, len);
-	cl->outlen += len;
 	return 0;
 }
 
 int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
 {
-	char line[GD_CTL_LINE + 64];
 	va_list ap;
-	int n;
+	int rc;
 
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (n < 0)
+	if (cl->reply_err != GD_DBUF_OK)
 		return -1;
-	if ((size_t)n >= sizeof(line))
-		n = (int)sizeof(line) - 1;
-	return gd_ctl_reply(cl, line, (size_t)n);
+	va_start(ap, fmt);
+	rc = gd_dbuf_vaddf(&cl->out, fmt, ap);
+	va_end(ap);
+	if (rc != GD_DBUF_OK) {
+		cl->reply_err = rc;
+		return -1;
+	}
+	return 0;
 }
 
 struct reply {
@@ -468,36 +496,42 @@ static void on_written(uv_write_t *req, int status)
 	free(r);
 	cl->nwrites--;
 	if (cl->eof && !cl->closing && cl->nwrites == 0 &&
-	    (cl->outlen == 0 || status != 0))
+	    (gd_dbuf_len(&cl->out) == 0 || status != 0))
 		client_close(cl);
+}
+
+/* Hand what is queued to libuv; the buffer goes with the write, no
+ * copy: a big pending table is held once, not twice. */
+static void client_flush(struct gd_ctl_client *cl)
+{
+	struct reply *r;
+	size_t len;
+	uv_buf_t b;
+
+	if (gd_dbuf_len(&cl->out) == 0 || cl->closing)
+		return;
+	if ((r = malloc(sizeof(*r))) == NULL) {
+		client_close(cl);
+		return;
+	}
+	r->buf = gd_dbuf_take(&cl->out, &len);
+	b = uv_buf_init(r->buf, (unsigned)len);
+	if (uv_write(&r->req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
+		free(r->buf);
+		free(r);
+		client_close(cl);
+		return;
+	}
+	cl->nwrites++;
 }
 
 void gd_ctl_flush(struct gd_ctl_srv *s)
 {
-	struct gd_ctl_client *cl;
+	struct gd_ctl_client *cl, *next;
 
-	for (cl = s->clients; cl; cl = cl->next) {
-		struct reply *r;
-		uv_buf_t b;
-		if (cl->outlen == 0 || cl->closing)
-			continue;
-		/* the buffer goes with the write, no copy: a big pending
-		 * table is held once, not twice */
-		if ((r = malloc(sizeof(*r))) == NULL) {
-			client_close(cl);
-			continue;
-		}
-		r->buf = cl->out;
-		b = uv_buf_init(cl->out, (unsigned)cl->outlen);
-		cl->out = NULL;
-		cl->outlen = cl->outcap = 0;
-		if (uv_write(&r->req, (uv_stream_t *)&cl->h, &b, 1, on_written) != 0) {
-			free(r->buf);
-			free(r);
-			client_close(cl);
-			continue;
-		}
-		cl->nwrites++;
+	for (cl = s->clients; cl; cl = next) {
+		next = cl->next;	/* a failed write unlinks cl */
+		client_flush(cl);
 	}
 }
 

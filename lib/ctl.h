@@ -24,11 +24,17 @@
 #include <uv.h>
 
 #include "conf.h"
+#include "dbuf.h"
 #include "wire.h"
 
 #define GD_CTL_PROTO 2
 #define GD_CTL_LINE 1024
 #define GD_CTL_MAX_KEYS (1u << 20)
+/* The most bytes one reply may take. A request whose reply would be
+ * larger (a pending table of a million blocks) is answered "error reply
+ * larger than ..." instead, so a server never holds more than this per
+ * client for a reply; gdinspect --limit asks for fewer rows. */
+#define GD_CTL_REPLY_MAX ((size_t)64 << 20)
 
 /* The subscriber's identity at its publishers: GDsub_name, else derived
  * from the host name and the config file (or the publisher list). */
@@ -67,8 +73,9 @@ struct gd_ctl_client {
 	struct gd_ctl_client *next, **pprev;
 	char in[GD_CTL_LINE * 4];
 	size_t inlen;
-	char *out;		/* reply bytes not yet written */
-	size_t outlen, outcap;
+	struct gd_dbuf out;	/* reply bytes not yet written: one reply,
+				 * at most srv->reply_max bytes */
+	int reply_err;		/* GD_DBUF_* of the reply being built */
 	/* request state, owned by the line callback */
 	uint64_t left, ok, failed;
 	char *fail;
@@ -86,13 +93,16 @@ struct gd_ctl_srv {
 	void (*on_gone)(void *user);	/* a client disconnected */
 	void *user;
 	struct gd_ctl_client *clients;
+	size_t reply_max;	/* GD_CTL_REPLY_MAX unless changed after listen */
 	int open;
 };
 
 int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
     gd_ctl_line_cb cb, void *user);
 void gd_ctl_close(struct gd_ctl_srv *s);
-/* Queue reply bytes; they go out at the next gd_ctl_flush. */
+/* Queue reply bytes; they go out at the next gd_ctl_flush. -1 once the
+ * reply has passed srv->reply_max (or memory ran out): the rest of it is
+ * dropped and the request is answered with an error line instead. */
 int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len);
 int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

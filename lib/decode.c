@@ -6,6 +6,7 @@
  * the length a frame header declares. */
 #include "decode.h"
 #include "journal.h"
+#include "dbuf.h"
 #include "log.h"
 #include "stream.h"
 
@@ -19,6 +20,9 @@
 #include <unistd.h>
 
 #define CHUNK 65536
+/* The buffer holds at most the largest frame and one read after it. */
+#define BUF_MAX (gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD) + \
+	CHUNK)
 
 size_t gd_escape_preview(char *dst, const uint8_t *p, size_t n, size_t max)
 {
@@ -136,17 +140,18 @@ static void print_frame(const struct gd_sframe *f, uint64_t offset, int json)
 	}
 }
 
-/* Read into b[*end..cap); 1 with bytes, 0 at end of input, -1 on error. */
-static int fill(int fd, uint8_t *b, size_t *end, size_t cap)
+/* Read into the room b has; 1 with bytes, 0 at end of input, -1 on
+ * error. */
+static int fill(int fd, struct gd_dbuf *b)
 {
 	ssize_t n;
 
 	do
-		n = read(fd, b + *end, cap - *end);
+		n = read(fd, gd_dbuf_end(b), gd_dbuf_room(b));
 	while (n < 0 && errno == EINTR);
 	if (n < 0)
 		return -1;
-	*end += (size_t)n;
+	gd_dbuf_commit(b, (size_t)n);
 	return n > 0;
 }
 
@@ -163,8 +168,8 @@ int gd_decode_file(const char *path, int json)
 	const char *name = "standard input";
 	struct gd_sreader r;
 	struct gd_sframe f;
-	uint8_t *buf = NULL;
-	size_t cap = 0, start = 0, end = 0, used, total = 0;
+	struct gd_dbuf b;
+	size_t start = 0, used, total = 0;
 	int fd = 0, eof = 0, rc = GD_EX_OK;
 
 	if (path != NULL && strcmp(path, "-") != 0) {
@@ -174,22 +179,24 @@ int gd_decode_file(const char *path, int json)
 			return GD_EX_IOERR;
 		}
 	}
-	if ((buf = malloc(CHUNK)) == NULL) {
+	gd_dbuf_init_sized(&b, CHUNK, BUF_MAX);
+	if (gd_dbuf_reserve(&b, CHUNK - 1) != GD_DBUF_OK) {
 		gd_err("out of memory");
 		if (fd > 0)
 			close(fd);
 		return GD_EX_FAIL;
 	}
-	cap = CHUNK;
 	gd_sreader_init(&r, 0);
 	if (!json)
 		printf("%-22s  %-5s  %8s  %-27s  %7s  %s\n", "KEY", "FLAGS",
 		    "INDEX", "TIME", "SIZE", "PAYLOAD");
 	for (;;) {
+		const uint8_t *buf = (const uint8_t *)gd_dbuf_ptr(&b);
+		size_t len = gd_dbuf_len(&b);
 		uint64_t at = r.off;
 		int got;
 
-		got = gd_sreader_next(&r, buf + start, end - start, eof, &f,
+		got = gd_sreader_next(&r, buf + start, len - start, eof, &f,
 		    &used);
 		if (got == 1) {
 			if (f.type != GD_SF_HEADER)
@@ -213,31 +220,29 @@ int gd_decode_file(const char *path, int json)
 			break;
 		}
 		/* keep only the unread part */
-		if (start > 0) {
-			memmove(buf, buf + start, end - start);
-			end -= start;
-			start = 0;
-		}
-		if (end == cap) {
+		gd_dbuf_consume(&b, start);
+		start = 0;
+		if (gd_dbuf_room(&b) == 0) {
 			/* full with the start of one frame larger than the
 			 * buffer (sreader_next checked its length): double,
 			 * up to the frame's size */
-			size_t ncap = 2 * cap;
-			uint8_t *nb;
+			size_t more;
 
-			if (gd_stream_peek(buf, end, r.max_payload, &total) == 1 &&
-			    total > cap && total < ncap)
-				ncap = total;
-			if ((nb = realloc(buf, ncap)) == NULL) {
+			len = gd_dbuf_len(&b);
+			more = len;
+			total = 0;
+			if (gd_stream_peek((const uint8_t *)gd_dbuf_ptr(&b), len,
+			    r.max_payload, &total) == 1 && total > len &&
+			    total - len < more)
+				more = total - len;
+			if (gd_dbuf_grow(&b, more) != GD_DBUF_OK) {
 				gd_err("%s: out of memory for a frame of %zu bytes "
 				    "at byte offset %" PRIu64, name, total, r.off);
 				rc = GD_EX_FAIL;
 				break;
 			}
-			buf = nb;
-			cap = ncap;
 		}
-		got = fill(fd, buf, &end, cap);
+		got = fill(fd, &b);
 		if (got < 0) {
 			(void)fflush(stdout);
 			gd_err("cannot read %s: %s", name, strerror(errno));
@@ -248,7 +253,7 @@ int gd_decode_file(const char *path, int json)
 	}
 	if (rc == GD_EX_OK && fflush(stdout) != 0)
 		rc = out_failed();
-	free(buf);
+	gd_dbuf_free(&b);
 	if (fd > 0)
 		close(fd);
 	return rc;

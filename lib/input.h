@@ -1,11 +1,16 @@
-/* Reading records (blocks) from a file descriptor in large chunks. A
- * reader thread does the blocking read() (stdin may be a file, a pipe or a
- * tty) and hands the loop regions of whole records; records are parsed in
- * place and stay in their chunk while they are pending, so the hot path
- * copies and allocates nothing per block. A record too large for a chunk
- * is handed as an OVERSIZE region holding its start, the rest discarded.
- * The reader waits in poll() on the fd and a wake-up pipe, so stopping it
- * never depends on more input arriving: gd_input_free joins it. */
+/* Reading records (blocks) from a file descriptor in large chunks, handed
+ * to the loop as regions of whole records; records are parsed in place
+ * and stay in their chunk while they are pending, so the hot path copies
+ * and allocates nothing per block. A record too large for a chunk is
+ * handed as an OVERSIZE region holding its start, the rest discarded.
+ *
+ * Who reads depends on what the fd is. A pipe, socket or tty is read on
+ * the loop itself (a uv_poll_t, one read() per readiness), so a block that
+ * arrives alone is parsed in the same loop iteration, with no thread
+ * hand-off. A regular file (or any fd epoll refuses) is read by a reader
+ * thread, which waits in poll() on the fd and a wake-up pipe so that
+ * stopping it never depends on more input arriving: gd_input_free joins
+ * it. Both run the same reader state machine (struct gd_input_rd). */
 #ifndef GD_INPUT_H
 #define GD_INPUT_H
 
@@ -40,7 +45,25 @@ struct gd_region {
 	int err;
 };
 
+enum gd_input_mode {
+	GD_INPUT_AUTO = 0,	/* loop for pipes, sockets and ttys, else thread */
+	GD_INPUT_THREAD,	/* a reader thread (tests may force either) */
+	GD_INPUT_LOOP,		/* read on the loop */
+};
+
+/* Where the reader is: owned by the reader thread, or by the loop in
+ * loop mode. [start, len) of c is read and not handed yet. */
+struct gd_input_rd {
+	struct gd_chunk *c;
+	size_t start, len;
+	size_t scan, need;	/* frames: parsed up to; the next frame's size */
+	int discarding;		/* records: skipping the rest of an oversize one */
+	int handed;		/* frames: a region of c went to the loop */
+	int done;		/* EOF, an error or a stop was handed */
+};
+
 struct gd_input {
+	int mode;		/* enum gd_input_mode: AUTO unless set before start */
 	int fd;
 	char delim;
 	uint32_t max_payload;	/* set before start: framed input (stream.h) */
@@ -56,7 +79,11 @@ struct gd_input {
 	int stop, started;
 	int joinable;		/* the reader thread runs or ran: join it */
 	int wake[2];		/* pipe: a byte in it tells the reader to stop */
-	uv_async_t async;
+	uv_async_t async;	/* thread mode: regions were handed */
+	uv_poll_t poll;		/* loop mode: the fd is readable */
+	int paused;		/* loop mode: over qlimit, not polling */
+	int notify;		/* loop mode: regions handed, on_ready not called */
+	struct gd_input_rd rd;
 	void (*on_ready)(struct gd_input *in);	/* regions are waiting */
 	void *data;
 	/* loop side */
@@ -83,8 +110,8 @@ static inline struct gd_chunk *gd_input_chunk(struct gd_input *in, uint32_t idx)
 {
 	return in->tab[idx];
 }
-/* Tell the reader to stop (it leaves its poll() at once) and close the
- * async handle. */
+/* Tell the reader to stop (the thread leaves its poll() at once) and
+ * close the libuv handle (async or poll). */
 void gd_input_stop(struct gd_input *in);
 /* After the loop has ended: stop the reader if it was not, wait for it
  * to return, then free every chunk and queued region. */

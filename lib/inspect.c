@@ -5,6 +5,7 @@
  * named "42" stays a string. */
 #include "inspect.h"
 #include "ctl.h"
+#include "dbuf.h"
 #include "log.h"
 #include "parse.h"
 
@@ -18,20 +19,38 @@
 
 #define MAX_COLS 32
 
+/* The reply's rows, held as they came: every cell NUL-terminated in
+ * text, found by its offset (text moves as it grows). Both are capped by
+ * what one reply may be (GD_CTL_REPLY_MAX): a cell takes at least two of
+ * its bytes. */
 struct table {
-	char **cells;		/* rows x ncols, row 0 the header; a row's
-				 * cells point into one allocation, its first */
-	size_t nrows, ncols, cap;
+	struct gd_dbuf text;	/* the cells of every row, row 0 the header */
+	struct gd_dbuf cells;	/* size_t offsets into text, rows x ncols */
+	size_t nrows, ncols;
 	char type[MAX_COLS];	/* 'n' number, 's' string */
 };
 
+static void table_init(struct table *t)
+{
+	memset(t, 0, sizeof(*t));
+	gd_dbuf_init_sized(&t->text, 4096, GD_CTL_REPLY_MAX);
+	gd_dbuf_init_sized(&t->cells, 4096,
+	    GD_CTL_REPLY_MAX / 2 * sizeof(size_t));
+}
+
 static void table_free(struct table *t)
 {
-	size_t r;
-	for (r = 0; r < t->nrows; r++)
-		free(t->cells[r * t->ncols]);
-	free(t->cells);
-	memset(t, 0, sizeof(*t));
+	gd_dbuf_free(&t->text);
+	gd_dbuf_free(&t->cells);
+}
+
+static const char *cell(const struct table *t, size_t r, size_t c)
+{
+	size_t off;
+
+	memcpy(&off, gd_dbuf_ptr(&t->cells) + (r * t->ncols + c) * sizeof(off),
+	    sizeof(off));
+	return gd_dbuf_ptr(&t->text) + off;
 }
 
 /* split a row at its TABs, in place */
@@ -48,16 +67,14 @@ static size_t split(char *line, char **f)
 	return n;
 }
 
-static int table_row(struct table *t, const char *line, size_t len)
+/* Add a row (split in place); -1 if its width is not the header's or
+ * the table would pass its cap. */
+static int table_row(struct table *t, char *line)
 {
-	char *f[MAX_COLS], *copy = malloc(len + 1);
-	size_t n, i;
+	char *f[MAX_COLS];
+	size_t n, i, base = gd_dbuf_len(&t->text);
 
-	if (copy == NULL)
-		return -1;
-	memcpy(copy, line, len + 1);
-	n = split(copy, f);
-
+	n = split(line, f);
 	if (t->nrows == 0) {
 		t->ncols = n;
 		for (i = 0; i < n; i++) {
@@ -69,23 +86,19 @@ static int table_row(struct table *t, const char *line, size_t len)
 			}
 		}
 	} else if (n != t->ncols) {
-		free(copy);
 		return -1;
 	}
-	if ((t->nrows + 1) * t->ncols > t->cap) {
-		size_t ncap = t->cap ? t->cap * 2 : 64;
-		char **nc;
-		while (ncap < (t->nrows + 1) * t->ncols)
-			ncap *= 2;
-		if ((nc = realloc(t->cells, ncap * sizeof(*nc))) == NULL) {
-			free(copy);
+	for (i = 0; i < n; i++) {
+		size_t off = gd_dbuf_len(&t->text);
+		if (gd_dbuf_add(&t->text, f[i], strlen(f[i]) + 1) != GD_DBUF_OK ||
+		    gd_dbuf_add(&t->cells, &off, sizeof(off)) != GD_DBUF_OK) {
+			/* leave the table as it was: whole rows only */
+			gd_dbuf_truncate(&t->text, base);
+			gd_dbuf_truncate(&t->cells, t->nrows * t->ncols *
+			    sizeof(size_t));
 			return -1;
 		}
-		t->cells = nc;
-		t->cap = ncap;
 	}
-	for (i = 0; i < n; i++)
-		t->cells[t->nrows * t->ncols + i] = f[i];
 	t->nrows++;
 	return 0;
 }
@@ -144,7 +157,7 @@ static void json_row(const struct table *t, char *const *f)
 	for (c = 0; c < t->ncols; c++) {
 		if (c)
 			fputc(',', stdout);
-		json_str(stdout, t->cells[c]);
+		json_str(stdout, cell(t, 0, c));
 		fputc(':', stdout);
 		/* a number column says "-" when there is no value */
 		if (t->type[c] == 'n' && strcmp(f[c], "-") == 0)
@@ -176,13 +189,13 @@ static void print_table(const struct table *t)
 
 	for (r = 0; r < t->nrows; r++)
 		for (c = 0; c < t->ncols; c++) {
-			size_t l = strlen(t->cells[r * t->ncols + c]);
+			size_t l = strlen(cell(t, r, c));
 			if (l > w[c])
 				w[c] = l;
 		}
 	for (r = 0; r < t->nrows; r++) {
 		for (c = 0; c < t->ncols; c++) {
-			const char *v = t->cells[r * t->ncols + c];
+			const char *v = cell(t, r, c);
 			size_t l = strlen(v);
 			int last = c + 1 == t->ncols;
 			if (r == 0) {
@@ -271,7 +284,7 @@ static int query(const char *path, const char *whose, const char *cmd,
 	int fd, rc = 0;
 
 	rd = calloc(1, sizeof(*rd));
-	memset(&t, 0, sizeof(t));
+	table_init(&t);
 	if (rd == NULL) {
 		gd_err("out of memory");
 		return GD_EX_FAIL;
@@ -304,7 +317,7 @@ static int query(const char *path, const char *whose, const char *cmd,
 		char *f[MAX_COLS];
 		if (gd_lreader_line(rd, &line, &len) != 1 ||
 		    (json && i > 0 ? split(line, f) != t.ncols :
-		    table_row(&t, line, len) != 0)) {
+		    table_row(&t, line) != 0)) {
 			fflush(stdout);
 			gd_err("truncated or malformed answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
@@ -321,6 +334,11 @@ out:
 	free(rd);
 	close(fd);
 	return rc;
+}
+
+int gd_inspect_sort(const char *name)
+{
+	return gd_ctl_sort_parse(name);
 }
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)

@@ -17,5 +17,7 @@ struct gd_inspect_opts {
 };
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o);
+/* --sort KEY (age, expires, id or acks) as the sort field, or -1. */
+int gd_inspect_sort(const char *name);
 
 #endif

@@ -3,6 +3,7 @@
  * plain key or ID lists all work; when either file holds bare IDs, keys are
  * compared by their ID. Lines become 64-bit hashes, sorted and merged. */
 #include "measure.h"
+#include "dbuf.h"
 #include "key.h"
 #include "log.h"
 #include "parse.h"
@@ -13,11 +14,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Lines a file may have: what a run's key list could reasonably be,
+ * and a bound on the memory (8 bytes a line) measure takes. */
+#define MAX_LINES ((size_t)1 << 31)
+
 struct list {
-	uint64_t *h;
-	size_t n, cap;
+	struct gd_dbuf hb;	/* uint64_t hashes, one per line */
+	uint64_t *h;		/* hb's bytes, once loaded */
+	size_t n;
 	int bare_ids;		/* some line was a bare ID */
 };
+
+static void list_init(struct list *l)
+{
+	memset(l, 0, sizeof(*l));
+	gd_dbuf_init_sized(&l->hb, 4096 * sizeof(uint64_t),
+	    MAX_LINES * sizeof(uint64_t));
+}
 
 static uint64_t fnv(const char *s, size_t n)
 {
@@ -70,7 +83,7 @@ static int load(const char *path, struct list *l, int by_id, int pass)
 	char *line = NULL;
 	size_t cap = 0, lineno = 0;
 	ssize_t len;
-	int rc = 0;
+	int rc = 0, add;
 
 	if (fp == NULL) {
 		gd_err("cannot read %s: %s", path, strerror(errno));
@@ -101,19 +114,18 @@ static int load(const char *path, struct list *l, int by_id, int pass)
 		} else {
 			h = fnv(it.key, it.keylen) ^ (it.id * 0x9E3779B97F4A7C15ull);
 		}
-		if (l->n == l->cap) {
-			size_t ncap = l->cap ? l->cap * 2 : 4096;
-			uint64_t *nh = realloc(l->h, ncap * sizeof(*nh));
-			if (nh == NULL) {
+		if ((add = gd_dbuf_add(&l->hb, &h, sizeof(h))) != GD_DBUF_OK) {
+			if (add == GD_DBUF_TOOBIG)
+				gd_err("%s: more than %zu lines: too many to measure",
+				    path, MAX_LINES);
+			else
 				gd_err("out of memory reading %s", path);
-				rc = GD_EX_FAIL;
-				break;
-			}
-			l->h = nh;
-			l->cap = ncap;
+			rc = GD_EX_FAIL;
+			break;
 		}
-		l->h[l->n++] = h;
+		l->n++;
 	}
+	l->h = (uint64_t *)(void *)gd_dbuf_ptr(&l->hb);
 	if (rc == 0 && ferror(fp)) {
 		gd_err("cannot read %s: %s", path, strerror(errno));
 		rc = GD_EX_IOERR;
@@ -135,11 +147,13 @@ static size_t uniq(uint64_t *h, size_t n)
 int gd_measure_files(const char *sent, const char *received,
     struct gd_measure *m)
 {
-	struct list s = { 0 }, r = { 0 };
+	struct list s, r;
 	size_t ns, i, j;
 	int rc, by_id;
 
 	memset(m, 0, sizeof(*m));
+	list_init(&s);
+	list_init(&r);
 	if ((rc = load(sent, &s, 0, 0)) != 0 ||
 	    (rc = load(received, &r, 0, 0)) != 0)
 		goto out;
@@ -175,8 +189,8 @@ int gd_measure_files(const char *sent, const char *received,
 	else
 		m->mode = m->unique == m->received ? "at-most-once" : "unreliable";
 out:
-	free(s.h);
-	free(r.h);
+	gd_dbuf_free(&s.hb);
+	gd_dbuf_free(&r.hb);
 	return rc;
 }
 

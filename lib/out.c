@@ -2,6 +2,7 @@
 #define _GNU_SOURCE	/* F_SETPIPE_SZ */
 #include "out.h"
 #include "ctl.h"
+#include "stream.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +12,11 @@
 
 #define OUT_CHUNK (256 * 1024)
 #define OUT_LOW (1024 * 1024)
+/* What is appended between flushes: a full buffer (4 chunks) is handed
+ * to the writer before it grows, so at most that and one record, the
+ * largest a frame can be. */
+#define OUT_MAX (4 * OUT_CHUNK + \
+	gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD))
 
 void gd_out_flush(struct gd_out *o);
 
@@ -33,6 +39,7 @@ int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 	int rc = 0;
 
 	memset(o, 0, sizeof(*o));
+	gd_dbuf_init_sized(&o->buf, OUT_CHUNK, OUT_MAX);
 	o->loop = loop;
 	o->fd = fd;
 	/* standard error is shared with diagnostics and often with the other
@@ -67,19 +74,12 @@ int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 uint8_t *gd_out_reserve(struct gd_out *o, size_t n)
 {
 	/* hand a full buffer to the writer rather than grow (and copy) it */
-	if (o->cap - o->len < n && o->len >= OUT_CHUNK * 4 && !o->closing)
+	if (gd_dbuf_room(&o->buf) < n &&
+	    gd_dbuf_len(&o->buf) >= OUT_CHUNK * 4 && !o->closing)
 		gd_out_flush(o);
-	if (o->cap - o->len < n) {
-		size_t ncap = o->cap ? o->cap : OUT_CHUNK;
-		uint8_t *nb;
-		while (ncap - o->len < n)
-			ncap *= 2;
-		if ((nb = realloc(o->buf, ncap)) == NULL)
-			return NULL;
-		o->buf = nb;
-		o->cap = ncap;
-	}
-	return o->buf + o->len;
+	if (gd_dbuf_reserve(&o->buf, n) != GD_DBUF_OK)
+		return NULL;
+	return (uint8_t *)gd_dbuf_end(&o->buf);
 }
 
 int gd_out_write(struct gd_out *o, const void *p, size_t n)
@@ -88,7 +88,7 @@ int gd_out_write(struct gd_out *o, const void *p, size_t n)
 	if (d == NULL)
 		return -1;
 	memcpy(d, p, n);
-	o->len += n;
+	gd_out_commit(o, n);
 	return 0;
 }
 
@@ -169,20 +169,23 @@ void gd_out_flush(struct gd_out *o)
 	struct wreq *w;
 	uv_buf_t b;
 
-	if (o->len == 0 || o->closed)
+	if (gd_dbuf_len(&o->buf) == 0 || o->closed)
 		return;
 	if (o->err) {
-		o->len = 0;	/* the reader is gone; the error was reported */
+		/* the reader is gone; the error was reported */
+		gd_dbuf_reset(&o->buf);
 		return;
 	}
 	if (o->before_write != NULL && o->before_write(o) != 0) {
-		o->len = 0;	/* its owner said these bytes must not go out */
+		/* its owner said these bytes must not go out */
+		gd_dbuf_reset(&o->buf);
 		return;
 	}
 	if (!o->async) {
-		if (gd_write_all(o->fd, o->buf, o->len) != 0)
+		if (gd_write_all(o->fd, gd_dbuf_ptr(&o->buf),
+		    gd_dbuf_len(&o->buf)) != 0)
 			fail(o, uv_translate_sys_error(errno));
-		o->len = 0;
+		gd_dbuf_reset(&o->buf);
 		return;
 	}
 	w = malloc(sizeof(*w));
@@ -191,11 +194,9 @@ void gd_out_flush(struct gd_out *o)
 		return;
 	}
 	w->o = o;
-	w->len = o->len;
-	w->buf = o->buf;	/* the request owns the buffer until on_written */
-	b = uv_buf_init((char *)o->buf, (unsigned)o->len);
-	o->buf = NULL;
-	o->cap = o->len = 0;
+	/* the request owns the buffer until on_written */
+	w->buf = (uint8_t *)gd_dbuf_take(&o->buf, &w->len);
+	b = uv_buf_init((char *)w->buf, (unsigned)w->len);
 	o->queued += w->len;
 	if (uv_write(&w->req, (uv_stream_t *)&o->h, &b, 1, on_written) != 0) {
 		o->queued -= w->len;
@@ -212,9 +213,7 @@ void gd_out_close(struct gd_out *o, uv_close_cb cb)
 	gd_out_flush(o);
 	o->closing = 1;
 	o->close_cb = cb;
-	free(o->buf);
-	o->buf = NULL;
-	o->cap = o->len = 0;
+	gd_dbuf_free(&o->buf);
 	if (o->queued == 0)
 		do_close(o);	/* else on_written closes after the last write */
 }
@@ -224,8 +223,6 @@ void gd_out_abort(struct gd_out *o, uv_close_cb cb)
 	if (!o->closing)
 		o->close_cb = cb;
 	o->closing = 1;
-	free(o->buf);
-	o->buf = NULL;
-	o->cap = o->len = 0;
+	gd_dbuf_free(&o->buf);
 	do_close(o);	/* pending writes end with UV_ECANCELED */
 }

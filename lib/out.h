@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "dbuf.h"
+
 struct gd_out;
 typedef void (*gd_out_cb)(struct gd_out *o, int err);
 
@@ -21,8 +23,7 @@ struct gd_out {
 		uv_tty_t tty;
 		uv_tcp_t tcp;
 	} h;
-	uint8_t *buf;		/* bytes appended since the last flush */
-	size_t len, cap;
+	struct gd_dbuf buf;	/* bytes appended since the last flush */
 	size_t queued;		/* bytes handed to libuv, not yet written */
 	int err;		/* first write error (libuv code), sticky */
 	int closing, closed, close_started;
@@ -41,7 +42,10 @@ void gd_pipe_grow(int fd);
 int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd);
 /* Room for n more bytes; returns a pointer to write them, then commit. */
 uint8_t *gd_out_reserve(struct gd_out *o, size_t n);
-static inline void gd_out_commit(struct gd_out *o, size_t n) { o->len += n; }
+static inline void gd_out_commit(struct gd_out *o, size_t n)
+{
+	gd_dbuf_commit(&o->buf, n);
+}
 int gd_out_write(struct gd_out *o, const void *p, size_t n);
 void gd_out_flush(struct gd_out *o);
 /* Flush, then close the fd once every byte is written (readers see EOF);
@@ -52,7 +56,7 @@ void gd_out_close(struct gd_out *o, uv_close_cb cb);
 void gd_out_abort(struct gd_out *o, uv_close_cb cb);
 static inline size_t gd_out_backlog(const struct gd_out *o)
 {
-	return o->queued + o->len;
+	return o->queued + gd_dbuf_len(&o->buf);
 }
 
 #endif

@@ -3,6 +3,7 @@
  * bound every item is kept and sorted at the end. */
 #include "rank.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 
 static int less(const struct gd_rank_item *a, const struct gd_rank_item *b)
@@ -18,14 +19,19 @@ static int cmp(const void *x, const void *y)
 
 void gd_rank_init(struct gd_rank *r, size_t max)
 {
+	size_t item = sizeof(struct gd_rank_item);
+
 	r->v = NULL;
-	r->n = r->cap = 0;
+	r->n = 0;
 	r->max = max;
+	/* a bound of max items, else none but the caller's item count */
+	gd_dbuf_init_sized(&r->buf, 256 * item,
+	    max > 0 && max < SIZE_MAX / item ? max * item : SIZE_MAX);
 }
 
 void gd_rank_free(struct gd_rank *r)
 {
-	free(r->v);
+	gd_dbuf_free(&r->buf);
 	gd_rank_init(r, 0);
 }
 
@@ -72,17 +78,10 @@ int gd_rank_add(struct gd_rank *r, uint64_t key, uint32_t ord, uint32_t val)
 		}
 		return 0;
 	}
-	if (r->n == r->cap) {
-		size_t ncap = r->cap ? r->cap * 2 : 256;
-		struct gd_rank_item *nv;
-		if (r->max > 0 && ncap > r->max)
-			ncap = r->max;
-		if ((nv = realloc(r->v, ncap * sizeof(*nv))) == NULL)
-			return -1;
-		r->v = nv;
-		r->cap = ncap;
-	}
-	r->v[r->n++] = it;
+	if (gd_dbuf_add(&r->buf, &it, sizeof(it)) != GD_DBUF_OK)
+		return -1;
+	r->v = (struct gd_rank_item *)(void *)gd_dbuf_ptr(&r->buf);
+	r->n++;
 	if (r->max > 0)
 		sift_up(r->v, r->n - 1);
 	return 0;

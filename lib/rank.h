@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbuf.h"
+
 struct gd_rank_item {
 	uint64_t key;
 	uint32_t ord;		/* tie-break: lower first */
@@ -14,8 +16,9 @@ struct gd_rank_item {
 };
 
 struct gd_rank {
-	struct gd_rank_item *v;
-	size_t n, cap, max;
+	struct gd_rank_item *v;	/* the items kept: buf's bytes */
+	size_t n, max;
+	struct gd_dbuf buf;	/* capped at max items (none: every item) */
 };
 
 /* Keep the max smallest items; max 0 keeps every item. */

@@ -1,9 +1,6 @@
 /* gdack: acknowledge the blocks a pipeline has finished with, through the
  * gdsub that emitted them. */
-#include "ack_client.h"
-#include "cli.h"
-#include "log.h"
-#include "parse.h"
+#include "gdkit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -73,12 +70,6 @@ int main(int argc, char **argv)
 		case O_CTL:
 			opt.ctl = optarg;
 			break;
-		case O_NAME:
-			rc = gd_conf_set_opt(&conf, "GDsub_name", "--name", optarg);
-			break;
-		case 'P':
-			rc = gd_conf_set_opt(&conf, "GDsub_pub", "--pub", optarg);
-			break;
 		case 'f':
 			if (strcmp(optarg, "line") == 0)
 				opt.format = GD_ACK_LINE;
@@ -111,8 +102,9 @@ int main(int argc, char **argv)
 		case 'q':
 			quiet = 1;
 			break;
-		default:
-			rc = gd_cli_bad_option(ch, argv);
+		default:	/* --name, -P: gdsub's keys, to find it */
+			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
+				rc = gd_cli_bad_option(ch, argv);
 			break;
 		}
 		if (rc != 0)

@@ -1,11 +1,5 @@
 /* gdinspect: show what a running gdpub or gdsub holds. */
-#include "cli.h"
-#include "ctl.h"
-#include "decode.h"
-#include "inspect.h"
-#include "log.h"
-#include "measure.h"
-#include "parse.h"
+#include "gdkit.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -81,8 +75,7 @@ int main(int argc, char **argv)
 		case 'c': case 'h': case 'V':
 			break;
 		case 'p':	/* finds the socket as gdpub derives it */
-			if ((rc = gd_conf_set_opt(&conf, "GDpub_port", "--port",
-			    optarg)) != 0)
+			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) != 0)
 				goto out;
 			port_opt = 1;
 			break;
@@ -101,7 +94,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case O_SORT:
-			if ((opt.sort = gd_ctl_sort_parse(optarg)) < 0) {
+			if ((opt.sort = gd_inspect_sort(optarg)) < 0) {
 				gd_usage_err("invalid value '%s' for --sort: expected age, expires, id or acks",
 				    optarg);
 				rc = GD_EX_USAGE;

@@ -1,9 +1,6 @@
 /* gdpub: read event blocks on stdin, publish them with guaranteed
  * delivery, report READY, ACK, NACK and REJECT on stdout. */
-#include "cli.h"
-#include "log.h"
-#include "parse.h"
-#include "pub.h"
+#include "gdkit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +41,8 @@ static const char usage[] =
 "--cluster, --role.\n"
 "See gdpub(1), gdkit.conf(5).\n";
 
+/* Options that set a config key (conf.c's table says which) need only a
+ * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
 	O_PROGRESS, O_NO_PROGRESS };
@@ -83,25 +82,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* option -> config key, for the options that are config keys */
-static const struct gd_keyopt keyopts[] = {
-	{ 'p', "--port", "GDpub_port" },
-	{ 't', "--timeout", "GDpub_timeout" },
-	{ 'n', "--num-subs", "GDpub_numSubs" },
-	{ O_BIND, "--bind", "GDpub_bind" },
-	{ O_HOST, "--host", "GDpub_host" },
-	{ O_MAXPEND, "--max-pending", "GDpub_maxPending" },
-	{ O_MAXBLOCK, "--max-block-size", "GDpub_maxBlockSize" },
-	{ O_RESEND, "--resend", "GDpub_resend" },
-	{ O_SNAPSHOT, "--snapshot", "GDpub_snapshot" },
-	{ O_JOURNAL, "--journal", "GDpub_journal" },
-	{ O_FSYNC, "--fsync", "GDpub_fsync" },
-	{ O_CTL, "--ctl", "GDpub_ctl" },
-	{ O_AUTH, "--auth-key-file", "GDpub_authKeyFile" },
-	{ O_CLUSTER, "--cluster", "GDpub_cluster" },
-	{ O_ROLE, "--role", "GDpub_role" },
-};
-
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
@@ -119,13 +99,6 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		rc = gd_cli_keyopt(&conf, keyopts,
-		    sizeof(keyopts) / sizeof(keyopts[0]), ch, optarg);
-		if (rc > 0)
-			goto out;
-		if (rc == 0)
-			continue;
-		rc = 0;
 		switch (ch) {
 		case 'c': case 'h': case 'V':
 			break;
@@ -175,8 +148,11 @@ int main(int argc, char **argv)
 			quiet = 1;
 			break;
 		default:
-			rc = gd_cli_bad_option(ch, argv);
-			goto out;
+			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
+				rc = gd_cli_bad_option(ch, argv);
+			if (rc != 0)
+				goto out;
+			break;
 		}
 	}
 	if (optind < argc) {

@@ -1,9 +1,6 @@
 /* gdsub: subscribe to publishers, write their blocks on stdout, hold the
  * acknowledgement connection that gdack uses. */
-#include "cli.h"
-#include "log.h"
-#include "parse.h"
-#include "sub.h"
+#include "gdkit.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +41,9 @@ static const char usage[] =
 "Not supported yet (refused): --auth-key-file, --qos.\n"
 "See gdsub(1), gdkit.conf(5).\n";
 
+/* Options that set a config key (conf.c's table says which, --qos and
+ * the flags --no-gd and --consecutive included) need only a distinct
+ * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
 	O_CONSEC, O_AUTH, O_QOS, O_LINGER };
 
@@ -73,38 +73,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-static const struct gd_keyopt keyopts[] = {
-	{ 'P', "--pub", "GDsub_pub" },
-	{ O_RETRY, "--retry-interval", "GDsub_retryInt" },
-	{ O_MAXRETRY, "--max-retries", "GDsub_maxRetries" },
-	{ O_NAME, "--name", "GDsub_name" },
-	{ O_CTL, "--ctl", "GDsub_ctl" },
-	{ O_STATE, "--state", "GDsub_state" },
-	{ O_DEDUP, "--dedup", "GDsub_dedup" },
-	{ O_AUTH, "--auth-key-file", "GDsub_authKeyFile" },
-};
-
-/* --qos NAME=VALUE, IceStorm's per-subscription settings */
-static int set_qos(struct gd_conf *c, const char *arg)
-{
-	static const struct { const char *name, *key; } q[] = {
-		{ "reliability", "GDsub_reliability" },
-		{ "retryCount", "GDsub_retryCount" },
-		{ "connectionCached", "GDsub_connectionCached" },
-		{ "locatorCacheTimeout", "GDsub_locatorCacheTimeout" },
-	};
-	const char *eq = strchr(arg, '=');
-	size_t i;
-
-	for (i = 0; eq && i < sizeof(q) / sizeof(q[0]); i++)
-		if (strlen(q[i].name) == (size_t)(eq - arg) &&
-		    strncmp(arg, q[i].name, (size_t)(eq - arg)) == 0)
-			return gd_conf_set_opt(c, q[i].key, "--qos", eq + 1);
-	gd_usage_err("invalid value '%s' for --qos: expected reliability=, "
-	    "retryCount=, connectionCached= or locatorCacheTimeout=", arg);
-	return GD_EX_USAGE;
-}
-
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
@@ -120,25 +88,8 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		rc = gd_cli_keyopt(&conf, keyopts,
-		    sizeof(keyopts) / sizeof(keyopts[0]), ch, optarg);
-		if (rc > 0)
-			goto out;
-		if (rc == 0)
-			continue;
-		rc = 0;
 		switch (ch) {
 		case 'c': case 'h': case 'V':
-			break;
-		case O_NOGD:
-			rc = gd_conf_set_opt(&conf, "GDsub_gd", "--no-gd", "0");
-			break;
-		case O_CONSEC:
-			rc = gd_conf_set_opt(&conf, "GDsub_consecutive",
-			    "--consecutive", "1");
-			break;
-		case O_QOS:
-			rc = set_qos(&conf, optarg);
 			break;
 		case 'f':
 			if (strcmp(optarg, "line") == 0)
@@ -185,7 +136,8 @@ int main(int argc, char **argv)
 			quiet = 1;
 			break;
 		default:
-			rc = gd_cli_bad_option(ch, argv);
+			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
+				rc = gd_cli_bad_option(ch, argv);
 			break;
 		}
 		if (rc != 0)

@@ -25,24 +25,29 @@ throttled() {
 	wait_until 10 file_is s.rc "0 0 0"
 }
 
-@test "defaults and -t 2: 5,000 blocks through a pipeline throttled to 200 blocks/s are all ACKed" {
+# 2,000 blocks: 10 s at 200/s, five timeouts of steady state after the
+# window settles (it moves every 32 ACKs, 0.16 s here); 5 times what
+# rate x timeout (400) lets through without flow control
+@test "defaults and -t 2: 2,000 blocks through a pipeline throttled to 200 blocks/s are all ACKed" {
 	port=$(free_port)
-	seq 1 5000 > in.txt
+	seq 1 2000 > in.txt
 	throttled s "$port" 200
 	run --separate-stderr timeout 120 gdpub -p "$port" -n 1 -t 2 --wait-ready=10 < in.txt
 	assert_success
-	[ "$(grep -c '^ACK ' <<<"$output")" -eq 5000 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 2000 ]
 	wait_until 10 file_is s.rc "0 0 0"
 }
 
+# 4,500 blocks: more than the slower pipeline gets through in a timeout
+# (3,000), so without flow control the last ones would be NACKed
 @test "two pipelines of different speeds: every block ACKed, at the slower one's pace" {
 	port=$(free_port)
-	seq 1 6000 > in.txt
+	seq 1 4500 > in.txt
 	throttled a "$port" 3000
 	throttled b "$port" 1000
 	run --separate-stderr timeout 120 gdpub -p "$port" -n 2 -t 3 --wait-ready=10 < in.txt
 	assert_success
-	[ "$(grep -c '^ACK ' <<<"$output")" -eq 6000 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 4500 ]
 }
 
 @test "gdinspect stats shows the window: it stays near rate x timeout/4 for a slow pipeline, '-' with GD off" {
@@ -51,7 +56,8 @@ throttled() {
 	spawn "gdpub -p $port -n 1 -t 4 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
 	throttled s "$port" 500 7>&-
 	wait_until 10 has_line st '^READY$'
-	seq 1 3000 >&7
+	# 2,000: the window is read at 1,000 ACKs (2 s), while it still limits
+	seq 1 2000 >&7
 	wait_until 20 lines_at_least st 1001
 	run timeout 10 gdinspect --ctl "$(pub_sock "$port")" --json stats
 	assert_success

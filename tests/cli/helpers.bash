@@ -64,6 +64,16 @@ wait_pid() {
 	wait "$2"
 }
 
+# until_resent PORT N: a shell command (for a pipeline stage) that waits,
+# up to 20 s, until the gdpub on PORT has resent N blocks or more: a stage
+# that holds a block until the publisher has given up on it once, instead
+# of sleeping past its timeout.
+until_resent() {
+	local c='for _ in $(seq 400); do v=$(gdinspect -p @P@ --json stats 2>/dev/null | sed -n "s/.*\"resent\":\([0-9]*\).*/\1/p"); [ "${v:-0}" -ge @N@ ] && break; sleep 0.05; done'
+	c=${c//@P@/$1}
+	printf '%s' "${c//@N@/$2}"
+}
+
 # listening PORT: true when something listens on 127.0.0.1:PORT
 listening() {
 	ss -Hltn "sport = :$1" | grep -q .

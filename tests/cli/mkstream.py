@@ -44,6 +44,7 @@ Examples:
   printf 'block 1 1 - x\\n' | mkstream.py --flip 60       # CRC mismatch
 """
 import argparse
+import re
 import struct
 import sys
 
@@ -73,33 +74,31 @@ def crc32c(data, crc=0):
     return c ^ 0xFFFFFFFF
 
 
+_ESCAPE = re.compile(rb"\\(x[0-9A-Fa-f]{2}|.?)", re.S)
+_SIMPLE = {b"n": 10, b"t": 9, b"r": 13, b"\\": 92, b"0": 0, b'"': 34}
+
+
 def unescape(s):
-    """C-style escapes to bytes: \\n \\t \\r \\\\ \\0 \\" \\xNN."""
-    out = bytearray()
+    """C-style escapes to bytes: \\n \\t \\r \\\\ \\0 \\" \\xNN. The text
+    between escapes is copied whole (payloads of megabytes)."""
     raw = s.encode("utf-8", "surrogateescape")
-    i = 0
-    simple = {ord("n"): 10, ord("t"): 9, ord("r"): 13, ord("\\"): 92,
-              ord("0"): 0, ord('"'): 34}
-    while i < len(raw):
-        c = raw[i]
-        if c != 0x5C:
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= len(raw):
+    out = bytearray()
+    pos = 0
+    for m in _ESCAPE.finditer(raw):
+        out += raw[pos:m.start()]
+        e = m.group(1)
+        if e == b"":
             raise ValueError("a lone backslash at the end")
-        e = raw[i + 1]
-        if e in simple:
-            out.append(simple[e])
-            i += 2
-        elif e == ord("x"):
-            h = raw[i + 2:i + 4].decode("ascii", "replace")
-            if len(h) != 2:
-                raise ValueError("\\x needs two hex digits")
-            out.append(int(h, 16))
-            i += 4
+        if e in _SIMPLE:
+            out.append(_SIMPLE[e])
+        elif e[:1] == b"x" and len(e) == 3:
+            out.append(int(e[1:], 16))
+        elif e == b"x":
+            raise ValueError("\\x needs two hex digits")
         else:
-            raise ValueError("unknown escape \\%c" % e)
+            raise ValueError("unknown escape \\%c" % e[0])
+        pos = m.end()
+    out += raw[pos:]
     return bytes(out)
 
 

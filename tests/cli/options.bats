@@ -302,3 +302,18 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	expect_fail 69 "gdpub: cannot use control socket $sock: a file that is not a socket is in the way" -- gdpub -p "$port"
 	[ "$(cat "$sock")" = precious ]
 }
+
+# ---- the mains' shape (STYLE: thin mains over the library's public tier) ----
+
+@test "src/: each main includes gdkit.h and no other header of lib/" {
+	local src="$BATS_TEST_DIRNAME/../../src" lib="$BATS_TEST_DIRNAME/../../lib" f h
+	for f in "$src"/gd*.c; do
+		grep -q '^#include "gdkit.h"$' "$f"
+		for h in $(grep -oE '^#include "[^"]+"' "$f" | cut -d'"' -f2); do
+			[ "$h" = gdkit.h ] || { echo "$f includes $h"; false; }
+		done
+		# the option -> key map is conf.c's table: no key named in a main
+		! grep -nE '"GD(pub|sub)_[A-Za-z]+"' "$f"
+	done
+	[ -f "$lib/gdkit.h" ]
+}

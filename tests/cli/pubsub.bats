@@ -232,10 +232,10 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	sub_conf fast.ini "$port"
 	sub_conf slow.ini "$port"
 	ack_pipeline fast
-	# the slow stage holds the first block 3 s: past the 2 s timeout (resend),
-	# well before the second one (NACK at 4 s)
+	# the slow stage holds the first block until gdpub has resent all five
+	# (at the 2 s timeout), 2 s before they would be NACKed
 	spawn "gdsub -c slow.ini 2> slow.sub.err |
-		{ IFS= read -r l; sleep 3; printf '%s\n' \"\$l\"; exec cat; } |
+		{ IFS= read -r l; $(until_resent "$port" 5); printf '%s\n' \"\$l\"; exec cat; } |
 		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
 	seq 1 5 > in.txt
 	run --separate-stderr timeout 20 gdpub -p "$port" -n 2 -t 2 --resend 1 --wait-ready=10 -v < in.txt
@@ -255,10 +255,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	sub_conf fast.ini "$port"
 	sub_conf slow.ini "$port" 'GDsub_dedup=none'
 	ack_pipeline fast
-	# as above, the first block is held 3 s, past the 2 s timeout (resend);
-	# once it is ACKed the rest, the resent copies among them, follow
+	# as above, the first block is held until all five were resent (at the
+	# 2 s timeout); once it is ACKed the rest, the resent copies among
+	# them, follow
 	spawn "gdsub -c slow.ini 2> slow.sub.err |
-		{ IFS= read -r l; sleep 3; printf '%s\n' \"\$l\"
+		{ IFS= read -r l; $(until_resent "$port" 5); printf '%s\n' \"\$l\"
 		  for i in \$(seq 100); do grep -q '^ACK 1\$' pub.out && break; sleep 0.05; done
 		  exec cat; } |
 		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
@@ -576,6 +577,8 @@ gdack_connected() {
 		  printf '%s\n' \"\$l\"; exec cat; } |
 		gdack -c s.ini --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
 	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
+	# as above: a GD-off gdsub ends with the stream unless gdack is there
+	wait_until 10 gdack_connected
 	seq 1 5 >&7
 	feed_close
 	wait_until 10 file_is pub.rc 0

@@ -32,8 +32,9 @@ has_lines() {
 @test "--dedup none: resent copies are written too and each needs its acknowledgement" {
 	port=$(free_port)
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\nGDsub_dedup=none\n' "$port" > s.ini
-	# a slow stage: each line takes 0.4 s, so 0.3 s timeouts resend copies
-	spawn "gdsub -c s.ini | while IFS= read -r l; do sleep 0.4; printf '%s\n' \"\$l\"; done | gdack -c s.ini --tee > out.txt 2> ack.err; echo \$? > ack.rc"
+	# a slow stage: it holds the first line until gdpub has resent a copy
+	# (at the 0.3 s timeout), so copies go through the pipeline too
+	spawn "gdsub -c s.ini | { IFS= read -r l; $(until_resent "$port" 1); printf '%s\n' \"\$l\"; exec cat; } | gdack -c s.ini --tee > out.txt 2> ack.err; echo \$? > ack.rc"
 	seq 1 3 > in.txt
 	run gdpub -p "$port" -n 1 -t 0.3 --resend 5 --wait-ready=30 < in.txt
 	assert_success

@@ -659,7 +659,8 @@ cascade() {
 
 @test "cascade: a block stage 2 NACKs is not acknowledged to stage 1, which NACKs it too" {
 	seq 1 3 | sed 's/^/event /' > in.txt
-	GATE=1 T1=4 T2=1 cascade
+	# stage 2 NACKs at 1 s; stage 1 waits for it until its own 2.5 s
+	GATE=1 T1=2.5 T2=1 cascade
 	wait_until 10 lines_at_least outa 3
 	wait_until 10 lines_at_least b.seen 3
 	# b never acknowledges: stage 2 NACKs, gdack -f status sends nothing up

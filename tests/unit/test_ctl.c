@@ -1,0 +1,129 @@
+/* Unit tests of the control server's reply buffer (lib/ctl.c) on a real
+ * libuv loop and a Unix socket, the client side driven by the test: a
+ * reply at the cap goes out whole, a reply past it is replaced by one
+ * error line and the connection stays usable, a line longer than the old
+ * formatting buffer comes out whole. The waits are bounded loops on the
+ * condition (bytes arrived), never sleeps. */
+#include "ctl.h"
+#include "log.h"
+#include "unit.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define CAP 4096
+
+static int on_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	char row[64];
+	size_t i;
+
+	(void)user;
+	(void)len;
+	if (strcmp(line, "fit") == 0) {
+		/* exactly CAP bytes: 64 rows of 64 */
+		memset(row, 'f', sizeof(row));
+		row[sizeof(row) - 1] = '\n';
+		for (i = 0; i < CAP / sizeof(row); i++)
+			gd_ctl_reply(cl, row, sizeof(row));
+	} else if (strcmp(line, "big") == 0) {
+		for (i = 0; i < 1000; i++)
+			gd_ctl_printf(cl, "row %zu of a reply far over the cap\n", i);
+	} else if (strcmp(line, "long") == 0) {
+		char *s = malloc(3001);
+		memset(s, 'l', 3000);
+		s[3000] = '\0';
+		gd_ctl_printf(cl, "%s\n", s);
+		free(s);
+	} else {
+		gd_ctl_printf(cl, "echo %s\n", line);
+	}
+	return 0;
+}
+
+/* Run the loop and read what the server sent until want bytes came (or a
+ * bounded number of rounds passed); returns the bytes read. */
+static size_t exchange(uv_loop_t *loop, struct gd_ctl_srv *s, int fd,
+    char *buf, size_t cap, size_t want)
+{
+	size_t got = 0;
+	int round;
+
+	for (round = 0; round < 2000 && got < want; round++) {
+		struct pollfd pf = { fd, POLLIN, 0 };
+		ssize_t n;
+
+		uv_run(loop, UV_RUN_NOWAIT);
+		gd_ctl_flush(s);
+		uv_run(loop, UV_RUN_NOWAIT);
+		if (poll(&pf, 1, 5) <= 0)
+			continue;
+		n = recv(fd, buf + got, cap - 1 - got, MSG_DONTWAIT);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	buf[got] = '\0';
+	return got;
+}
+
+TEST(test_reply_cap)
+{
+	uv_loop_t loop;
+	struct gd_ctl_srv srv;
+	char dir[] = "/tmp/gdkit-test-ctl.XXXXXX", path[108], *buf;
+	const char *err = "error reply larger than 4096 bytes, the control "
+	    "socket's limit: ask for fewer rows (gdinspect --limit N)\n";
+	size_t got, i;
+	int fd, ok;
+
+	ASSERT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/s", dir);
+	ASSERT_EQ(uv_loop_init(&loop), 0);
+	ASSERT_EQ(gd_ctl_listen(&srv, &loop, path, on_line, NULL), 0);
+	srv.reply_max = CAP;
+	fd = gd_ctl_connect(path, 1);
+	ASSERT(fd >= 0);
+	buf = malloc(1 << 16);
+
+	/* exactly at the cap: whole */
+	ASSERT_EQ(write(fd, "fit\n", 4), 4);
+	got = exchange(&loop, &srv, fd, buf, 1 << 16, CAP);
+	ASSERT_EQ(got, CAP);
+	for (i = 0, ok = 1; i < got; i++)
+		ok &= buf[i] == ((i % 64) == 63 ? '\n' : 'f');
+	ASSERT(ok);
+
+	/* past the cap: one error line instead, then the next request is
+	 * answered as usual on the same connection */
+	ASSERT_EQ(write(fd, "big\nafter\n", 10), 10);
+	got = exchange(&loop, &srv, fd, buf, 1 << 16,
+	    strlen(err) + strlen("echo after\n"));
+	ASSERT_EQ(got, strlen(err) + strlen("echo after\n"));
+	ASSERT(strncmp(buf, err, strlen(err)) == 0);
+	ASSERT_STR(buf + strlen(err), "echo after\n");
+
+	/* a formatted line longer than a request line comes out whole */
+	ASSERT_EQ(write(fd, "long\n", 5), 5);
+	got = exchange(&loop, &srv, fd, buf, 1 << 16, 3001);
+	ASSERT_EQ(got, 3001);
+	ASSERT(buf[0] == 'l' && buf[2999] == 'l' && buf[3000] == '\n');
+
+	free(buf);
+	close(fd);
+	gd_ctl_close(&srv);
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ASSERT_EQ(uv_loop_close(&loop), 0);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	gd_log_init("test_ctl");
+	RUN(test_reply_cap);
+	return UNIT_DONE();
+}
