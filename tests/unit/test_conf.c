@@ -1412,10 +1412,10 @@ TEST(set_option_by_table)
 	ASSERT_STR(c.pub_ctl, "/tmp/p.sock");
 	ASSERT(c.sub_ctl == NULL);
 	cap_begin();
-	rc = gd_conf_set_option(&c, "--port", "0");
+	rc = gd_conf_set_option(&c, "--port", "65536");
 	cap_end();
 	ASSERT_EQ(rc, GD_EX_USAGE);
-	ASSERT_HAS(errbuf, "test_conf: invalid value '0' for --port: ");
+	ASSERT_HAS(errbuf, "test_conf: invalid value '65536' for --port: ");
 	gd_conf_free(&c);
 
 	gd_conf_init(&c, GD_FAM_SUB);
@@ -1424,15 +1424,19 @@ TEST(set_option_by_table)
 	ASSERT_EQ(gd_conf_set_option(&c, "--port", "1"), -1);
 	ASSERT_EQ(gd_conf_set_option(&c, "--ctl", "/tmp/s.sock"), 0);
 	ASSERT_STR(c.sub_ctl, "/tmp/s.sock");
-	/* flags: --no-gd sets 0; an unsupported flag says so by its name */
+	/* flags: --no-gd sets 0, --consecutive 1; an unsupported option
+	 * says so by its name */
 	ASSERT_EQ(c.gd, 1);
 	ASSERT_EQ(gd_conf_set_option(&c, "--no-gd", NULL), 0);
 	ASSERT_EQ(c.gd, 0);
+	ASSERT_EQ(c.consecutive, 0);
+	ASSERT_EQ(gd_conf_set_option(&c, "--consecutive", NULL), 0);
+	ASSERT_EQ(c.consecutive, 1);
 	cap_begin();
-	rc = gd_conf_set_option(&c, "--consecutive", NULL);
+	rc = gd_conf_set_option(&c, "--auth-key-file", "k");
 	cap_end();
 	ASSERT_EQ(rc, GD_EX_USAGE);
-	ASSERT_HAS(errbuf, "test_conf: --consecutive is not supported yet in this version of gdkit");
+	ASSERT_HAS(errbuf, "test_conf: invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit");
 	/* a valued option given without a value sets nothing */
 	ASSERT_EQ(gd_conf_set_option(&c, "--name", NULL), -1);
 	gd_conf_free(&c);
