@@ -1,14 +1,13 @@
-/* Control socket: path derivation, a line-based libuv server and a
- * blocking client, and who may talk to whom. See ctl.h for the protocol. */
+/* Control socket: path derivation, request arguments, and the line-based
+ * libuv server of gdpub and gdsub. The blocking client of gdack and
+ * gdinspect is ctl_client.c. See ctl.h for the protocol. */
 #define _GNU_SOURCE	/* struct ucred */
 #include "ctl.h"
 #include "log.h"
 #include "parse.h"
 
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,7 +15,6 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 static uint64_t fnv1a(const char *s)
@@ -210,7 +208,7 @@ void gd_ctl_cell(char *dst, size_t sz, const char *src)
 
 /* ---- who is at the other end ---- */
 
-static int peer_uid(int fd, uid_t *uid, long *pid)
+int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid)
 {
 #ifdef SO_PEERCRED
 	struct ucred cr;
@@ -349,7 +347,7 @@ static int peer_allowed(struct gd_ctl_client *cl)
 	long pid;
 
 	if (uv_fileno((uv_handle_t *)&cl->h, &fd) != 0 ||
-	    peer_uid(fd, &uid, &pid) != 0) {
+	    gd_ctl_peer_uid(fd, &uid, &pid) != 0) {
 		gd_warn("refused a control connection: cannot tell who it is from: %s",
 		    strerror(errno));
 		gd_ctl_printf(cl, "error permission denied: cannot tell who you are\n");
@@ -533,139 +531,4 @@ void gd_ctl_flush(struct gd_ctl_srv *s)
 		next = cl->next;	/* a failed write unlinks cl */
 		client_flush(cl);
 	}
-}
-
-/* ---- client ---- */
-
-int gd_ctl_connect(const char *path, double wait_s)
-{
-	struct sockaddr_un sa;
-	struct timespec t0, now, nap = { 0, 20 * 1000 * 1000 };
-	int fd;
-
-	if (strlen(path) >= sizeof(sa.sun_path)) {
-		errno = ENAMETOOLONG;
-		return -1;
-	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sun_family = AF_UNIX;
-	memcpy(sa.sun_path, path, strlen(path));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int e;
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -1;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
-		e = errno;
-		close(fd);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((double)(now.tv_sec - t0.tv_sec) +
-		    (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= wait_s ||
-		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN)) {
-			errno = e;
-			return -1;
-		}
-		nanosleep(&nap, NULL);
-	}
-}
-
-/* "nobody (uid 65534)" */
-static const char *uid_name(uid_t uid, char *buf, size_t sz)
-{
-	struct passwd *pw = getpwuid(uid);
-	if (pw != NULL && pw->pw_name != NULL)
-		snprintf(buf, sz, "%.32s (uid %u)", pw->pw_name, (unsigned)uid);
-	else
-		snprintf(buf, sz, "uid %u", (unsigned)uid);
-	return buf;
-}
-
-int gd_ctl_trust(const char *path, int fd)
-{
-	char dir[PATH_MAX], a[64], b[64];
-	const char *d;
-	struct stat st;
-	uid_t me = geteuid(), uid;
-	long pid;
-
-	if (lstat(path, &st) == 0) {
-		if (st.st_uid != me) {
-			gd_err("refusing control socket %s: it belongs to %s and you "
-			    "are %s", path, uid_name(st.st_uid, a, sizeof(a)),
-			    uid_name(me, b, sizeof(b)));
-			return GD_EX_UNAVAILABLE;
-		}
-		snprintf(dir, sizeof(dir), "%s", path);
-		d = dirname(dir);	/* "." for a bare name, not dir */
-		if (stat(d, &st) == 0 && st.st_uid != me && st.st_uid != 0) {
-			gd_err("refusing control socket %s: its directory %s belongs "
-			    "to %s, neither to you, %s, nor to root", path, d,
-			    uid_name(st.st_uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
-			return GD_EX_UNAVAILABLE;
-		}
-	}
-	if (fd >= 0) {
-		if (peer_uid(fd, &uid, &pid) != 0) {
-			gd_err("refusing control socket %s: cannot tell who serves it: %s",
-			    path, strerror(errno));
-			return GD_EX_UNAVAILABLE;
-		}
-		if (uid != me) {
-			gd_err("refusing control socket %s: the program serving it "
-			    "runs as %s and you are %s", path,
-			    uid_name(uid, a, sizeof(a)), uid_name(me, b, sizeof(b)));
-			return GD_EX_UNAVAILABLE;
-		}
-	}
-	return 0;
-}
-
-int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)
-{
-	char *nl;
-
-	for (;;) {
-		nl = memchr(r->buf + r->off, '\n', r->len - r->off);
-		if (nl != NULL) {
-			*nl = '\0';
-			*line = r->buf + r->off;
-			*len = (size_t)(nl - *line);
-			r->off += *len + 1;
-			return 1;
-		}
-		if (r->off > 0) {
-			memmove(r->buf, r->buf + r->off, r->len - r->off);
-			r->len -= r->off;
-			r->off = 0;
-		}
-		if (r->len == sizeof(r->buf)) {
-			errno = EMSGSIZE;
-			return -1;
-		}
-		ssize_t n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		if (n == 0)
-			return 0;
-		r->len += (size_t)n;
-	}
-}
-
-int gd_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
 }

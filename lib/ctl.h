@@ -108,7 +108,11 @@ int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gd_ctl_flush(struct gd_ctl_srv *s);
 
-/* Client side, blocking (gdack, gdinspect). Connect, retrying for up to
+/* The uid (and pid, -1 if unknown) of the process at the other end of a
+ * unix socket; -1 with errno on failure. */
+int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid);
+
+/* Client side, blocking (gdack, gdinspect: ctl_client.c). Connect, retrying for up to
  * wait_s seconds; returns the fd or -1 with errno set. */
 int gd_ctl_connect(const char *path, double wait_s);
 /* Refuse to talk to another user's program: the socket at path must be
