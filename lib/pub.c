@@ -44,87 +44,12 @@ static void on_resolved(void *ctx, const struct gd_pend *e, int acked,
 	struct pub *p = ctx;
 
 	(void)now;
-	if (p->journal && !p->journal_failed &&
-	    gd_journal_resolved(&p->jn, e->id, gd_deliver_seq(&p->dv, e),
-	    e->len, acked) != 0)
-		pub_journal_failed(p);
+	pub_journal_resolved(p, e, acked);
 	pub_status_line(p, acked ? "ACK" : "NACK", e);
 	pub_release(p, gd_pend_owner(e));
 }
 
 static const struct gd_deliver_ops deliver_ops = { on_resend, on_resolved };
-
-/* ---- the journal ---- */
-
-static void close_all(struct pub *p);
-
-void pub_journal_failed(struct pub *p)
-{
-	if (p->journal_failed)
-		return;
-	p->journal_failed = 1;
-	gd_err("%s; stopping: what was recorded stays in the journal and is "
-	    "sent again when gdpub restarts", p->jn.err);
-	p->stop_code = GD_EX_IOERR;
-	pub_drop_input(p);
-	if (!p->finished) {
-		p->finished = 1;	/* no end of stream: the run goes on later */
-		close_all(p);
-	}
-}
-
-int pub_journal_commit(struct pub *p)
-{
-	if (!p->journal)
-		return 0;
-	if (p->journal_failed)
-		return -1;
-	if (gd_journal_commit(&p->jn, uv_hrtime()) != 0) {
-		pub_journal_failed(p);
-		return -1;
-	}
-	return 0;
-}
-
-/* Compaction walks what is pending: the delivery table, then what the
- * replay has not reached yet. */
-struct walk {
-	struct pub *p;
-	uint32_t s;
-	size_t r;
-};
-
-static int next_pending(void *ctx, struct gd_jblock *b)
-{
-	struct walk *w = ctx;
-	struct pub *p = w->p;
-
-	if (w->s != GD_NONE) {
-		const struct gd_pend *e = gd_pending_at(&p->dv.pend, w->s);
-		b->id = e->id;
-		b->seq = gd_deliver_seq(&p->dv, e);
-		b->time_ns = 0;		/* not kept while pending */
-		b->data = pub_payload(p, e);
-		b->len = e->len;
-		w->s = e->next;
-		return 1;
-	}
-	if (w->r < p->replay.n) {
-		*b = p->replay.b[w->r++];
-		return 1;
-	}
-	return 0;
-}
-
-static void compact(struct pub *p)
-{
-	struct walk w = { p, p->dv.pend.head, p->replay.next };
-
-	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
-		gd_warn("%s; the journal keeps growing", p->jn.err);
-	else
-		gd_trace(1, "journal rewritten: %" PRIu64 " bytes", p->jn.size);
-}
 
 /* ---- timers ---- */
 
@@ -172,7 +97,7 @@ static void on_prepare(uv_prepare_t *h)
 		return;
 	}
 	if (p->journal && gd_journal_bloated(&p->jn))
-		compact(p);
+		pub_journal_compact(p);
 	if (p->sink->readers(p) && !p->finished) {
 		uint64_t f = gd_deliver_floor(&p->dv);
 		if (f != p->floor_sent) {
@@ -187,7 +112,7 @@ static void on_prepare(uv_prepare_t *h)
 
 /* ---- the end ---- */
 
-static void close_all(struct pub *p)
+void pub_close_all(struct pub *p)
 {
 	on_prepare(&p->prep);	/* last status lines and replies */
 	uv_close((uv_handle_t *)&p->prep, NULL);
@@ -215,14 +140,14 @@ void pub_check_done(struct pub *p)
 	 * highest id and index), unless a replay was cut short */
 	if (p->journal && pub_journal_commit(p) == 0 &&
 	    p->replay.next >= p->replay.n)
-		compact(p);
+		pub_journal_compact(p);
 	if (p->sink->readers(p) && p->dv.next_seq != p->floor_sent) {
 		p->sink->floor(p, p->dv.next_seq);
 		p->floor_sent = p->dv.next_seq;
 	}
 	p->sink->end(p);
 	pub_net_end(p);
-	close_all(p);
+	pub_close_all(p);
 }
 
 static void on_ready_timeout(uv_timer_t *t)
@@ -234,7 +159,7 @@ static void on_ready_timeout(uv_timer_t *t)
 	p->stop_code = GD_EX_UNAVAILABLE;
 	p->eof = 1;
 	p->finished = 1;
-	close_all(p);
+	pub_close_all(p);
 }
 
 /* ---- signals ---- */
@@ -319,35 +244,6 @@ static int open_outputs(struct pub *p)
 	return 0;
 }
 
-/* The journal: the run it continues, what is pending in it. */
-static int open_journal(struct pub *p)
-{
-	const struct gd_conf *c = p->conf;
-
-	if (c->journal == NULL)
-		return 0;
-	if (!pub_gd(p)) {
-		gd_usage_err("GDpub_journal needs GDpub_numSubs above 0: with GD "
-		    "off nothing is pending to journal");
-		return GD_EX_USAGE;
-	}
-	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
-		gd_err("%s", p->jn.err);
-		return GD_EX_IOERR;
-	}
-	p->journal = 1;
-	if (p->jn.torn_at)
-		gd_warn("journal '%s': a torn record at byte offset %" PRIu64
-		    " (%" PRIu64 " bytes, a crash mid-write) was cut off",
-		    c->journal, p->jn.torn_at, p->jn.torn_bytes);
-	p->epoch = p->jn.epoch;
-	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
-	if (p->jn.npending > 0)
-		gd_info("journal '%s': %zu blocks pending from before; sending "
-		    "them again first", c->journal, p->jn.npending);
-	return 0;
-}
-
 /* Every handle of the loop, and the input; 0 or an exit code. */
 static int start(struct pub *p)
 {
@@ -355,7 +251,7 @@ static int start(struct pub *p)
 	char path[108];
 	int rc;
 
-	if ((rc = open_journal(p)) != 0)
+	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0)
 		return rc;
@@ -402,13 +298,13 @@ static int start(struct pub *p)
 		gd_err("cannot start reading standard input: %s",
 		    uv_strerror(rc));
 		p->finished = 1;
-		close_all(p);
+		pub_close_all(p);
 		return GD_EX_FAIL;
 	}
 	if (p->journal && pub_replay_start(p) != 0) {
 		gd_err("out of memory for the journal's pending blocks");
 		p->finished = 1;
-		close_all(p);
+		pub_close_all(p);
 		return GD_EX_FAIL;
 	}
 	gd_journal_forget_image(&p->jn);
@@ -467,11 +363,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		gd_chunk_unref(&p->in, c);
 	gd_snapshot_free(&p->snap);
 	gd_deliver_free(&p->dv);
-	if (p->replay.c != NULL)
-		gd_chunk_unref(&p->in, p->replay.c);
-	free(p->replay.b);
-	if (p->journal)
-		gd_journal_close(&p->jn);
+	pub_journal_free(p);
 	uv_walk(&p->loop, walk_close, NULL);
 	uv_run(&p->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&p->loop) != 0)

@@ -124,6 +124,16 @@ void pub_check_done(struct pub *p);
 int pub_journal_commit(struct pub *p);
 /* The journal cannot record: stop (exit 74), sending nothing more. */
 void pub_journal_failed(struct pub *p);
+/* Open GDpub_journal (if set): the run and the ids it continues; 0 or an
+ * exit code. */
+int pub_journal_open(struct pub *p);
+/* Record an ACK or NACK. */
+void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
+/* Rewrite the journal to what is pending (a failure is a warning). */
+void pub_journal_compact(struct pub *p);
+void pub_journal_free(struct pub *p);
+/* Close every handle: the run is over. */
+void pub_close_all(struct pub *p);
 void pub_arm_timer(struct pub *p);
 uint64_t pub_real_ns(void);
 

@@ -1,0 +1,125 @@
+/* gdpub's side of the journal (lib/journal.c): opened before the loop
+ * starts, the run it continues; a record for each block before any frame
+ * carries it (commit), for each resolution; rewritten to what is pending
+ * when it has grown; an I/O error stops gdpub, keeping what was recorded.
+ * The replay of the journal's pending blocks is pub_input.c's. */
+#include "pub_int.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+
+/* The journal: the run it continues, what is pending in it. */
+int pub_journal_open(struct pub *p)
+{
+	const struct gd_conf *c = p->conf;
+
+	if (c->journal == NULL)
+		return 0;
+	if (!pub_gd(p)) {
+		gd_usage_err("GDpub_journal needs GDpub_numSubs above 0: with GD "
+		    "off nothing is pending to journal");
+		return GD_EX_USAGE;
+	}
+	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
+		gd_err("%s", p->jn.err);
+		return GD_EX_IOERR;
+	}
+	p->journal = 1;
+	if (p->jn.torn_at)
+		gd_warn("journal '%s': a torn record at byte offset %" PRIu64
+		    " (%" PRIu64 " bytes, a crash mid-write) was cut off",
+		    c->journal, p->jn.torn_at, p->jn.torn_bytes);
+	p->epoch = p->jn.epoch;
+	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
+	if (p->jn.npending > 0)
+		gd_info("journal '%s': %zu blocks pending from before; sending "
+		    "them again first", c->journal, p->jn.npending);
+	return 0;
+}
+
+void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
+{
+	if (p->journal && !p->journal_failed &&
+	    gd_journal_resolved(&p->jn, e->id, gd_deliver_seq(&p->dv, e),
+	    e->len, acked) != 0)
+		pub_journal_failed(p);
+}
+
+void pub_journal_failed(struct pub *p)
+{
+	if (p->journal_failed)
+		return;
+	p->journal_failed = 1;
+	gd_err("%s; stopping: what was recorded stays in the journal and is "
+	    "sent again when gdpub restarts", p->jn.err);
+	p->stop_code = GD_EX_IOERR;
+	pub_drop_input(p);
+	if (!p->finished) {
+		p->finished = 1;	/* no end of stream: the run goes on later */
+		pub_close_all(p);
+	}
+}
+
+int pub_journal_commit(struct pub *p)
+{
+	if (!p->journal)
+		return 0;
+	if (p->journal_failed)
+		return -1;
+	if (gd_journal_commit(&p->jn, uv_hrtime()) != 0) {
+		pub_journal_failed(p);
+		return -1;
+	}
+	return 0;
+}
+
+/* Compaction walks what is pending: the delivery table, then what the
+ * replay has not reached yet. */
+struct walk {
+	struct pub *p;
+	uint32_t s;
+	size_t r;
+};
+
+static int next_pending(void *ctx, struct gd_jblock *b)
+{
+	struct walk *w = ctx;
+	struct pub *p = w->p;
+
+	if (w->s != GD_NONE) {
+		const struct gd_pend *e = gd_pending_at(&p->dv.pend, w->s);
+		b->id = e->id;
+		b->seq = gd_deliver_seq(&p->dv, e);
+		b->time_ns = 0;		/* not kept while pending */
+		b->data = pub_payload(p, e);
+		b->len = e->len;
+		w->s = e->next;
+		return 1;
+	}
+	if (w->r < p->replay.n) {
+		*b = p->replay.b[w->r++];
+		return 1;
+	}
+	return 0;
+}
+
+void pub_journal_compact(struct pub *p)
+{
+	struct walk w = { p, p->dv.pend.head, p->replay.next };
+
+	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
+		gd_warn("%s; the journal keeps growing", p->jn.err);
+	else
+		gd_trace(1, "journal rewritten: %" PRIu64 " bytes", p->jn.size);
+}
+
+void pub_journal_free(struct pub *p)
+{
+	if (p->replay.c != NULL)
+		gd_chunk_unref(&p->in, p->replay.c);
+	free(p->replay.b);
+	p->replay.b = NULL;
+	if (p->journal)
+		gd_journal_close(&p->jn);
+}
