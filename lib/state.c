@@ -1,7 +1,8 @@
-/* gdsub's state file (see state.h): acknowledged ranges per publisher run
- * in memory, an append log of acknowledgements on disk, compacted by
- * writing a snapshot aside and renaming it over the log. */
+/* gdsub's state file (see state.h) on disk: an append log of
+ * acknowledgements, compacted by writing a snapshot aside and renaming it
+ * over the log; loaded at open. The ranges in memory are state_runs.c's. */
 #include "state.h"
+#include "state_int.h"
 #include "ctl.h"
 #include "stream.h"
 #include "wire.h"
@@ -38,264 +39,6 @@ static int fail(struct gd_state *st, const char *fmt, ...)
 	vsnprintf(st->err, sizeof(st->err), fmt, ap);
 	va_end(ap);
 	return -1;
-}
-
-/* ---- ranges of one run ---- */
-
-static uint64_t offset_of(const struct gd_srange *r)
-{
-	return r->id_lo - r->lo;	/* wraps: only compared for equality */
-}
-
-/* The index of the first range whose hi is at or above seq (n if none). */
-static uint32_t lower(const struct gd_srun *run, uint64_t seq)
-{
-	const struct gd_srange *r = run->r + run->off;
-	uint32_t a = 0, b = run->n;
-
-	while (a < b) {
-		uint32_t m = a + (b - a) / 2;
-		if (r[m].hi < seq)
-			a = m + 1;
-		else
-			b = m;
-	}
-	return a;
-}
-
-static int room_for_one(struct gd_srun *run)
-{
-	if (run->off + run->n < run->cap)
-		return 0;
-	if (run->off > 0) {	/* ranges were forgotten at the front */
-		memmove(run->r, run->r + run->off, run->n * sizeof(*run->r));
-		run->off = 0;
-		return 0;
-	}
-	{
-		uint32_t ncap = run->cap ? run->cap * 2 : 16;
-		struct gd_srange *n;
-		if (ncap > GD_STATE_RANGES + 1)
-			ncap = GD_STATE_RANGES + 1;
-		n = realloc(run->r, (size_t)ncap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		run->r = n;
-		run->cap = ncap;
-	}
-	return 0;
-}
-
-/* Add [lo, hi) to the run, merging with the ranges it touches. */
-static int add_range(struct gd_srun *run, const struct gd_srange *in)
-{
-	struct gd_srange *r = run->r + run->off, m = *in;
-	uint32_t i, j;
-
-	if (m.lo >= m.hi)
-		return 0;
-	/* the common case: the next index after the last range */
-	if (run->n > 0 && r[run->n - 1].hi == m.lo) {
-		struct gd_srange *t = &r[run->n - 1];
-		t->linear = t->linear && m.linear && offset_of(t) == offset_of(&m);
-		t->hi = m.hi;
-		return 0;
-	}
-	i = lower(run, m.lo);
-	for (j = i; j < run->n && r[j].lo <= m.hi; j++) {
-		int lin = m.linear && r[j].linear &&
-		    offset_of(&m) == offset_of(&r[j]);
-		if (r[j].lo < m.lo) {
-			m.lo = r[j].lo;
-			m.id_lo = r[j].id_lo;
-		}
-		if (r[j].hi > m.hi)
-			m.hi = r[j].hi;
-		m.linear = lin;
-	}
-	if (j > i) {		/* replaces r[i .. j) */
-		r[i] = m;
-		memmove(&r[i + 1], &r[j], (run->n - j) * sizeof(*r));
-		run->n -= j - i - 1;
-		return 0;
-	}
-	if (room_for_one(run) != 0)
-		return -1;
-	r = run->r + run->off;
-	memmove(&r[i + 1], &r[i], (run->n - i) * sizeof(*r));
-	r[i] = m;
-	run->n++;
-	if (run->n > GD_STATE_RANGES) {	/* forget the oldest */
-		run->off++;
-		run->n--;
-		run->n_forgotten++;
-	}
-	return 0;
-}
-
-/* The range holding seq, or NULL. */
-static const struct gd_srange *find(const struct gd_srun *run, uint64_t seq)
-{
-	const struct gd_srange *r;
-	uint32_t i;
-
-	if (run == NULL || run->n == 0 || seq == UINT64_MAX)
-		return NULL;
-	i = lower(run, seq + 1);	/* the first range with hi > seq */
-	if (i == run->n)
-		return NULL;
-	r = &run->r[run->off + i];
-	return seq < r->lo ? NULL : r;
-}
-
-int gd_state_has(const struct gd_srun *run, uint64_t seq, uint64_t id)
-{
-	const struct gd_srange *r = find(run, seq);
-
-	if (r == NULL)
-		return 0;
-	if (r->linear && r->id_lo + (seq - r->lo) != id)
-		return -1;
-	return 1;
-}
-
-int gd_state_acked(const struct gd_srun *run, uint64_t seq)
-{
-	return find(run, seq) != NULL;
-}
-
-uint64_t gd_state_acked_end(const struct gd_srun *run, uint64_t seq)
-{
-	const struct gd_srange *r = find(run, seq);
-
-	return r ? r->hi : seq;
-}
-
-uint64_t gd_state_next_acked(const struct gd_srun *run, uint64_t seq)
-{
-	uint32_t i;
-
-	if (run->n == 0 || seq == UINT64_MAX)
-		return UINT64_MAX;
-	i = lower(run, seq + 1);	/* the first range with hi > seq */
-	if (i == run->n)
-		return UINT64_MAX;
-	return run->r[run->off + i].lo > seq ? run->r[run->off + i].lo : seq;
-}
-
-uint64_t gd_state_resume(const struct gd_srun *run)
-{
-	return gd_state_acked_end(run, run->floor > 1 ? run->floor : 1);
-}
-
-void gd_state_floor(struct gd_srun *run, uint64_t floor)
-{
-	if (floor > run->floor) {
-		run->floor = floor;
-		run->floor_dirty = 1;
-	}
-}
-
-/* ---- runs ---- */
-
-static void run_clear(struct gd_srun *run)
-{
-	run->off = run->n = 0;
-	run->npend = 0;
-	run->floor = 0;
-	run->floor_dirty = 0;
-	run->n_forgotten = 0;
-}
-
-static void run_free(struct gd_srun *run)
-{
-	free(run->r);
-	free(run->pend);
-	free(run);
-}
-
-static struct gd_srun *find_origin(struct gd_state *st, const char *o,
-    size_t n)
-{
-	uint32_t i;
-
-	for (i = 0; i < st->nruns; i++)
-		if (st->runs[i]->olen == n && memcmp(st->runs[i]->origin, o, n) == 0)
-			return st->runs[i];
-	return NULL;
-}
-
-/* Make room for one more run: grow, or forget the least recently used. */
-static int runs_room(struct gd_state *st)
-{
-	struct gd_srun **n;
-	uint32_t i, lru = 0;
-
-	if (st->nruns < st->caprun)
-		return 0;
-	if (st->caprun < GD_STATE_RUNS) {
-		uint32_t ncap = st->caprun ? st->caprun * 2 : 8;
-		if ((n = realloc(st->runs, ncap * sizeof(*n))) == NULL)
-			return -1;
-		st->runs = n;
-		st->caprun = ncap;
-		return 0;
-	}
-	for (i = 1; i < st->nruns; i++)
-		if (st->runs[i]->used < st->runs[lru]->used)
-			lru = i;
-	run_free(st->runs[lru]);
-	st->runs[lru] = st->runs[--st->nruns];
-	return 0;
-}
-
-struct gd_srun *gd_state_run(struct gd_state *st, const char *origin,
-    size_t olen, uint64_t epoch)
-{
-	struct gd_srun *run;
-
-	if (olen == 0 || olen > GD_STATE_ORIGIN_MAX)
-		return NULL;
-	if ((run = find_origin(st, origin, olen)) != NULL) {
-		if (run->epoch == epoch)
-			return run;
-		/* the publisher's earlier run will never resend anything */
-		run_clear(run);
-	} else {
-		if (runs_room(st) != 0 || (run = calloc(1, sizeof(*run))) == NULL)
-			return NULL;
-		memcpy(run->origin, origin, olen);
-		run->olen = olen;
-		st->runs[st->nruns++] = run;
-	}
-	run->epoch = epoch;
-	run->num = st->next_num++;
-	run->logged = 0;
-	run->used = ++st->clock;
-	return run;
-}
-
-int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
-    uint64_t id)
-{
-	struct gd_srange m = { seq, seq + 1, id, 1 };
-
-	if (seq == UINT64_MAX)
-		return 0;	/* cannot be a range end; never sent */
-	if (run->npend == run->cappend) {
-		size_t ncap = run->cappend ? run->cappend * 2 : 256;
-		struct gd_sack *n = realloc(run->pend, ncap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		run->pend = n;
-		run->cappend = ncap;
-	}
-	if (add_range(run, &m) != 0)
-		return -1;
-	run->pend[run->npend].seq = seq;
-	run->pend[run->npend++].id = id;
-	run->used = ++st->clock;
-	return 0;
 }
 
 /* ---- records ---- */
@@ -664,7 +407,7 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
 			if (m.lo == UINT64_MAX)
 				return fail(st, "corrupt acks record at offset "
 				    "%" PRIu64 ": index 2^64-1", at);
-			if (add_range(run, &m) != 0)
+			if (gd_srun_add_range(run, &m) != 0)
 				return fail(st, "out of memory");
 		}
 		return 0;
@@ -678,7 +421,7 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
 			if (m.lo >= m.hi || m.linear > 1)
 				return fail(st, "corrupt ranges record at offset "
 				    "%" PRIu64 ": range %u is not one", at, i);
-			if (add_range(run, &m) != 0)
+			if (gd_srun_add_range(run, &m) != 0)
 				return fail(st, "out of memory");
 		}
 		return 0;
@@ -838,7 +581,7 @@ static void release(struct gd_state *st)
 	if (st->fd >= 0)
 		close(st->fd);
 	for (i = 0; i < st->nruns; i++)
-		run_free(st->runs[i]);
+		gd_srun_free(st->runs[i]);
 	free(st->runs);
 	free(st->buf);
 	free(st->path);
