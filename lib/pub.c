@@ -2,7 +2,9 @@
  * the deadline timer; what the delivery rules decide (a resend goes out
  * through the sink again, a resolution becomes a status line and frees the
  * payload); the prepare phase, where every write of a loop turn leaves;
- * the end of the stream; signals. The parts are in pub_int.h. */
+ * the end of the stream; signals. The parts are in pub_int.h. The
+ * lifecycle steps have the same names as gdsub's (sub.c): start,
+ * on_prepare, maybe_done, finish, on_signal, outcome, gd_pub_run. */
 #include "pub_int.h"
 #include "log.h"
 
@@ -61,7 +63,7 @@ static void on_timer(uv_timer_t *t)
 	gd_deliver_expire(&p->dv, p->now);
 	pub_arm_timer(p);
 	pub_kick(p);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 void pub_arm_timer(struct pub *p)
@@ -112,7 +114,8 @@ static void on_prepare(uv_prepare_t *h)
 
 /* ---- the end ---- */
 
-void pub_close_all(struct pub *p)
+/* Close every handle: the run is over (gd_pub_run then says how). */
+void pub_finish(struct pub *p)
 {
 	on_prepare(&p->prep);	/* last status lines and replies */
 	uv_close((uv_handle_t *)&p->prep, NULL);
@@ -130,7 +133,7 @@ void pub_close_all(struct pub *p)
 
 /* Input ended and nothing is pending: the last floor, the end of the
  * stream for every subscriber, and the handles close. */
-void pub_check_done(struct pub *p)
+void pub_maybe_done(struct pub *p)
 {
 	if (p->finished || !p->eof || pub_input_left(p) ||
 	    p->dv.pend.count > 0)
@@ -147,7 +150,7 @@ void pub_check_done(struct pub *p)
 	}
 	p->sink->end(p);
 	pub_net_end(p);
-	pub_close_all(p);
+	pub_finish(p);
 }
 
 static void on_ready_timeout(uv_timer_t *t)
@@ -159,7 +162,7 @@ static void on_ready_timeout(uv_timer_t *t)
 	p->stop_code = GD_EX_UNAVAILABLE;
 	p->eof = 1;
 	p->finished = 1;
-	pub_close_all(p);
+	pub_finish(p);
 }
 
 /* ---- signals ---- */
@@ -187,7 +190,7 @@ static void stop_now(struct pub *p, const char *signame, int code)
 	gd_deliver_nack_all(&p->dv, p->now);
 	uv_timer_start(&p->force_exit, on_force_exit, 1000, 0);
 	uv_unref((uv_handle_t *)&p->force_exit);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 static void on_signal(uv_signal_t *h, int sig)
@@ -200,7 +203,7 @@ static void on_signal(uv_signal_t *h, int sig)
 		return;
 	}
 	pub_stop_input(p, name);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 /* ---- start ---- */
@@ -298,13 +301,13 @@ static int start(struct pub *p)
 		gd_err("cannot start reading standard input: %s",
 		    uv_strerror(rc));
 		p->finished = 1;
-		pub_close_all(p);
+		pub_finish(p);
 		return GD_EX_FAIL;
 	}
 	if (p->journal && pub_replay_start(p) != 0) {
 		gd_err("out of memory for the journal's pending blocks");
 		p->finished = 1;
-		pub_close_all(p);
+		pub_finish(p);
 		return GD_EX_FAIL;
 	}
 	gd_journal_forget_image(&p->jn);

@@ -152,7 +152,7 @@ static void stream_corrupt(struct pub *p)
 	p->stop_code = GD_EX_DATAERR;
 	pub_drop_input(p);
 	pub_arm_timer(p);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 /* The records of region r from offset pos; 0 when it was cut short
@@ -284,7 +284,7 @@ static void parse_some(struct pub *p)
 	pub_arm_timer(p);
 	if (!pub_input_left(p) || paused(p))
 		uv_idle_stop(&p->idle);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 static void on_idle(uv_idle_t *h)

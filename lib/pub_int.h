@@ -118,7 +118,7 @@ struct pub {
 static inline int pub_gd(const struct pub *p) { return p->needed > 0; }
 
 /* pub.c */
-void pub_check_done(struct pub *p);
+void pub_maybe_done(struct pub *p);
 /* Write the journal's records before any block they record is sent:
  * 0, or -1 (journal I/O error: gdpub is stopping, send nothing). */
 int pub_journal_commit(struct pub *p);
@@ -132,8 +132,8 @@ void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
 /* Rewrite the journal to what is pending (a failure is a warning). */
 void pub_journal_compact(struct pub *p);
 void pub_journal_free(struct pub *p);
-/* Close every handle: the run is over. */
-void pub_close_all(struct pub *p);
+/* Close every handle: the run is over (pub.c). */
+void pub_finish(struct pub *p);
 void pub_arm_timer(struct pub *p);
 uint64_t pub_real_ns(void);
 

@@ -57,7 +57,7 @@ void pub_journal_failed(struct pub *p)
 	pub_drop_input(p);
 	if (!p->finished) {
 		p->finished = 1;	/* no end of stream: the run goes on later */
-		pub_close_all(p);
+		pub_finish(p);
 	}
 }
 

@@ -400,7 +400,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	if (nread < 0) {
 		conn_close(c, nread == UV_EOF ? "connection closed" :
 		    uv_strerror((int)nread));
-		pub_check_done(p);
+		pub_maybe_done(p);
 		return;
 	}
 	c->rb.len += (size_t)nread;
@@ -409,7 +409,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	    0, &f, &used)) == 1) {
 		c->rb.off += used;
 		if (on_frame(p, c, &f) != 0) {
-			pub_check_done(p);
+			pub_maybe_done(p);
 			return;
 		}
 	}
@@ -417,12 +417,12 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		gd_err("subscriber %s (%s) sent a malformed frame; closing its connection",
 		    c->name[0] ? c->name : "?", c->addr);
 		conn_close(c, NULL);
-		pub_check_done(p);
+		pub_maybe_done(p);
 		return;
 	}
 	gd_rbuf_compact(&c->rb);
 	pub_arm_timer(p);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 static void peer_name(struct sconn *c)

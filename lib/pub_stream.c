@@ -85,7 +85,7 @@ static void on_error(struct gd_out *o, int err)
 	if (p->stop_code == 0)
 		p->stop_code = GD_EX_FAIL;
 	pub_drop_input(p);
-	pub_check_done(p);
+	pub_maybe_done(p);
 }
 
 /* no frame leaves before the journal records its block */

@@ -1,7 +1,8 @@
 /* gdsub's engine, wiring and lifecycle: sources (sub_net.c, sub_input.c)
  * hand blocks to sub_on_block (sub_block.c), which applies receive.c's
  * rules; acks, stdout and control replies leave together in the prepare
- * phase. */
+ * phase. Lifecycle steps as gdpub's (pub.c): start, on_prepare,
+ * maybe_done, finish, on_signal, outcome, gd_sub_run. */
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -165,7 +166,7 @@ static int outcome(const struct sub *s)
 
 /* Everything before the loop runs; an exit code, the reason printed. A
  * failure leaves no request in flight: the caller closes the handles. */
-static int setup(struct sub *s)
+static int start(struct sub *s)
 {
 	const struct gd_conf *conf = s->conf;
 	size_t i;
@@ -240,7 +241,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		free(s);
 		return GD_EX_FAIL;
 	}
-	if ((rc = setup(s)) != 0) {
+	if ((rc = start(s)) != 0) {
 		sub_in_stop(s);
 		gd_ctl_close(&s->ctl);
 	} else {
