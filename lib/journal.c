@@ -224,7 +224,8 @@ static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
 		if (j->pending[i].len != UINT32_MAX)
 			j->pending[k++] = j->pending[i];
 	j->npending = k;
-	qsort(j->pending, k, sizeof(*j->pending), by_seq);
+	if (k > 1)
+		qsort(j->pending, k, sizeof(*j->pending), by_seq);
 	j->size = off;
 	return 0;
 }
@@ -250,7 +251,7 @@ static int init(struct gd_journal *j, const char *path, int fsync)
 	return 0;
 }
 
-int gd_journal_scan(struct gd_journal *j, const char *path)
+static int scan(struct gd_journal *j, const char *path)
 {
 	int fd, rc;
 
@@ -263,7 +264,7 @@ int gd_journal_scan(struct gd_journal *j, const char *path)
 	return rc;
 }
 
-int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
+static int open_journal(struct gd_journal *j, const char *path, int fsync,
     uint64_t epoch)
 {
 	uint8_t h[GD_JOURNAL_HDR];
@@ -292,6 +293,28 @@ int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
 	if (lseek(j->fd, (off_t)j->size, SEEK_SET) < 0)
 		return fail(j, "seek in");
 	return 0;
+}
+
+/* A failed open or scan leaves nothing allocated, only the reason. */
+static int undo(struct gd_journal *j)
+{
+	char err[sizeof(j->err)];
+
+	memcpy(err, j->err, sizeof(err));
+	gd_journal_close(j);
+	memcpy(j->err, err, sizeof(err));
+	return -1;
+}
+
+int gd_journal_scan(struct gd_journal *j, const char *path)
+{
+	return scan(j, path) != 0 ? undo(j) : 0;
+}
+
+int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
+    uint64_t epoch)
+{
+	return open_journal(j, path, fsync, epoch) != 0 ? undo(j) : 0;
 }
 
 /* ---- writing ---- */

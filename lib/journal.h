@@ -62,7 +62,8 @@ struct gd_journal {
 };
 
 /* Open (or create, with epoch) the journal at path for writing; a torn
- * tail is cut (torn_at says where). 0, or -1 with err. */
+ * tail is cut (torn_at says where). 0, or -1 with err (and nothing left
+ * to close). */
 int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
     uint64_t epoch);
 /* Read a journal without changing it (gdinspect journal): 0, or -1. */
