@@ -9,7 +9,7 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0 skip=0
 log=${TMPDIR:-/tmp}/gdkit-check.$$
-trap 'rm -f "$log"' EXIT
+trap 'rm -rf "$log" "$log.q"' EXIT
 
 count() { # suite name, passed, failed
 	echo "== $1: $2 passed, $3 failed"
@@ -28,25 +28,44 @@ for t in "$@"; do
 	count "unit $t" "$p" "$f"
 done
 
-# bats, one file at a time, each test's result line shown as it completes
-# (a whole run takes minutes); the TAP goes to $log for the counts.
+# bats: the files run in CHECK_JOBS lanes at once (default 2: most tests
+# wait on their programs, not on the CPU); each lane takes the next file
+# nobody has claimed (mkdir is the lock) and shows the file's result lines
+# once it is done; the TAP of every file goes to $log for the counts.
 # Teardown's kills make bash report "Killed" jobs: noise, not shown.
+bats_file() { # file, its TAP log
+	echo "== bats ${1##*/} started"
+	echo "== bats ${1##*/}:" >"$2.show"
+	GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$1" >"$2" 2>&1
+	grep -v -e '^1\.\.' -e 'bats-exec-test: line .* Killed ' "$2" >>"$2.show"
+	cat "$2.show"
+}
 if [ -d "$top/tests/cli" ]; then
-	: >"$log"
+	jobs=${CHECK_JOBS:-2}
+	case $jobs in ''|*[!0-9]*|0) jobs=1 ;; esac
+	q=$log.q
+	mkdir -p "$q"
+	i=0
+	while [ "$i" -lt "$jobs" ]; do
+		(
+			for b in "$top"/tests/cli/*.bats; do
+				[ -e "$b" ] || continue
+				n=${b##*/}
+				mkdir "$q/$n.claim" 2>/dev/null || continue
+				bats_file "$b" "$q/$n"
+			done
+		) &
+		i=$((i + 1))
+	done
+	wait
 	nfiles=0
+	: >"$log"
 	for b in "$top"/tests/cli/*.bats; do
 		[ -e "$b" ] || continue
 		nfiles=$((nfiles + 1))
-		echo "== bats ${b##*/} ..."
-		GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$b" 2>&1 |
-		while IFS= read -r l; do
-			printf '%s\n' "$l" >>"$log"
-			case $l in
-			1..*|*"bats-exec-test: line "*" Killed "*) ;;
-			*) printf '%s\n' "$l" ;;
-			esac
-		done
+		cat "$q/${b##*/}" >>"$log" 2>/dev/null
 	done
+	rm -rf "$q"
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^not ok ' "$log")
 	s=$(grep -c '^ok .* # skip' "$log")
