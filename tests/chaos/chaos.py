@@ -35,6 +35,16 @@ not read, and gdpub itself loses what it had read but not recorded.
                  goes on: repeats, never gaps.
   at-most-once   goes on after the last line it wrote whole: what gdpub
                  had not yet published is lost, nothing is repeated.
+Where the exactly-once sink sits decides what a kill of gdack costs:
+gdack --tee copies a line on only once gdsub has confirmed its
+acknowledgement (gdack(1)), so a gdack killed while it waits for that
+confirmation leaves its last request acknowledged (gdsub has recorded it,
+gdpub ACKs it) and never copied: those blocks are missing from the sink.
+A sink before gdack (the work stage) would show the opposite, the blocks
+in the pipeline at the kill written again by the restarted gdsub. The
+harness counts such a loss as a missed target, and says so when every
+lost block was ACKed, in no more runs of consecutive IDs than gdack
+kills: "the gdack --tee window".
 The subscriber pipeline is one unit: when gdsub or gdack is killed the
 other stage loses its peer (gdack's socket to gdsub, gdsub's standard
 output), so the harness kills the rest of the pipeline too and starts
@@ -442,6 +452,30 @@ class Recipe:
                 if w and w[0].decode() in st:
                     st[w[0].decode()] += 1
         self.status = st
+        # exactly-once: blocks missing from the sink that gdpub ACKed, in
+        # runs of consecutive IDs no more than the gdack kills, are the
+        # window of gdack --tee (it copies a line on only once gdsub has
+        # confirmed its acknowledgement: a gdack killed while it waits for
+        # that confirmation leaves its last request acknowledged, never
+        # copied)
+        self.tee_window = None
+        if self.name == "eo" and m["lost"]:
+            got = set()
+            for l in open(self.p("seen"), "rb"):
+                f = l.split(b"\t", 1)
+                if len(f) == 2 and f[1].startswith(b"p"):
+                    got.add(int(f[1][1:]))
+            lost = sorted(set(range(1, n + 1)) - got)
+            acked = set()
+            for k in range(1, self.npub + 1):
+                for l in whole_lines(self.p("status.%d" % k))[0]:
+                    w = l.split()
+                    if len(w) >= 2 and w[0] == b"ACK":
+                        acked.add(int(w[1]))
+            runs = 1 + sum(1 for a, b in zip(lost, lost[1:]) if b != a + 1)
+            self.lost_runs = runs
+            if all(i in acked for i in lost) and runs <= self.kills["gdack"]:
+                self.tee_window = (len(lost), runs, lost[0], lost[-1])
         return m
 
 
@@ -508,6 +542,10 @@ class Harness:
                    r.elapsed, target, "met" if good else "MISSED"), flush=True)
             for x in problems:
                 print("chaos: %s: %s" % (r.mode, x), flush=True)
+            if r.tee_window:
+                print("chaos: %s: the %d lost blocks (%d runs of consecutive IDs, %d..%d) were all ACKed: "
+                      "acknowledged by a gdack killed before its --tee copy (the gdack --tee window)" %
+                      ((r.mode,) + r.tee_window), flush=True)
             if not good:
                 print("chaos: %s: events (also in %s):" % (r.mode, r.dir))
                 for e in r.events[-40:]:
