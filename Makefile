@@ -3,6 +3,8 @@
 #   make check      build and run every test (SANITIZE=1: ASan + UBSan)
 #   make demo       publish to two subscriber pipelines and show the outcome
 #   make bench      throughput, latency and memory against peers
+#   make chaos      the delivery recipes under kill -9 and network faults
+#                   (CHAOS_BLOCKS, CHAOS_KILLS, CHAOS_SEED...: tests/chaos/chaos.py)
 #   make install    PREFIX=/usr/local DESTDIR=
 
 PREFIX ?= /usr/local
@@ -38,7 +40,7 @@ UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MANS = $(wildcard man/*.[0-9])
 
-.PHONY: all deps check demo bench install uninstall clean lint-man
+.PHONY: all deps check demo bench chaos install uninstall clean lint-man
 all: deps $(PROG_BIN)
 
 # Installs missing Debian packages when root, else says how (mk/deps.sh).
@@ -73,6 +75,9 @@ bench:
 	@sh mk/deps.sh build
 	@$(MAKE) --no-print-directory BENCH=1 $(PROGS:%=build/bench/bin/%)
 	@GDKIT_BIN=$(abspath build/bench/bin) sh tests/bench/run.sh
+
+chaos: all
+	@GDKIT_BIN=$(abspath $(BINDIR)) python3 tests/chaos/chaos.py
 
 lint-man:
 	mandoc -Tlint -W warning $(MANS)

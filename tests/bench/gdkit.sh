@@ -10,6 +10,10 @@
 #   gdkit.sh fanout    the same with SUBS (default 4) pipelines and -n SUBS:
 #                      every block acked by all of them. cpu_sub/cpu_ack are
 #                      sums over the pipelines, rss_sub_kb/rss_ack_kb maxima.
+#   gdkit.sh journal   1to1 with gdpub --journal and --fsync FSYNC (never, batch,
+#                      always; none: no journal, the baseline of the same run);
+#                      name gdkit_journal_FSYNC. Extra as 1to1, plus fs (the
+#                      journal's file system type: fsync is free on tmpfs).
 #   gdkit.sh stream    stream mode: gdpub -n 1 -o - | gdsub -i - | gdack, the
 #                      acks back over TCP; N blocks; seconds from the first
 #                      input byte until gdpub exited after the last ACK.
@@ -47,12 +51,13 @@ mode=${1:-}
 case "$mode" in
 1to1) BENCH_NAME=gdkit_1to1 ;;
 stream) BENCH_NAME=gdkit_stream ;;
+journal) BENCH_NAME=gdkit_journal_${FSYNC:-batch} ;;
 fanout) BENCH_NAME=gdkit_fanout${SUBS:-4} ;;
 latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 *)
-    echo "usage: gdkit.sh 1to1|stream|fanout|latency|memory|pending" >&2
+    echo "usage: gdkit.sh 1to1|journal|stream|fanout|latency|memory|pending" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -238,12 +243,14 @@ check_acks() {  # check_acks RC COUNT
 }
 
 # --- throughput: 1 -> 1 and fan-out -----------------------------------------------
+# PUB_EXTRA: more gdpub options (the journal scenarios)
+PUB_EXTRA=()
 run_throughput() {
     local subs=$1 k secs
     bench_payload_file
     start_feeder "$BENCH_PAYLOAD"
     "$TIME" -f "$TF" -o "$dir/pub.time" "$BIN/gdpub" -c "$dir/pub.ini" -n "$subs" -t "$TMO" \
-        --wait-ready=30 < "$dir/in.fifo" > "$dir/pub.out" 2> "$dir/pub.err" &
+        --wait-ready=30 "${PUB_EXTRA[@]}" < "$dir/in.fifo" > "$dir/pub.out" 2> "$dir/pub.err" &
     local pub=$!
     bench_track "$pub"
     for (( k = 1; k <= subs; k++ )); do start_pipeline "$k"; done
@@ -269,7 +276,20 @@ run_throughput() {
     done
     bench_log "$N blocks of $SIZE bytes to $subs pipeline(s) in $secs s"
     report "$secs" "$N" "cpu_pub=$(cpu_of "$dir/pub.time")" "cpu_sub=$cs" "cpu_ack=$ca" \
-        "rss_pub_kb=$(time_field "$dir/pub.time" 4)" "rss_sub_kb=$rs" "rss_ack_kb=$ra"
+        "rss_pub_kb=$(time_field "$dir/pub.time" 4)" "rss_sub_kb=$rs" "rss_ack_kb=$ra" "${RUN_EXTRA[@]}"
+}
+RUN_EXTRA=()
+
+# --- 1->1 with a journal: what recording every block (and syncing) costs --------
+run_journal() {
+    local fsync=${FSYNC:-batch}
+    case "$fsync" in
+    none) ;;
+    never|batch|always) PUB_EXTRA=(--journal "$dir/pub.journal" --fsync "$fsync") ;;
+    *) bench_fail "FSYNC must be none, never, batch or always (got '$fsync')" ;;
+    esac
+    RUN_EXTRA=("fs=$(stat -f -c %T "$dir")")
+    run_throughput 1
 }
 
 # --- stream mode: the blocks through a pipe, the acks over TCP ---------------------
@@ -461,6 +481,7 @@ trap gd_exit EXIT
 
 case "$mode" in
 1to1) run_throughput 1 ;;
+journal) run_journal ;;
 stream) run_stream ;;
 fanout) run_throughput "$SUBS" ;;
 latency) run_latency ;;

@@ -18,7 +18,8 @@ metrics (the medians of the extra KEY=VALUE fields), notes.
 import statistics
 import sys
 
-ORDER = ["gdkit_1to1", "gdkit_stream", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
+ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journal_batch",
+         "gdkit_journal_always", "gdkit_stream", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
          "mosquitto_qos1", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
@@ -134,6 +135,17 @@ def main():
             r["target"] = f">= {goal:,.0f}/s " + ("met" if r["rate"] >= goal else "missed")
             if rl == "gdkit_fanout":
                 notes.insert(0, "every block acked by all " + r["name"][len("gdkit_fanout"):] + " pipelines")
+        elif rl.startswith("gdkit_journal_"):
+            f = rl[len("gdkit_journal_"):]
+            notes.append("no journal" if f == "none" else f"--journal --fsync {f}")
+            notes.append(f"cpu s pub/sub/ack {m.get('cpu_pub', 0):.2f}/{m.get('cpu_sub', 0):.2f}/"
+                         f"{m.get('cpu_ack', 0):.2f}")
+            none = by_role.get("gdkit_journal_none")
+            if f == "always":
+                r["target"] = ">= 100,000/s " + ("met" if r["rate"] >= 1e5 else "missed")
+            elif f == "batch" and none and none["status"] == "ok":
+                x = none["rate"] / r["rate"]
+                r["target"] = f"within 2x of no journal ({x:.2f}x) " + ("met" if x <= 2 else "missed")
         elif rl == "gdkit_latency":
             notes.append(f"publish->ACK us p50 {m.get('p50_us', 0):.0f}, p90 {m.get('p90_us', 0):.0f}, "
                          f"p99 {m.get('p99_us', 0):.0f}, max {m.get('max_us', 0):.0f}")

@@ -23,6 +23,8 @@
 #   gdkit_1to1             gdpub -n 1 -> gdsub | gdack, N blocks, first input byte
 #                          until gdpub exited after the last ACK; CPU s and peak
 #                          RSS of each program (GNU time)
+#   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
+#                          always), and none: without a journal, in the same run
 #   gdkit_fanout4          the same with 4 pipelines, every block acked by all 4
 #   gdkit_latency          10,000 blocks paced at 1,000/s (pace.py), publish->ACK
 #                          p50/p90/p99/max from gdinspect stats
@@ -117,6 +119,7 @@ say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN"
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
+for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 repeat gdkit_stream bash "$g" stream
 repeat gdkit_fanout4 env SUBS=4 bash "$g" fanout
 repeat gdkit_latency bash "$g" latency

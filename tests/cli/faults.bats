@@ -1,0 +1,144 @@
+#!/usr/bin/env bats
+# gdpub <-> gdsub through a fault-injecting relay (tests/faults/relay.py):
+# a connection dropped after N bytes either way, delayed chunks, one-byte
+# writes, a duplicated chunk, a corrupted frame header, random drops. The
+# SPEC's outcomes: a lost connection is said and reconnected, what it
+# carried is resent and every block ACKed; a copy is dropped (or
+# acknowledged again) by key; a malformed frame is an error naming the
+# publisher; nothing is lost.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# relay OPTS...: a relay to the gdpub on $port; sets rport
+relay() {
+	spawn "exec python $BATS_TEST_DIRNAME/../faults/relay.py 0 127.0.0.1:$port --port-file relay.port $* > /dev/null 2> relay.err"
+	wait_until 10 test -s relay.port
+	rport=$(cat relay.port)
+	# what gdsub says of a connection the relay closes at once because
+	# gdpub does not listen yet
+	early="^gdsub: lost connection to publisher 127.0.0.1:$rport: connection closed by the publisher; reconnecting$"
+}
+
+# pipeline [GDSUB-OPTS]: gdsub | gdack --tee > s.out through the relay
+pipeline() {
+	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 0.05 --max-retries 400 ${1:-} 2> sub.err | gdack -P 127.0.0.1:$rport --tee > s.out 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+}
+
+# publish N GDPUB-OPTS...: seq 1 N through gdpub -n 1, status in st,
+# exit status checked 0, every block ACKed
+publish() {
+	local n=$1
+	shift
+	run --separate-stderr timeout 60 bash -c "seq 1 $n | gdpub -p $port -n 1 --wait-ready=20 $* > st 2> pub.err"
+	assert_success
+	assert_equal "$(grep -c '^ACK' st)" "$n"
+	assert_equal "$(grep -vc '^ACK\|^READY' st)" 0
+}
+
+# once N: the pipeline wrote blocks 1..N each exactly once
+once() {
+	wait_until 20 has_lines s.out "$1"
+	assert_equal "$(cut -f2 s.out | sort -n)" "$(seq 1 "$1")"
+	seq 1 "$1" > sent
+	run gdinspect measure sent s.out
+	assert_line --index 1 --regexp "exactly-once$"
+}
+
+setup_file() {
+	export BATS_NO_PARALLELIZE_WITHIN_FILE=true
+}
+
+@test "the relay: listens on a free port, says its seed, passes bytes both ways unchanged" {
+	port=$(free_port)
+	relay
+	listening "$rport"
+	pipeline
+	publish 2000 -t 10
+	once 2000
+	grep -q '^relay: seed [0-9]*$' relay.err
+	! grep -v 'Connection refused' relay.err | grep -q dropped
+}
+
+@test "dropped after 300 bytes towards gdsub: gdsub says so and reconnects, the rest is resent, every block ACKed and written once" {
+	port=$(free_port)
+	relay --drop-after 300 --dir down
+	pipeline
+	publish 50 -t 0.5 --resend 20
+	once 50
+	grep -q '^relay: connection [0-9]*: dropped (after 300 bytes down)$' relay.err
+	has_line sub.err "^gdsub: lost connection to publisher 127.0.0.1:$rport: connection closed by the publisher; reconnecting$"
+	grep -q 'disconnected: connection closed' pub.err
+}
+
+@test "dropped after 100 bytes towards gdpub (acknowledgements lost): the resends are acknowledged again, not written again" {
+	port=$(free_port)
+	relay --drop-after 100 --dir up
+	pipeline
+	publish 50 -t 0.5 --resend 20
+	once 50
+	grep -q '^relay: connection [0-9]*: dropped (after 100 bytes up)$' relay.err
+}
+
+@test "every chunk delayed past the timeout: blocks are resent, the copies dropped by key, every block ACKed once" {
+	port=$(free_port)
+	relay --delay 0.3 --dir both
+	pipeline
+	run --separate-stderr timeout 60 bash -c "seq 1 5 | gdpub -p $port -n 1 -t 0.2 --resend 20 --wait-ready=20 -v > st 2> pub.err"
+	assert_success
+	assert_equal "$(cat st)" "$(echo READY; statuses ACK 1 2 3 4 5)"
+	once 5
+	# gdpub's end-of-run summary counts the resends
+	[[ "$(cat pub.err)" =~ resent\ ([1-9][0-9]*) ]]
+}
+
+@test "one byte per write both ways: frames are put together again, every block ACKed and written once" {
+	port=$(free_port)
+	relay --split --dir both
+	pipeline
+	publish 1000 -t 10
+	once 1000
+}
+
+@test "a duplicated chunk towards gdsub: a copy of whole frames is dropped by key, a copy that breaks the framing is a malformed frame: reconnect, resend; written once" {
+	port=$(free_port)
+	relay --dup-at 200 --dir down
+	pipeline
+	publish 200 -t 0.5 --resend 20
+	once 200
+	grep -q '^relay: connection [0-9]*: duplicated [0-9]* bytes at [0-9]* down$' relay.err
+	# either outcome, and nothing else on gdsub's stderr (but the
+	# connections the relay closed before gdpub listened)
+	run grep -v -e "^gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting$" -e "$early" sub.err
+	refute_output
+}
+
+@test "a duplicated chunk towards gdpub (the hello, or acknowledgements): every block ACKed and written once" {
+	port=$(free_port)
+	relay --dup-at 0 --dir up
+	pipeline
+	publish 200 -t 0.5 --resend 20
+	once 200
+	grep -q '^relay: connection [0-9]*: duplicated [0-9]* bytes at 0 up$' relay.err
+}
+
+@test "a corrupted frame type towards gdsub: gdsub names the publisher and the malformed frame, reconnects; every block ACKed and written once" {
+	port=$(free_port)
+	relay --corrupt-at 4 --dir down
+	pipeline
+	publish 20 -t 0.5 --resend 20
+	once 20
+	grep -q '^relay: connection [0-9]*: corrupted byte 4 down$' relay.err
+	assert_equal "$(grep -v -e "$early" sub.err)" "gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting"
+}
+
+@test "random drops either way (seeded), at-least-once (--dedup none): every block written at least once, every block ACKed" {
+	port=$(free_port)
+	relay --drop-random 0.05 --dir both --seed 42
+	pipeline "--dedup none"
+	publish 3000 -t 0.5 --resend 50
+	wait_until 20 file_is s.rc "0 0"
+	cut -f2 s.out | sort -nu > got
+	assert_equal "$(cat got)" "$(seq 1 3000)"
+	grep -q '^relay: seed 42$' relay.err
+	grep -q 'dropped (at random' relay.err
+}
