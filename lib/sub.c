@@ -149,6 +149,8 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 			sub_out_block(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
 		return;
 	}
+	if (pc->cl >= 0 && sub_cluster_block(s, pc, b) != 0)
+		return;		/* another member's copy was written */
 	if (sub_state_attach(s, pc, o) != 0)
 		return;
 	one_block(s, pc, b, o, 0);
@@ -197,6 +199,7 @@ static void on_prepare(uv_prepare_t *h)
 	if (s->state)
 		sub_state_commit(s);
 	sub_acks_flush(s);
+	sub_cluster_flush(s);
 	gd_out_flush(&s->out);
 	gd_ctl_flush(&s->ctl);
 }
@@ -255,6 +258,7 @@ void sub_finish(struct sub *s, int code)
 	s->code = code;
 	sub_in_stop(s);
 	sub_acks_flush(s);	/* after the state that records them */
+	sub_cluster_flush(s);
 	gd_ctl_flush(&s->ctl);
 	for (i = 0; i < s->npc; i++)
 		sub_net_shut(&s->pc[i], s->hard);
@@ -367,6 +371,7 @@ static int setup(struct sub *s)
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;
+		pc->cl = -1;
 		pc->hp = conf->pubs[i];
 		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
 		    pc->hp.host, pc->hp.port);
@@ -431,6 +436,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		gd_recv_free(&s->pc[i].rv);
 		free(s->pc[i].ackq);
 	}
+	if (s->pc)
+		sub_cluster_free(s);
 	free(s->pc);
 	sub_in_free(s);
 	if (s->state)

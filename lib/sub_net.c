@@ -115,6 +115,7 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 		    pc->addr, w->origin, pc->origin);
 	snprintf(pc->origin, sizeof(pc->origin), "%s", w->origin);
 	pc->origin_len = strlen(pc->origin);
+	sub_cluster_join(s, pc);
 	pc->max_block = w->max_block;
 	pc->epoch = w->epoch;
 	pc->ack_status = (int)w->ack_status;
