@@ -37,18 +37,39 @@ struct sub_cluster {
 	struct gd_idmap map;
 };
 
+static void queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id);
+
+/* A member (re)connected: it missed the pre-acknowledgements sent while it
+ * was away, so it gets one for every acknowledged ID the cluster
+ * remembers that another member's copy answered (once per connection). */
+static void catch_up(struct sub *s, struct sub_pub *pc)
+{
+	struct sub_cluster *c = &s->cls[pc->cl];
+	uint32_t i, m = (uint32_t)(pc - s->pc);
+
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].acked && c->e[i].member != m)
+			queue_preack(s, pc, c->e[i].id);
+	if (pc->npq > 0)
+		gd_trace(1, "publisher %s: %zu pre-acknowledgements from before "
+		    "it connected", pc->addr, pc->npq);
+}
+
+/* At each welcome: is this publisher a member of a cluster? */
 void sub_cluster_join(struct sub *s, struct sub_pub *pc)
 {
 	struct sub_cluster *c;
 	size_t i;
 
 	pc->cl = -1;
+	pc->npq = 0;
 	if (pc->origin[0] != '@')
 		return;
 	for (i = 0; i < s->ncls; i++)
 		if (s->cls[i].len == pc->origin_len &&
 		    memcmp(s->cls[i].name, pc->origin, pc->origin_len) == 0) {
 			pc->cl = (int)i;
+			catch_up(s, pc);
 			return;
 		}
 	if (s->cls == NULL &&

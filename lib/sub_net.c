@@ -115,7 +115,6 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 		    pc->addr, w->origin, pc->origin);
 	snprintf(pc->origin, sizeof(pc->origin), "%s", w->origin);
 	pc->origin_len = strlen(pc->origin);
-	sub_cluster_join(s, pc);
 	pc->max_block = w->max_block;
 	pc->epoch = w->epoch;
 	pc->ack_status = (int)w->ack_status;
@@ -129,6 +128,7 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 		    "acknowledgement", pc->addr);
 	gd_trace(1, "connected to publisher %s (%s), acknowledgements %s",
 	    pc->addr, pc->origin, gd_ack_status_str(pc->ack_status));
+	sub_cluster_join(s, pc);
 	sub_in_kick(s);
 }
 
