@@ -57,11 +57,11 @@ static const struct key keys[] = {
 	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0, 0 },
 	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0, 0 },
 	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 0, 0 },
-	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 0, 1 },
-	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 0, 0 },
-	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 0, 0 },
-	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 0, 0 },
-	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 0, 0 },
+	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 1, 1 },
+	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 1, 0 },
+	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 1, 0 },
+	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 1, 0 },
+	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 1, 0 },
 
 	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0 },
 	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0 },
@@ -131,6 +131,20 @@ const char *gd_conf_option(const char *key)
 {
 	const struct key *k = find_key(key);
 	return k ? k->opt : NULL;
+}
+
+int gd_valid_cluster(const char *v)
+{
+	size_t i, n = strlen(v);
+
+	if (n == 0 || n > GD_CLUSTER_NAME_MAX)
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!((v[i] >= 'a' && v[i] <= 'z') || (v[i] >= 'A' && v[i] <= 'Z') ||
+		    (v[i] >= '0' && v[i] <= '9') || v[i] == '.' || v[i] == '_' ||
+		    v[i] == '-'))
+			return 0;
+	return 1;
 }
 
 const char *gd_conf_key_at(size_t i, int *family, int *supported)
@@ -229,6 +243,11 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 		}
 		if (!k->supported)
 			goto unsupported;
+		if (k->off == offsetof(struct gd_conf, cluster) &&
+		    !gd_valid_cluster(v)) {
+			snprintf(why, whysz, "expected %s", GD_VALID_CLUSTER_WHAT);
+			return -1;
+		}
 		if (k->off == offsetof(struct gd_conf, host) && !gd_valid_host(v)) {
 			snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
 			return -1;

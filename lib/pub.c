@@ -127,6 +127,7 @@ void pub_finish(struct pub *p)
 	uv_close((uv_handle_t *)&p->idle, NULL);
 	uv_close((uv_handle_t *)&p->sigint, NULL);
 	uv_close((uv_handle_t *)&p->sigterm, NULL);
+	pub_cluster_close(p);
 	gd_ctl_close(&p->ctl);
 	gd_input_stop(&p->in);
 }
@@ -136,7 +137,7 @@ void pub_finish(struct pub *p)
 void pub_maybe_done(struct pub *p)
 {
 	if (p->finished || !p->eof || pub_input_left(p) ||
-	    p->dv.pend.count > 0)
+	    p->dv.pend.count > 0 || pub_held(p))
 		return;
 	p->finished = 1;
 	/* nothing pending: the journal shrinks to its header (and the
@@ -187,6 +188,7 @@ static void stop_now(struct pub *p, const char *signame, int code)
 	p->stop_code = code;
 	p->now = uv_hrtime();
 	pub_drop_input(p);
+	pub_cluster_nack_held(p);
 	gd_deliver_nack_all(&p->dv, p->now);
 	uv_timer_start(&p->force_exit, on_force_exit, 1000, 0);
 	uv_unref((uv_handle_t *)&p->force_exit);
@@ -258,6 +260,7 @@ static int start(struct pub *p)
 		return rc;
 	if ((rc = pub_listen(p)) != 0)
 		return rc;
+	p->korigin = p->origin;
 	if (p->conf->port == 0)	/* -p 0: say which port */
 		gd_info("listening on %s", p->origin);
 	bound.port = p->port;	/* the control socket follows the port */
@@ -292,6 +295,11 @@ static int start(struct pub *p)
 	uv_prepare_start(&p->prep, on_prepare);
 	uv_signal_start(&p->sigint, on_signal, SIGINT);
 	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
+	if (p->conf->cluster && (rc = pub_cluster_start(p)) != 0) {
+		p->finished = 1;
+		pub_finish(p);
+		return rc;
+	}
 	if (p->opt.wait_ready == 2)
 		uv_timer_start(&p->ready_timer, on_ready_timeout,
 		    (uint64_t)(p->opt.wait_ready_s * 1000), 0);
@@ -365,6 +373,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	while ((c = gd_snapshot_pop(&p->snap)) != NULL)
 		gd_chunk_unref(&p->in, c);
 	gd_snapshot_free(&p->snap);
+	pub_cluster_free(p);
 	gd_deliver_free(&p->dv);
 	pub_journal_free(p);
 	uv_walk(&p->loop, walk_close, NULL);

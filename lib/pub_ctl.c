@@ -41,10 +41,26 @@ static void reply_pending_row(struct pub *p, struct gd_ctl_client *cl,
 	    now) / 1e9;
 
 	gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\t",
-	    e->id, p->origin, e->id, gd_pend_acks(e), p->needed,
+	    e->id, p->korigin, e->id, gd_pend_acks(e), p->needed,
 	    age, left < 0 ? 0 : left, gd_pend_resends(e), e->len);
 	reply_acked_by(p, cl, e->acked);
-	gd_ctl_reply(cl, "\n", 1);
+	gd_ctl_reply(cl, p->cluster ? "\tsent\n" : "\n", p->cluster ? 6 : 1);
+}
+
+/* A block a secondary holds: its pre-acks so far, and the time left
+ * before its tentative timeout forwards it. */
+static void reply_held_row(struct pub *p, struct gd_ctl_client *cl,
+    const struct gd_cent *e, uint64_t now)
+{
+	double age = (double)(now - e->t) / 1e9;
+	double left = (double)(int64_t)(e->t + p->cl.tentative_ns - now) / 1e9;
+
+	gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%d\t%u\t%.3f\t%.3f\t0\t%u\t",
+	    (uint64_t)e->id, p->korigin, (uint64_t)e->id,
+	    __builtin_popcount(e->bits), p->needed, age, left < 0 ? 0 : left,
+	    e->len);
+	reply_acked_by(p, cl, e->bits);
+	gd_ctl_reply(cl, "\theld\n", 6);
 }
 
 /* pending [sort=age|expires|id|acks] [limit=N]. The deadline list is
@@ -58,7 +74,7 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 	struct gd_ctl_pending_req q;
 	struct gd_rank rk;
 	char why[128];
-	uint64_t rows;
+	uint64_t rows, held;
 	uint32_t s, ord = 0;
 	size_t i;
 
@@ -67,11 +83,18 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 		return;
 	}
 	rows = pd->count;
-	if (q.limit > 0 && q.limit < rows)
-		rows = q.limit;
-	gd_ctl_printf(cl, "pending %" PRIu64 "\n", rows);
+	/* a cluster secondary's held blocks come first, in arrival order */
+	held = p->cluster ? gd_cluster_held(&p->cl) : 0;
+	if (q.limit > 0 && q.limit < rows + held) {
+		held = q.limit > rows ? q.limit - rows : 0;
+		rows = q.limit - held;
+	}
+	gd_ctl_printf(cl, "pending %" PRIu64 "\n", rows + held);
 	gd_ctl_printf(cl, "id:n\tkey:s\tacks:n\tneeded:n\tage:n\texpires_in:n\t"
-	    "resends:n\tsize:n\tacked_by:s\n");
+	    "resends:n\tsize:n\tacked_by:s%s\n", p->cluster ? "\tstate:s" : "");
+	for (s = p->cluster ? p->cl.held.head : GD_NONE, i = 0;
+	    s != GD_NONE && i < held; s = p->cl.e[s].next, i++)
+		reply_held_row(p, cl, &p->cl.e[s], now);
 	if (q.sort == GD_SORT_AGE || q.sort == GD_SORT_EXPIRES) {
 		for (s = pd->head; s != GD_NONE && ord < rows;
 		    s = pd->e[s].next, ord++)
@@ -170,7 +193,9 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
-	    "port:n\n");
+	    "port:n%s\n", p->cluster ? "\theld:n\theld_max:n\tpreacks_kept:n\t"
+	    "preacks_max:n\tpreacks:n\tpreacked:n\tforwarded:n\t"
+	    "preacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%"
 	    PRIu64 "\t", d->n_pub, d->n_ack, d->n_nack, p->n_reject,
@@ -178,9 +203,16 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	    up > 0 ? (double)d->n_pub / up : 0.0, l50, l90, l99, lmax,
 	    d->n_late);
 	if (pub_gd(p))
-		gd_ctl_printf(cl, "%u\t%d\n", gd_window_size(&d->win), p->port);
+		gd_ctl_printf(cl, "%u\t%d", gd_window_size(&d->win), p->port);
 	else
-		gd_ctl_printf(cl, "-\t%d\n", p->port);
+		gd_ctl_printf(cl, "-\t%d", p->port);
+	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
+		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,
+		    p->cl.max_held, p->cl.pre.n, p->cl.max_preacks,
+		    p->cl.n_preacks, p->cl.n_dropped, p->cl.n_forwarded,
+		    p->cl.n_expired, p->cl.n_evicted);
+	gd_ctl_reply(cl, "\n", 1);
 }
 
 static void ctl_hello(struct pub *p, struct gd_ctl_client *cl,

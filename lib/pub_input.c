@@ -39,19 +39,13 @@ static void snap_push(struct pub *p, const struct gd_block *b,
 
 /* A block gets its sequence index, goes out and, with GD, waits in the
  * pending table; its payload stays in chunk c until it is resolved. */
-static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
-    const uint8_t *pl, size_t plen, int oversize, uint64_t tnow)
+void pub_send_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen, uint64_t tnow)
 {
 	struct gd_block b;
 	char idtxt[24];
 	int rc;
 
-	if (oversize || plen > (size_t)p->conf->max_block) {
-		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, id);
-		pub_reject(p, idtxt, "block larger than GDpub_maxBlockSize (%"
-		    PRId64 " bytes)", p->conf->max_block);
-		return;
-	}
 	/* ids gdpub assigns are above every pending one: no lookup needed */
 	rc = gd_deliver_publish(&p->dv, id, !(p->opt.ids || p->opt.frame),
 	    c->idx, (uint32_t)(pl - c->data), (uint32_t)plen, p->now, &b.seq);
@@ -95,6 +89,23 @@ static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
 	p->n_bytes += plen;
 }
 
+/* A block read: too large, held or dropped by the cluster, or sent. */
+static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen, int oversize, uint64_t tnow)
+{
+	char idtxt[24];
+
+	if (oversize || plen > (size_t)p->conf->max_block) {
+		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, id);
+		pub_reject(p, idtxt, "block larger than GDpub_maxBlockSize (%"
+		    PRId64 " bytes)", p->conf->max_block);
+		return;
+	}
+	if (p->cluster && pub_cluster_block(p, c, id, pl, plen) != 0)
+		return;
+	pub_send_block(p, c, id, pl, plen, tnow);
+}
+
 static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
     size_t len, int oversize, uint64_t tnow)
 {
@@ -109,8 +120,10 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 		if (tab == NULL || (e = gd_parse_id((const char *)rec,
 		    (size_t)(tab - rec), &id)) != 0) {
 			pub_reject(p, "-", "malformed line %" PRIu64
-			    ": expected ID<TAB>payload with a decimal ID%s",
-			    p->line_no, e == -2 ? " without leading zeros" : "");
+			    ": expected ID<TAB>payload with a decimal ID%s%s",
+			    p->line_no, e == -2 ? " without leading zeros" : "",
+			    p->cluster ? " (in a cluster every block needs "
+			    "the ID its producer gave it)" : "");
 			return;
 		}
 		pl = tab + 1;
@@ -127,7 +140,8 @@ static int paused(struct pub *p)
 		return 1;
 	if (p->opt.wait_ready && !p->ready)
 		return 1;
-	return gd_deliver_full(&p->dv) || p->sink->full(p);
+	return gd_deliver_full(&p->dv) || p->sink->full(p) ||
+	    (p->cluster && gd_cluster_full(&p->cl));
 }
 
 void pub_drop_input(struct pub *p)

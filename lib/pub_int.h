@@ -8,6 +8,7 @@
 #define GD_PUB_INT_H
 
 #include "bcast.h"
+#include "cluster.h"
 #include "ctl.h"
 #include "deliver.h"
 #include "input.h"
@@ -63,6 +64,7 @@ struct pub {
 	unsigned needed;		/* numSubs; 0: GD off */
 	char origin[300];		/* HOST:PORT in every key */
 	size_t origin_len;
+	const char *korigin;		/* in keys: origin, or @CLUSTER */
 	uint64_t epoch;			/* this run, in every stream frame */
 	int port;			/* bound (-p 0: the kernel's choice) */
 
@@ -104,6 +106,12 @@ struct pub {
 	int paused_backlog;
 	uint64_t floor_sent;
 
+	/* GDpub_cluster (pub_cluster.c) */
+	int cluster, secondary;
+	char cname[80];			/* "@NAME" */
+	struct gd_cluster cl;
+	uv_timer_t cl_timer;
+
 	/* lifecycle */
 	int eof, ready, finished, sigs, stop_code, warned_few;
 	uint64_t now;			/* monotonic ns, per callback */
@@ -139,6 +147,10 @@ uint64_t pub_real_ns(void);
 
 /* pub_input.c */
 int pub_input_start(struct pub *p);
+/* Send a block now (after the cluster's say): sequence index, journal,
+ * pending table, sink. */
+void pub_send_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen, uint64_t tnow);
 void pub_kick(struct pub *p);
 void pub_drop_input(struct pub *p);
 void pub_stop_input(struct pub *p, const char *signame);
@@ -154,6 +166,23 @@ extern const struct pub_sink pub_tcp_sink;
 int pub_listen(struct pub *p);
 void pub_net_end(struct pub *p);
 void pub_net_close(struct pub *p);
+
+/* pub_cluster.c */
+int pub_cluster_start(struct pub *p);
+void pub_cluster_close(struct pub *p);
+void pub_cluster_free(struct pub *p);
+/* A new block in cluster mode: 1 when held or dropped (or REJECTed), 0
+ * when it goes out now. */
+int pub_cluster_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen);
+void pub_cluster_preacks(struct pub *p, struct sconn *c,
+    const struct gd_frame *f);
+/* A second signal: the held blocks are NACKed. */
+void pub_cluster_nack_held(struct pub *p);
+static inline int pub_held(const struct pub *p)
+{
+	return p->cluster && gd_cluster_held(&p->cl) > 0;
+}
 
 /* pub_stream.c */
 extern const struct pub_sink pub_stream_sink;

@@ -255,7 +255,7 @@ static void send_welcome(struct pub *p, struct sconn *c)
 	w.timeout_ms = (uint32_t)(p->conf->timeout * 1000);
 	w.epoch = p->epoch;
 	w.flags = p->sink == &pub_stream_sink ? GD_WF_STREAM : 0;
-	snprintf(w.origin, sizeof(w.origin), "%s", p->origin);
+	snprintf(w.origin, sizeof(w.origin), "%s", p->korigin);
 	b->len = gd_wire_welcome(b->data, &w);
 	for (i = 0; c->want_data && i < p->snap.n; i++) {
 		const struct gd_snap_ent *s = gd_snapshot_at(&p->snap, i);
@@ -377,6 +377,11 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		if (!c->hello)
 			break;
 		on_acks(p, c, f);
+		return 0;
+	case GD_F_PREACK:
+		if (!c->hello)
+			break;
+		pub_cluster_preacks(p, c, f);
 		return 0;
 	case GD_F_BYE:
 		conn_close(c, "unsubscribed");

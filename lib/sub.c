@@ -22,6 +22,7 @@ static void on_prepare(uv_prepare_t *h)
 	if (s->state)
 		sub_state_commit(s);
 	sub_acks_flush(s);
+	sub_cluster_flush(s);
 	gd_out_flush(&s->out);
 	gd_ctl_flush(&s->ctl);
 }
@@ -80,6 +81,7 @@ void sub_finish(struct sub *s, int code)
 	s->code = code;
 	sub_in_stop(s);
 	sub_acks_flush(s);	/* after the state that records them */
+	sub_cluster_flush(s);
 	gd_ctl_flush(&s->ctl);
 	for (i = 0; i < s->npc; i++)
 		sub_net_shut(&s->pc[i], s->hard);
@@ -192,6 +194,7 @@ static int start(struct sub *s)
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;
+		pc->cl = -1;
 		pc->hp = conf->pubs[i];
 		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
 		    pc->hp.host, pc->hp.port);
@@ -256,6 +259,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		gd_recv_free(&s->pc[i].rv);
 		free(s->pc[i].ackq);
 	}
+	if (s->pc)
+		sub_cluster_free(s);
 	free(s->pc);
 	sub_in_free(s);
 	if (s->state)

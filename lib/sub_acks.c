@@ -62,14 +62,19 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 		return "malformed key (expected HOST:PORT/ID)";
 	if (flags & GD_FL_SNAPSHOT)
 		return NULL;	/* snapshot blocks need no acknowledgement */
-	if ((pc = sub_pub_find(s, key, olen)) == NULL)
+	if ((pc = key[0] == '@' ? sub_cluster_find(s, key, olen, id) :
+	    sub_pub_find(s, key, olen)) == NULL)
 		return "not a publisher of this gdsub";
 	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
 	case GD_RA_SEND:
 		if (sub_ack_queue(pc, id, seq) != 0)
 			return "out of memory; the publisher will resend the block";
+		if (pc->cl >= 0)	/* and to the other members */
+			sub_cluster_acked(s, pc, id);
 		return NULL;
 	case GD_RA_OK:
+		if (pc->cl >= 0)
+			sub_cluster_acked(s, pc, id);
 		return NULL;
 	case GD_RA_UNKNOWN:
 		return "unknown key: no such block is waiting for acknowledgement";

@@ -150,6 +150,8 @@ void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
 			sub_out_block(s, o, b, b->flags & GD_FL_RESENT ? "rs" : "s");
 		return;
 	}
+	if (pc->cl >= 0 && sub_cluster_block(s, pc, b) != 0)
+		return;		/* another member's copy was written */
 	if (sub_state_attach(s, pc, o) != 0)
 		return;
 	one_block(s, pc, b, o, 0);

@@ -46,6 +46,9 @@ struct sub_pub {
 	struct sub_ack *ackq;	/* acknowledgements to send */
 	size_t nqueued, capqueued;
 	uint64_t n_snap;
+	int cl;			/* its cluster in s->cls, or -1 */
+	uint64_t *pq;		/* pre-acks to send (sub_cluster.c) */
+	size_t npq, cappq;
 };
 
 /* The origin a block's key carries: the publisher's stamp, or with -i
@@ -92,6 +95,8 @@ struct sub {
 	uv_timer_t state_sync;	/* its fsync, at most GD_STATE_SYNC_NS late */
 	int state_err;		/* it failed (said): nothing more is written */
 	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
+	struct sub_cluster *cls;	/* multisend clusters among the publishers */
+	size_t ncls;
 };
 
 /* sub.c: wiring and lifecycle */
@@ -133,6 +138,16 @@ int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);
+
+/* sub_cluster.c: publishers that are members of a multisend cluster */
+void sub_cluster_join(struct sub *s, struct sub_pub *pc);
+int sub_cluster_block(struct sub *s, struct sub_pub *pc,
+    const struct gd_block *b);
+struct sub_pub *sub_cluster_find(struct sub *s, const char *origin,
+    size_t len, uint64_t id);
+void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id);
+void sub_cluster_flush(struct sub *s);
+void sub_cluster_free(struct sub *s);
 
 /* sub_state.c: the state file */
 int sub_state_open(struct sub *s);

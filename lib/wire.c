@@ -26,17 +26,20 @@ int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
 		return 0;
 	blen = gd_get32(buf);
 	type = buf[4];
-	if (type == 0 || type > GD_F_MAX || buf[6] != 0 || buf[7] != 0)
+	if (type == 0 || (type > GD_F_MAX && type != GD_F_PREACK) ||
+	    buf[6] != 0 || buf[7] != 0)
 		return -1;
 	if (type == GD_F_BLOCK) {
 		if (blen < 24 || blen - 24 > max_block)
 			return -1;
 	} else if (blen > GD_CTRL_MAX * 64) {
 		return -1;	/* acks may batch many ids, others are small */
-	} else if (type != GD_F_ACK && blen > GD_CTRL_MAX) {
+	} else if (type != GD_F_ACK && type != GD_F_PREACK &&
+	    blen > GD_CTRL_MAX) {
 		return -1;
 	}
-	if (type == GD_F_ACK && blen % GD_ACK_SIZE != 0)
+	if ((type == GD_F_ACK && blen % GD_ACK_SIZE != 0) ||
+	    (type == GD_F_PREACK && blen % GD_PREACK_SIZE != 0))
 		return -1;
 	if (len - GD_WIRE_HDR < blen)
 		return 0;

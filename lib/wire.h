@@ -27,8 +27,12 @@ enum gd_ftype {
 	GD_F_FLOOR = 5,		/* pub -> sub: every seq below this is resolved */
 	GD_F_END = 6,		/* pub -> sub: the stream has ended */
 	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
-	GD_F_MAX = 7
+	GD_F_MAX = 7,
+	/* a number apart from the handshake's: multisend clusters (cluster.h) */
+	GD_F_PREACK = 32,	/* sub -> cluster member: n x u64 id, the keys
+				 * @CLUSTER/ID acknowledged from another member */
 };
+#define GD_PREACK_SIZE 8
 
 /* block flags */
 #define GD_FL_RESENT 0x01
@@ -118,8 +122,9 @@ static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
 /* Next frame in buf[0..len). Returns 1 and fills *f and *used, 0 when more
  * bytes are needed, -1 when the frame is malformed (unknown type, reserved
  * bits set, a body over max_block+24 for blocks, over GD_CTRL_MAX*64 for
- * acks (up to GD_ACKS_PER_FRAME) or GD_CTRL_MAX for the rest, or an ack
- * body that is not a multiple of GD_ACK_SIZE). */
+ * acks and pre-acks (up to GD_ACKS_PER_FRAME) or GD_CTRL_MAX for the
+ * rest, or an ack (pre-ack) body that is not a multiple of GD_ACK_SIZE
+ * (GD_PREACK_SIZE)). */
 int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
     struct gd_frame *f, size_t *used);
 

@@ -22,6 +22,11 @@ static const char usage[] =
 "      --resend N           resend a timed-out block N times first (default 0)\n"
 "      --snapshot N         replay the last N blocks to new subscribers\n"
 "      --ctl PATH           control socket for gdinspect (default derived)\n"
+"      --cluster NAME       member of multisend cluster NAME: keys @NAME/ID,\n"
+"                           IDs from the input (-I or -f frame)\n"
+"      --role ROLE          primary (sends at once, the default) or secondary\n"
+"                           (holds each block until a pre-ack drops it or\n"
+"                           GDpub_tentativePreAckTimeout forwards it)\n"
 "  -f, --format FORMAT      input: line (default), or frame (a framed stream\n"
 "                           as gdpub -o or gdsub -f frame write it; IDs kept)\n"
 "  -I, --ids                input lines are ID<TAB>payload\n"
@@ -37,8 +42,7 @@ static const char usage[] =
 "  -h, --help               show this help\n"
 "  -V, --version            show the version\n"
 "\n"
-"Not supported yet (refused): --journal, --fsync, --auth-key-file,\n"
-"--cluster, --role.\n"
+"Not supported yet (refused): --journal, --fsync, --auth-key-file.\n"
 "See gdpub(1), gdkit.conf(5).\n";
 
 /* Options that set a config key (conf.c's table says which) need only a
@@ -81,6 +85,41 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
+
+/* A cluster member's blocks are the producer's: every member must give a
+ * block the same ID, so gdpub may not number them itself. */
+static int cluster_check(const struct gd_conf *conf,
+    const struct gd_pub_opts *opt)
+{
+	if (conf->cluster == NULL) {
+		if (conf->role == GD_ROLE_SECONDARY) {
+			gd_usage_err("GDpub_role=secondary needs GDpub_cluster "
+			    "(--cluster NAME): a secondary of which cluster?");
+			return GD_EX_USAGE;
+		}
+		return 0;
+	}
+	if (!opt->ids && !opt->frame) {
+		gd_usage_err("GDpub_cluster needs the block IDs from the input "
+		    "(-I/--ids or -f frame): every member of cluster %s must "
+		    "give a block the same ID, and gdpub would number them "
+		    "itself", conf->cluster);
+		return GD_EX_USAGE;
+	}
+	if (opt->out) {
+		gd_usage_err("GDpub_cluster cannot be used with -o: cluster "
+		    "members serve their subscribers over TCP");
+		return GD_EX_USAGE;
+	}
+	if (conf->role == GD_ROLE_SECONDARY && conf->num_subs == 0) {
+		gd_usage_err("GDpub_role=secondary needs GDpub_numSubs of 1 or "
+		    "more: pre-acknowledgements come from GD subscribers, and "
+		    "without them every block would wait out "
+		    "GDpub_tentativePreAckTimeout");
+		return GD_EX_USAGE;
+	}
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -198,6 +237,8 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
+	if ((rc = cluster_check(&conf, &opt)) != 0)
+		goto out;
 	rc = gd_pub_run(&conf, &opt);
 out:
 	gd_conf_free(&conf);

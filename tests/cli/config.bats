@@ -224,9 +224,7 @@ padded() {
 	local kv
 	for kv in GDpub_authKeyFile=k \
 	    GDpub_discardInterval=30 GDpub_sendTimeout=-1 GDpub_sendQueueSizeMax=10 \
-	    GDpub_sendQueueSizeMaxPolicy=DropEvents GDpub_cluster=c \
-	    GDpub_role=secondary GDpub_preAckTimerInterval=1 \
-	    GDpub_tentativePreAckTimeout=1 GDpub_confirmedPreAckTimeout=1; do
+	    GDpub_sendQueueSizeMaxPolicy=DropEvents; do
 		cfg bad.ini 'GDpub_port=7001' "$kv"
 		conf_err gdpub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"
 	done

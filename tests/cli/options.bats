@@ -172,8 +172,6 @@ load helpers
 # ---- options not supported yet ----
 
 @test "gdpub: options not supported yet are refused" {
-	expect_usage gdpub "invalid value 'c1' for --cluster: not supported yet in this version of gdkit" -- gdpub -p 1 --cluster c1
-	expect_usage gdpub "invalid value 'secondary' for --role: not supported yet in this version of gdkit" -- gdpub -p 1 --role secondary
 	expect_usage gdpub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdpub -p 1 --auth-key-file k
 }
 

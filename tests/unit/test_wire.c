@@ -362,7 +362,7 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_MAX + 1, 0, MAXB), -1);
 	ASSERT_EQ(hdr_verdict(0xff, 8, MAXB), -1);
 	for (t = GD_F_MAX + 1; t < 256; t++)
-		if (hdr_verdict((uint8_t)t, 0, MAXB) != -1)
+		if (t != GD_F_PREACK && hdr_verdict((uint8_t)t, 0, MAXB) != -1)
 			FAILF("type %u accepted", t);
 	/* every known type with an empty body is complete (blocks need 24) */
 	for (t = 1; t <= GD_F_MAX; t++)
@@ -402,6 +402,13 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64, MAXB), 0);
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, GD_CTRL_MAX * 64 + 16, MAXB), -1);
 	ASSERT_EQ(hdr_verdict(GD_F_ACK, UINT32_MAX - 15, MAXB), -1);
+	/* pre-acks: whole u64 ids, batched up to GD_CTRL_MAX * 64 bytes */
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, 0, MAXB), 1);
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, 4, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, 12, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, 8, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
 	for (t = 1; t <= GD_F_MAX; t++) {
 		if (t == GD_F_BLOCK || t == GD_F_ACK)
 			continue;

@@ -1,0 +1,188 @@
+/* gdpub as a member of a multisend cluster (GDpub_cluster, SPEC §8): keys
+ * are @CLUSTER/ID, told to subscribers as the origin of the welcome; a
+ * secondary holds each block (lib/cluster.c decides) until the pre-acks
+ * of the subscribers that got it from another member drop it, or its
+ * tentative timeout passes and it is forwarded; a pre-ack for a block this
+ * member sent counts as that subscriber's acknowledgement. Status lines:
+ * PREACK ID when a block is dropped on a pre-ack, FORWARD ID when a held
+ * block goes out (its ACK or NACK follows). */
+#include "pub_int.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+static void status_word(struct pub *p, const char *what, uint64_t id)
+{
+	char line[48];
+	int n = snprintf(line, sizeof(line), "%s %" PRIu64 "\n", what, id);
+
+	gd_out_write(&p->status, line, (size_t)n);
+}
+
+static void dropped(struct pub *p, const struct gd_cheld *h)
+{
+	gd_trace(2, "block %" PRIu64 " dropped: pre-acknowledged", h->id);
+	status_word(p, "PREACK", h->id);
+	pub_release(p, h->owner);
+}
+
+static void forward(struct pub *p, const struct gd_cheld *h)
+{
+	struct gd_chunk *c = gd_input_chunk(&p->in, h->owner);
+
+	status_word(p, "FORWARD", h->id);
+	pub_send_block(p, c, h->id, c->data + h->off, h->len, pub_real_ns());
+	gd_chunk_unref(&p->in, c);	/* the hold's reference */
+}
+
+/* Every preAckTimerInterval: forward the held blocks past their
+ * tentative timeout, forget the pre-acks past the confirmed one. */
+static void on_cl_timer(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+	struct gd_cheld h;
+	uint64_t n = 0, first = 0;
+
+	p->now = uv_hrtime();
+	while (gd_cluster_due(&p->cl, p->now, &h)) {
+		if (n++ == 0)
+			first = h.id;
+		forward(p, &h);
+	}
+	gd_cluster_expire(&p->cl, p->now);
+	if (n == 0)
+		return;
+	gd_info("forwarding %" PRIu64 " held block%s from %" PRIu64 ": no "
+	    "pre-acknowledgement within GDpub_tentativePreAckTimeout (%g s)",
+	    n, n == 1 ? "" : "s", first, p->conf->tentative_timeout);
+	pub_arm_timer(p);
+	pub_kick(p);
+	pub_maybe_done(p);
+}
+
+int pub_cluster_start(struct pub *p)
+{
+	const struct gd_conf *conf = p->conf;
+	double ms = conf->preack_interval * 1000;
+	uint64_t every = ms < 1 ? 1 : (uint64_t)(ms + 0.5);
+	int rc;
+
+	p->cluster = 1;
+	p->secondary = conf->role == GD_ROLE_SECONDARY;
+	snprintf(p->cname, sizeof(p->cname), "@%s", conf->cluster);
+	p->korigin = p->cname;
+	if (gd_cluster_init(&p->cl, p->needed, (uint64_t)(conf->tentative_timeout
+	    * 1e9), (uint64_t)(conf->confirmed_timeout * 1e9),
+	    (uint32_t)conf->max_pending, GD_CLUSTER_MAX_PREACKS) != 0) {
+		gd_err("cannot join cluster %s: out of memory", conf->cluster);
+		return GD_EX_FAIL;
+	}
+	if ((rc = uv_timer_init(&p->loop, &p->cl_timer)) != 0) {
+		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+		return GD_EX_FAIL;
+	}
+	p->cl_timer.data = p;
+	uv_timer_start(&p->cl_timer, on_cl_timer, every, every);
+	gd_trace(1, "cluster %s, %s, pre-ack timer every %g s, tentative "
+	    "timeout %g s, confirmed timeout %g s", conf->cluster,
+	    p->secondary ? "secondary" : "primary", conf->preack_interval,
+	    conf->tentative_timeout, conf->confirmed_timeout);
+	return 0;
+}
+
+void pub_cluster_close(struct pub *p)
+{
+	if (p->cluster && !uv_is_closing((uv_handle_t *)&p->cl_timer))
+		uv_close((uv_handle_t *)&p->cl_timer, NULL);
+}
+
+void pub_cluster_free(struct pub *p)
+{
+	struct gd_cheld h;
+
+	if (!p->cluster)
+		return;
+	while (gd_cluster_pop(&p->cl, &h))
+		pub_release(p, h.owner);
+	gd_cluster_free(&p->cl);
+}
+
+int pub_cluster_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+    const uint8_t *pl, size_t plen)
+{
+	char idtxt[24];
+
+	switch (gd_cluster_block(&p->cl, id, p->secondary, c->idx,
+	    (uint32_t)(pl - c->data), (uint32_t)plen, p->now)) {
+	case GD_CL_SEND:
+		return 0;
+	case GD_CL_HOLD:
+		gd_chunk_ref(c);	/* the payload stays until forwarded */
+		return 1;
+	case GD_CL_DROP:
+		gd_trace(2, "block %" PRIu64 " dropped on arrival: "
+		    "pre-acknowledged before", id);
+		status_word(p, "PREACK", id);
+		return 1;
+	case GD_CL_DUP:
+		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, id);
+		pub_reject(p, idtxt, "invalid event block ID: %s is already "
+		    "held for a pre-acknowledgement", idtxt);
+		return 1;
+	}
+	gd_err("out of memory for the held blocks; stopping input");
+	pub_drop_input(p);
+	return 1;
+}
+
+void pub_cluster_preacks(struct pub *p, struct sconn *c,
+    const struct gd_frame *f)
+{
+	uint32_t i, n = f->len / GD_PREACK_SIZE, before = p->dv.pend.count;
+	struct gd_cheld h;
+
+	if (c->slot < 0 || !p->cluster)
+		return;		/* not a GD subscriber, or not a member */
+	for (i = 0; i < n; i++) {
+		uint64_t id = gd_get64(f->body + (size_t)GD_PREACK_SIZE * i);
+		uint32_t s = gd_pending_find(&p->dv.pend, id);
+		if (s != GD_NONE) {
+			/* sent by this member too: the subscriber has it */
+			c->acks++;
+			gd_deliver_ack(&p->dv, (unsigned)c->slot, id,
+			    gd_deliver_seq(&p->dv, gd_pending_at(&p->dv.pend,
+			    s)), p->now);
+			continue;
+		}
+		switch (gd_cluster_preack(&p->cl, (unsigned)c->slot, id,
+		    p->now, &h)) {
+		case GD_PA_DROP:
+			dropped(p, &h);
+			break;
+		case GD_PA_NOMEM:
+			gd_err("out of memory remembering the pre-acknowledgement "
+			    "of %s/%" PRIu64 "; that block will be held and "
+			    "forwarded if it arrives", p->cname, id);
+			break;
+		}
+	}
+	gd_deliver_acks_done(&p->dv, before, p->now);
+	pub_kick(p);
+}
+
+void pub_cluster_nack_held(struct pub *p)
+{
+	struct gd_cheld h;
+
+	if (!p->cluster)
+		return;
+	if (gd_cluster_held(&p->cl) > 0)
+		gd_err("reporting the %u held blocks as NACK too",
+		    gd_cluster_held(&p->cl));
+	while (gd_cluster_pop(&p->cl, &h)) {
+		status_word(p, "NACK", h.id);
+		p->dv.n_nack++;
+		pub_release(p, h.owner);
+	}
+}

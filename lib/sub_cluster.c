@@ -1,0 +1,296 @@
+/* gdsub and multisend clusters (SPEC §8): a publisher whose welcome names
+ * the origin @CLUSTER is a member of that cluster; the members' blocks are
+ * deduplicated by @CLUSTER/ID across members (which give the same block
+ * the same ID but each their own sequence index); the acknowledgement of
+ * @CLUSTER/ID goes to the member whose copy was written, and to every
+ * other member as a pre-acknowledgement (a GD_F_PREACK frame of IDs), so
+ * that a secondary drops its held copy and a member that sent a copy too
+ * counts it as acknowledged.
+ *
+ * Each cluster remembers the last SUB_CLUSTER_KEYS IDs it saw (16 bytes
+ * each, 16 MiB at most, plus the hash): which member's copy was written and
+ * whether it was acknowledged. The oldest is forgotten first; a copy that
+ * arrives after that goes through its member's own dedup only. Within one
+ * member, receive.c's rules apply as for any publisher. */
+#include "sub_int.h"
+#include "idmap.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SUB_CLUSTER_KEYS (1u << 20)
+
+struct sub_cent {
+	uint64_t id;		/* first: the idmap key */
+	uint32_t member;	/* index in s->pc of the copy written */
+	uint32_t acked;		/* gdack acknowledged it */
+};
+
+struct sub_cluster {
+	char name[300];		/* "@NAME", as in keys */
+	size_t len;
+	struct sub_cent *e;	/* ring: appended until full, then the
+				 * oldest (head) is replaced */
+	uint32_t cap, n, head;
+	struct gd_idmap map;
+};
+
+static void queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id);
+
+/* A member (re)connected: it missed the pre-acknowledgements sent while it
+ * was away, so it gets one for every acknowledged ID the cluster
+ * remembers that another member's copy answered (once per connection). */
+static void catch_up(struct sub *s, struct sub_pub *pc)
+{
+	struct sub_cluster *c = &s->cls[pc->cl];
+	uint32_t i, m = (uint32_t)(pc - s->pc);
+
+	for (i = 0; i < c->n; i++)
+		if (c->e[i].acked && c->e[i].member != m)
+			queue_preack(s, pc, c->e[i].id);
+	if (pc->npq > 0)
+		gd_trace(1, "publisher %s: %zu pre-acknowledgements from before "
+		    "it connected", pc->addr, pc->npq);
+}
+
+/* At each welcome: is this publisher a member of a cluster? */
+void sub_cluster_join(struct sub *s, struct sub_pub *pc)
+{
+	struct sub_cluster *c;
+	size_t i;
+
+	pc->cl = -1;
+	pc->npq = 0;
+	if (pc->origin[0] != '@')
+		return;
+	for (i = 0; i < s->ncls; i++)
+		if (s->cls[i].len == pc->origin_len &&
+		    memcmp(s->cls[i].name, pc->origin, pc->origin_len) == 0) {
+			pc->cl = (int)i;
+			catch_up(s, pc);
+			return;
+		}
+	if (s->cls == NULL &&
+	    (s->cls = calloc(s->npc, sizeof(*s->cls))) == NULL)
+		goto nomem;
+	c = &s->cls[s->ncls];
+	if (gd_idmap_init(&c->map, 1024) != 0)
+		goto nomem;
+	memcpy(c->name, pc->origin, pc->origin_len + 1);
+	c->len = pc->origin_len;
+	pc->cl = (int)s->ncls++;
+	gd_trace(1, "publisher %s is a member of cluster %s", pc->addr,
+	    pc->origin + 1);
+	return;
+nomem:
+	gd_err("out of memory: blocks of publisher %s are not deduplicated "
+	    "across the members of cluster %s", pc->addr, pc->origin + 1);
+}
+
+void sub_cluster_free(struct sub *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->ncls; i++) {
+		free(s->cls[i].e);
+		gd_idmap_free(&s->cls[i].map);
+	}
+	free(s->cls);
+	for (i = 0; i < s->npc; i++)
+		free(s->pc[i].pq);
+}
+
+static struct sub_cent *lookup(struct sub_cluster *c, uint64_t id)
+{
+	uint32_t slot = gd_idmap_get(&c->map, id, c->e, sizeof(*c->e));
+
+	return slot == GD_NONE ? NULL : &c->e[slot];
+}
+
+/* Remember that member m's copy of id is the one written; 0 or -1. */
+static int add(struct sub_cluster *c, uint64_t id, uint32_t m)
+{
+	uint32_t slot;
+
+	if (c->n == c->cap && c->cap < SUB_CLUSTER_KEYS) {
+		uint32_t ncap = c->cap ? c->cap * 2 : 4096;
+		struct sub_cent *ne = realloc(c->e, (size_t)ncap * sizeof(*ne));
+		if (ne == NULL)
+			return -1;
+		c->e = ne;
+		c->cap = ncap;
+	}
+	if (c->n < c->cap) {
+		slot = c->n++;
+	} else {	/* full: the oldest makes room */
+		slot = c->head;
+		c->head = (c->head + 1) % c->cap;
+		gd_idmap_del(&c->map, c->e[slot].id, c->e, sizeof(*c->e));
+	}
+	c->e[slot].id = id;
+	c->e[slot].member = m;
+	c->e[slot].acked = 0;
+	if (gd_idmap_put(&c->map, id, slot, c->e, sizeof(*c->e)) != 0) {
+		c->e[slot].id = 0;	/* unreachable: not in the map */
+		return -1;
+	}
+	return 0;
+}
+
+static void queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id)
+{
+	if (!s->conf->gd || pc->state != SUB_PS_ACTIVE ||
+	    pc->ack_status != GD_ACK_OK)
+		return;		/* a member not listening now: it never
+				 * sent the block, or will resend it */
+	if (pc->npq == pc->cappq) {
+		size_t ncap = pc->cappq ? pc->cappq * 2 : 1024;
+		uint64_t *n = realloc(pc->pq, ncap * sizeof(*n));
+		if (n == NULL) {
+			gd_err("out of memory queueing the pre-acknowledgement "
+			    "of %s/%" PRIu64 " for %s; a secondary there "
+			    "forwards it after its tentative timeout",
+			    pc->origin, id, pc->addr);
+			return;
+		}
+		pc->pq = n;
+		pc->cappq = ncap;
+	}
+	pc->pq[pc->npq++] = id;
+}
+
+/* 1 when block b of member pc is another member's copy of a block
+ * already written (dropped here), 0 when pc's own rules decide. */
+int sub_cluster_block(struct sub *s, struct sub_pub *pc,
+    const struct gd_block *b)
+{
+	struct sub_cluster *c = &s->cls[pc->cl];
+	uint32_t m = (uint32_t)(pc - s->pc);
+	struct sub_cent *e;
+
+	if (s->conf->dedup == GD_DEDUP_NONE)
+		return 0;	/* at-least-once: every copy goes out */
+	if ((e = lookup(c, b->id)) == NULL) {
+		if (add(c, b->id, m) != 0)
+			gd_err("out of memory: %s/%" PRIu64 " is not "
+			    "deduplicated across the cluster's members",
+			    c->name, b->id);
+		return 0;
+	}
+	if (e->member == m && !e->acked)
+		return 0;
+	pc->rv.n_recv++;
+	pc->rv.n_dup++;
+	if (e->acked)	/* this member waits for it: acknowledge its copy */
+		queue_preack(s, pc, b->id);
+	return 1;
+}
+
+/* The member whose copy of @CLUSTER/ID was written (or one whose rules
+ * know the ID), or NULL when no publisher is a member of that cluster. */
+struct sub_pub *sub_cluster_find(struct sub *s, const char *origin,
+    size_t len, uint64_t id)
+{
+	struct sub_pub *first = NULL;
+	struct sub_cent *e;
+	size_t i;
+	int k = -1;
+
+	for (i = 0; i < s->ncls; i++)
+		if (s->cls[i].len == len &&
+		    memcmp(s->cls[i].name, origin, len) == 0)
+			k = (int)i;
+	if (k < 0)
+		return NULL;
+	if ((e = lookup(&s->cls[k], id)) != NULL)
+		return &s->pc[e->member];
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->cl != k)
+			continue;
+		if (first == NULL)
+			first = pc;
+		if (gd_dedup_find(&pc->rv.dd, id) != GD_NONE)
+			return pc;
+	}
+	return first;
+}
+
+/* gdack acknowledged @CLUSTER/ID, written from member pc's copy: the
+ * other members get it as a pre-acknowledgement. */
+void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id)
+{
+	struct sub_cent *e = lookup(&s->cls[pc->cl], id);
+	size_t i;
+
+	if (e != NULL)
+		e->acked = 1;
+	for (i = 0; i < s->npc; i++)
+		if (&s->pc[i] != pc && s->pc[i].cl == pc->cl)
+			queue_preack(s, &s->pc[i], id);
+}
+
+struct preack_write {
+	uv_write_t req;
+	struct sub_pub *pc;
+	size_t n;
+};
+
+static void preack_written(uv_write_t *req, int status)
+{
+	struct preack_write *w = (struct preack_write *)req;
+
+	if (status < 0 && !(status == UV_ECANCELED && w->pc->s->done))
+		gd_warn("cannot send %zu pre-acknowledgement%s to %s: %s; its "
+		    "held copies are forwarded after its tentative timeout",
+		    w->n, gd_plural((double)w->n), w->pc->addr,
+		    uv_strerror(status));
+	free(w);
+}
+
+/* Many IDs per frame, in the prepare phase with the acknowledgements. */
+void sub_cluster_flush(struct sub *s)
+{
+	size_t i, off, n, k;
+
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->npq == 0)
+			continue;
+		for (off = 0; pc->state == SUB_PS_ACTIVE && off < pc->npq;
+		    off += n) {
+			struct preack_write *w;
+			uint8_t *d;
+			uv_buf_t b;
+			n = pc->npq - off;
+			if (n > GD_CTRL_MAX * 64 / GD_PREACK_SIZE)
+				n = GD_CTRL_MAX * 64 / GD_PREACK_SIZE;
+			w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_PREACK_SIZE * n);
+			if (w == NULL) {
+				gd_warn("out of memory sending pre-"
+				    "acknowledgements to %s", pc->addr);
+				break;
+			}
+			w->pc = pc;
+			w->n = n;
+			d = (uint8_t *)(w + 1);
+			gd_wire_hdr(d, GD_F_PREACK, 0,
+			    (uint32_t)(GD_PREACK_SIZE * n));
+			for (k = 0; k < n; k++)
+				gd_put64(d + GD_WIRE_HDR + GD_PREACK_SIZE * k,
+				    pc->pq[off + k]);
+			b = uv_buf_init((char *)d,
+			    (unsigned)(GD_WIRE_HDR + GD_PREACK_SIZE * n));
+			if (uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
+			    preack_written) != 0) {
+				free(w);
+				break;
+			}
+		}
+		gd_trace(2, "sent %zu pre-acknowledgements to %s", off,
+		    pc->addr);
+		pc->npq = 0;
+	}
+}

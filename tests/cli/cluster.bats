@@ -1,0 +1,143 @@
+#!/usr/bin/env bats
+# Multisend cluster with pre-acknowledgement (GDpub_cluster, GDpub_role,
+# SPEC §8): one producer fed to a primary and two secondaries, a gdsub that
+# lists every member. Normal path: the primary delivers, the secondaries
+# drop everything on pre-ack. Failover: the primary dies, the secondary with
+# the shorter tentative timeout forwards, the other drops on pre-ack, each
+# block is written once (R = 1, UR = 1). A pre-ack before its block drops
+# the block on arrival. Blocks without an ID of their producer are refused.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# member NAME PORT ROLE TENTATIVE INPUT: spawn a gdpub of cluster c1 on
+# PORT reading INPUT (a shell redirection target), status in NAME.st,
+# stderr in NAME.err, exit status in NAME.rc
+member() {
+	cfg "$1.ini" "GDpub_port=$2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
+	    'GDpub_cluster=c1' "GDpub_role=$3" 'GDpub_preAckTimerInterval=0.1' \
+	    "GDpub_tentativePreAckTimeout=$4" 'GDpub_confirmedPreAckTimeout=60'
+	spawn "gdpub -c $1.ini -I --wait-ready=20 < $5 > $1.st 2> $1.err; echo \$? > $1.rc"
+}
+
+cfg() {
+	local f=$1
+	shift
+	printf '%s\n' "$@" > "$f"
+}
+
+# subscriber CONF PORT...: a gdsub config listing every member
+subscriber() {
+	local f=$1 port
+	shift
+	{
+		for port; do printf 'GDsub_pub=127.0.0.1:%s\n' "$port"; done
+		printf 'GDsub_retryInt=0.05\nGDsub_maxRetries=-1\n'
+	} > "$f"
+}
+
+# words FILE WORD: the ids of FILE's status lines "WORD ID", sorted
+words() {
+	awk -v w="$2" '$1 == w { print $2 }' "$1" | sort -n
+}
+
+@test "normal path: the primary delivers 1000 blocks once; both secondaries drop every block on pre-ack and forward none" {
+	seq 1 1000 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p1=$(free_port); p2=$(free_port); p3=$(free_port)
+	member a "$p1" primary 20 in.txt
+	member b "$p2" secondary 20 in.txt
+	member c "$p3" secondary 30 in.txt
+	subscriber s.ini "$p1" "$p2" "$p3"
+	run --separate-stderr timeout 60 bash -c 'gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee'
+	assert_success
+	[ -z "$stderr" ]
+	[ "$(wc -l <<<"$output")" -eq 1000 ]
+	assert_equal "$(cut -f1 <<<"$output" | sort | uniq -d)" ""
+	assert_equal "$(head -n 2 <<<"$output")" "$(printf '@c1/1\tblock 1\n@c1/2\tblock 2')"
+	for m in a b c; do wait_until 20 file_is $m.rc 0; done
+	assert_equal "$(words a.st ACK)" "$(seq 1 1000)"
+	assert_equal "$(words b.st PREACK)" "$(seq 1 1000)"
+	assert_equal "$(words c.st PREACK)" "$(seq 1 1000)"
+	assert_equal "$(grep -vc -e '^PREACK ' -e '^READY$' b.st c.st | cut -d: -f2 | sort -u)" 0
+	assert_equal "$(cat sub.err a.err b.err c.err)" ""
+}
+
+@test "failover: the primary dies before sending 501-1000; the secondary with the shorter tentative timeout forwards them, the other drops them on pre-ack; each block once, R = 1 and UR = 1" {
+	seq 1 1000 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	head -n 500 in.txt > first.txt
+	p1=$(free_port); p2=$(free_port); p3=$(free_port)
+	# the primary reads the first 500 and then waits on its input
+	member a "$p1" primary 20 '<(cat first.txt; sleep 120)'
+	pa=$SPAWNED
+	member b "$p2" secondary 2.5 in.txt
+	member c "$p3" secondary 60 in.txt
+	subscriber s.ini "$p1" "$p2" "$p3"
+	spawn "gdsub -c s.ini -C 1000 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 500 ]'
+	kill -KILL -- "-$pa"
+	# b's tentative timeout passes: it forwards what the primary never sent
+	wait_until 30 file_is s.rc '0 0'
+	assert_equal "$(wc -l < out.txt)" 1000
+	cut -f1 out.txt > seen.txt
+	sed 's/^/@c1\//' <(seq 1 1000) > sent.txt
+	run gdinspect measure sent.txt seen.txt
+	assert_success
+	assert_line --index 1 --regexp '^1000 +1000 +1000 +0 +0 +0 +1\.0000 +1\.0000 +exactly-once$'
+	echo "# failover: $(sed -n 2p <<<"$output")" >&3
+	wait_until 20 file_is b.rc 0
+	wait_until 20 file_is c.rc 0
+	# b forwarded 501-1000 (and any of 1-500 whose pre-ack came late) and
+	# every block it forwarded was ACKed; c dropped all 1000 on pre-ack
+	assert_equal "$(words b.st FORWARD | awk '$1 > 500')" "$(seq 501 1000)"
+	assert_equal "$(words b.st FORWARD)" "$(words b.st ACK)"
+	assert_equal "$(sort -n <(words b.st FORWARD) <(words b.st PREACK))" "$(seq 1 1000)"
+	assert_equal "$(words c.st PREACK)" "$(seq 1 1000)"
+	assert_equal "$(words c.st FORWARD)" ""
+	grep -q '^gdpub: forwarding [0-9]* held blocks\? from [0-9]*: no pre-acknowledgement within GDpub_tentativePreAckTimeout (2.5 s)$' b.err
+}
+
+@test "confirmed pre-ack: a member that gets a block only after its pre-ack drops it on arrival" {
+	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p1=$(free_port); p2=$(free_port)
+	feed_open late.fifo
+	member a "$p1" primary 20 in.txt 7>&-
+	member b "$p2" secondary 0.5 late.fifo 7>&-
+	subscriber s.ini "$p1" "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
+	wait_until 20 file_is a.rc 0
+	# every pre-ack reached b before any block did
+	wait_until 20 bash -c "gdinspect -p $p2 --json stats | grep -q '\"preacks_kept\":20'"
+	cat in.txt >&7
+	feed_close
+	wait_until 20 file_is b.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cat b.st)" "$(echo READY; statuses PREACK $(seq 1 20))"
+	assert_equal "$(wc -l < out.txt)" 20
+}
+
+@test "a secondary's held blocks: gdinspect pending shows them with their tentative deadlines, stats the bounds" {
+	seq 1 3 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p2=$(free_port)
+	member b "$p2" secondary 30 '<(cat in.txt; sleep 60)'
+	subscriber s.ini "$p2"
+	spawn "gdsub -c s.ini > out.txt 2> sub.err"
+	wait_until 20 bash -c "gdinspect -p $p2 --json stats | grep -q '\"held\":3'"
+	run gdinspect -p "$p2" --json pending
+	assert_success
+	assert_line --index 0 --regexp '^\{"id":1,"key":"@c1/1","acks":0,"needed":1,"age":[0-9.]+,"expires_in":(29|30)\.[0-9]+,"resends":0,"size":7,"acked_by":"-","state":"held"\}$'
+	[ "${#lines[@]}" -eq 3 ]
+	run gdinspect -p "$p2" --json stats
+	assert_output --regexp '"held":3,"held_max":65536,"preacks_kept":0,"preacks_max":1048576,'
+}
+
+@test "a cluster needs the producer's IDs: without -I or -f frame gdpub refuses to start; a line without an ID is REJECTed" {
+	expect_usage gdpub "GDpub_cluster needs the block IDs from the input (-I/--ids or -f frame): every member of cluster c1 must give a block the same ID, and gdpub would number them itself" -- gdpub -p 1 --cluster c1
+	expect_usage gdpub "GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?" -- gdpub -p 1 --role secondary
+	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out GDpub_tentativePreAckTimeout" -- gdpub -p 1 -I --cluster c1 --role secondary
+	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -p 1 -I --cluster c1 -o -
+	expect_usage gdpub "invalid value 'a/b' for --cluster: expected a cluster name of 1 to 64 letters, digits, '.', '_' or '-'" -- gdpub -p 1 -I --cluster a/b
+	port=$(free_port)
+	run --separate-stderr timeout 20 gdpub -p "$port" -I --cluster c1 < <(printf '7\tok\nno id here\n')
+	assert_failure 1
+	assert_output 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)'
+	assert_equal "$stderr" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"
+}
