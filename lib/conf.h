@@ -75,6 +75,12 @@ struct gd_conf {
 void gd_conf_init(struct gd_conf *c, int family);
 void gd_conf_free(struct gd_conf *c);
 
+/* Set the key called name from a file's value: 0, GD_CONF_UNKNOWN (no
+ * such key), GD_CONF_FAMILY (a key of the other program), or
+ * GD_CONF_INVALID with why filled in. */
+enum { GD_CONF_UNKNOWN = 1, GD_CONF_FAMILY, GD_CONF_INVALID };
+int gd_conf_set_named(struct gd_conf *c, const char *name, const char *value,
+    char *why, size_t whysz);
 /* Load FILE; on error prints "PROG: FILE:LINE: KEY: why" and returns
  * GD_EX_CONFIG, else 0. */
 int gd_conf_load(struct gd_conf *c, const char *file);
