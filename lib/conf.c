@@ -5,7 +5,6 @@
 #include "log.h"
 #include "parse.h"
 
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
