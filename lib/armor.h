@@ -20,6 +20,9 @@
 
 #define GD_ARMOR_PREFIX "GDK1:"
 #define GD_ARMOR_PREFIX_LEN 5
+/* A reader's bound on an armored frame's payload unless told otherwise:
+ * GDpub_maxBlockSize's default, so what a default gdpub writes is read. */
+#define GD_ARMOR_MAX_PAYLOAD 1048576u
 
 /* The armored line of a frame of n bytes, newline included. */
 static inline size_t gd_armor_size(size_t n)
