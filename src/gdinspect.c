@@ -21,7 +21,7 @@ static const char usage[] =
 "            uniqueness UR = Ru/R and the delivery mode achieved\n"
 "  decode [FILE]\n"
 "            a framed stream (gdpub -o, gdsub -f frame), binary or\n"
-"            armored (gdpub -o --armor), from FILE or stdin, one line per\n"
+"            armored text lines (GDK1:...), from FILE or stdin, one line per\n"
 "            frame: key, flags, index, time, size, payload preview\n"
 "  journal FILE\n"
 "            the blocks pending in a gdpub journal (GDpub_journal)\n"

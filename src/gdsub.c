@@ -30,7 +30,7 @@ static const char usage[] =
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
 "                             instead of TCP; acks still go to each block's\n"
 "                             publisher, which must be one of GDsub_pub;\n"
-"                             binary, or armored lines (gdpub -o --armor)\n"
+"                             binary, or armored text lines (GDK1:...)\n"
 "      --max-block-size N     with -i: the largest payload of a frame\n"
 "                             (default: 1048576 armored, 2^30 binary)\n"
 "  -0, --null                 end each record with NUL instead of newline\n"
