@@ -38,7 +38,7 @@ log_type error
 log_type warning
 log_type notice
 log_type subscribe
-max_queued_messages 0
+max_queued_messages 1000000000
 EOF
 	spawn "exec $MOSQUITTO -c broker.conf > broker.out 2>&1"
 	MQ_PID=$SPAWNED
