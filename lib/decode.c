@@ -3,8 +3,10 @@
  * printed as soon as they are whole, so a live stream on stdin shows up
  * as it comes and a corrupt one shows everything before the damage. The
  * buffer grows only when full, so memory follows the bytes that came, not
- * the length a frame header declares. */
+ * the length a frame header declares. Armored input (armor.h) is read
+ * line by line the same way, a line at most gd_armor_line_max long. */
 #include "decode.h"
+#include "armor.h"
 #include "journal.h"
 #include "dbuf.h"
 #include "log.h"
@@ -20,9 +22,9 @@
 #include <unistd.h>
 
 #define CHUNK 65536
-/* The buffer holds at most the largest frame and one read after it. */
-#define BUF_MAX (gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD) + \
-	CHUNK)
+/* The buffer holds at most the largest frame, armored, and one read
+ * after it. */
+#define BUF_MAX (gd_armor_line_max(GD_STREAM_MAX_PAYLOAD) + CHUNK)
 
 size_t gd_escape_preview(char *dst, const uint8_t *p, size_t n, size_t max)
 {
@@ -163,14 +165,102 @@ static int out_failed(void)
 	return GD_EX_FAIL;
 }
 
-int gd_decode_file(const char *path, int json)
+/* One armored line at byte offset off (its newline excluded); a bad one
+ * is reported and counted. */
+static void one_line(const char *name, uint8_t *p, size_t n, uint64_t lineno,
+    uint64_t off, uint32_t max, int json, uint64_t *bad)
+{
+	struct gd_sframe f;
+	char why[200];
+
+	if (gd_armor_decode(p, n, max, &f, why, sizeof(why)) == 0) {
+		print_frame(&f, off, json);
+		return;
+	}
+	(*bad)++;
+	(void)fflush(stdout);	/* the report after the frames before it */
+	gd_err("%s: line %" PRIu64 ": bad armored line skipped: %s", name,
+	    lineno, why);
+}
+
+/* The armored input in b (eof: nothing more to read) and after it on fd:
+ * every line decoded, bad ones reported and skipped; 65 at the end if any
+ * was bad. */
+static int decode_lines(int fd, const char *name, struct gd_dbuf *b, int eof,
+    int json, uint32_t max)
+{
+	size_t line_max = gd_armor_line_max(max);
+	uint64_t lineno = 0, bad = 0, off = 0;
+	int discarding = 0, got;
+
+	for (;;) {
+		uint8_t *buf = (uint8_t *)gd_dbuf_ptr(b), *nl;
+		size_t len = gd_dbuf_len(b), start = 0, n;
+
+		while ((nl = memchr(buf + start, '\n', len - start)) != NULL) {
+			n = (size_t)(nl - (buf + start));
+			if (discarding)
+				discarding = 0;	/* the end of a long line */
+			else
+				one_line(name, buf + start, n, ++lineno, off,
+				    max, json, &bad);
+			off += n + 1;
+			start += n + 1;
+		}
+		if (eof && start < len && !discarding)
+			one_line(name, buf + start, len - start, ++lineno, off,
+			    max, json, &bad);
+		if (eof)
+			break;
+		gd_dbuf_consume(b, start);
+		if (gd_dbuf_len(b) > line_max || discarding) {
+			if (!discarding) {
+				bad++;
+				(void)fflush(stdout);
+				gd_err("%s: line %" PRIu64 ": bad armored line "
+				    "skipped: longer than %zu bytes, the armor "
+				    "of a frame of the largest payload (%" PRIu32
+				    " bytes, --max-block-size)", name, ++lineno,
+				    line_max, max);
+			}
+			discarding = 1;
+			off += gd_dbuf_len(b);
+			gd_dbuf_reset(b);
+		}
+		if (fflush(stdout) != 0)
+			return out_failed();
+		if (gd_dbuf_room(b) < CHUNK / 2 &&
+		    gd_dbuf_grow(b, gd_dbuf_len(b) < CHUNK ? CHUNK :
+		    gd_dbuf_len(b)) != GD_DBUF_OK) {
+			gd_err("%s: out of memory for line %" PRIu64 " of %zu "
+			    "bytes or more", name, lineno + 1, gd_dbuf_len(b));
+			return GD_EX_FAIL;
+		}
+		if ((got = fill(fd, b)) < 0) {
+			(void)fflush(stdout);
+			gd_err("cannot read %s: %s", name, strerror(errno));
+			return GD_EX_IOERR;
+		}
+		eof = got == 0;
+	}
+	if (fflush(stdout) != 0)
+		return out_failed();
+	if (bad > 0) {
+		gd_err("%s: %" PRIu64 " of %" PRIu64 " armored lines were bad "
+		    "and skipped", name, bad, lineno);
+		return GD_EX_DATAERR;
+	}
+	return GD_EX_OK;
+}
+
+int gd_decode_file(const char *path, int json, uint32_t max_payload)
 {
 	const char *name = "standard input";
 	struct gd_sreader r;
 	struct gd_sframe f;
 	struct gd_dbuf b;
 	size_t start = 0, used, total = 0;
-	int fd = 0, eof = 0, rc = GD_EX_OK;
+	int fd = 0, eof = 0, rc = GD_EX_OK, k;
 
 	if (path != NULL && strcmp(path, "-") != 0) {
 		name = path;
@@ -186,10 +276,26 @@ int gd_decode_file(const char *path, int json)
 			close(fd);
 		return GD_EX_FAIL;
 	}
-	gd_sreader_init(&r, 0);
+	gd_sreader_init(&r, max_payload);
 	if (!json)
 		printf("%-22s  %-5s  %8s  %-27s  %7s  %s\n", "KEY", "FLAGS",
 		    "INDEX", "TIME", "SIZE", "PAYLOAD");
+	/* armored or binary: the first bytes tell */
+	while ((k = gd_armor_starts((const uint8_t *)gd_dbuf_ptr(&b),
+	    gd_dbuf_len(&b))) < 0 && !eof) {
+		int got = fill(fd, &b);
+		if (got < 0) {
+			gd_err("cannot read %s: %s", name, strerror(errno));
+			rc = GD_EX_IOERR;
+			goto done;
+		}
+		eof = got == 0;
+	}
+	if (k > 0) {
+		rc = decode_lines(fd, name, &b, eof, json, max_payload ?
+		    max_payload : GD_ARMOR_MAX_PAYLOAD);
+		goto done;
+	}
 	for (;;) {
 		const uint8_t *buf = (const uint8_t *)gd_dbuf_ptr(&b);
 		size_t len = gd_dbuf_len(&b);
@@ -253,6 +359,7 @@ int gd_decode_file(const char *path, int json)
 	}
 	if (rc == GD_EX_OK && fflush(stdout) != 0)
 		rc = out_failed();
+done:
 	gd_dbuf_free(&b);
 	if (fd > 0)
 		close(fd);

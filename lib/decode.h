@@ -10,10 +10,13 @@
 #define GD_DECODE_PREVIEW 64	/* payload bytes shown per block */
 
 /* Decode the file at path (NULL or "-": standard input) to standard
- * output. Returns an exit code: 0, GD_EX_DATAERR (a corrupt stream, or a
- * file that cannot be opened or read; the frames before the damage are
- * printed) or GD_EX_FAIL (out of memory, standard output unwritable). */
-int gd_decode_file(const char *path, int json);
+ * output, a binary stream or armored lines (told by the first bytes).
+ * max_payload bounds a frame's payload, 0 the defaults (2^30 binary,
+ * GD_ARMOR_MAX_PAYLOAD armored). Returns an exit code: 0, GD_EX_DATAERR
+ * (a corrupt stream, or a file that cannot be opened or read; the frames
+ * before the damage are printed; or bad armored lines, skipped) or
+ * GD_EX_FAIL (out of memory, standard output unwritable). */
+int gd_decode_file(const char *path, int json, uint32_t max_payload);
 
 /* gdinspect journal: the blocks pending in a gdpub journal, one line or
  * one JSON object each, in sequence order. Returns 0, or GD_EX_IOERR (the

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE	/* memrchr */
 #include "input.h"
 #include "input_int.h"
+#include "armor.h"
 #include "stream.h"
 
 #include <errno.h>
@@ -65,7 +66,7 @@ static int hand(struct gd_input *in, struct gd_chunk *c, size_t off,
 	r->c = c;
 	r->off = off;
 	r->len = len;
-	r->flags = flags;
+	r->flags = flags | (in->lines ? GD_RG_LINES : 0);
 	r->err = err;
 	pthread_mutex_lock(&in->mu);
 	if (in->stop) {
@@ -132,7 +133,7 @@ static int records_room(struct gd_input *in)
 		return 0;
 	if ((n = chunk_get(in, 0)) == NULL)
 		return out_of_memory(in);
-	if (rd->start == 0 && !rd->discarding) {
+	if (rd->start == 0 && !rd->discarding && c->cap >= in->chunk_size) {
 		/* one record fills the chunk: hand its start, drop the rest */
 		if (hand(in, c, 0, rd->len, GD_RG_OVERSIZE, 0) != 0) {
 			chunk_release(in, n);
@@ -233,6 +234,21 @@ static int frames_room(struct gd_input *in)
 	return 0;
 }
 
+/* The input starts with the armor prefix: from now on it is lines, in
+ * chunks that hold the longest one (the first chunk, smaller, is left
+ * for a larger one by records_room when a line fills it). */
+static int lines_begin(struct gd_input *in, size_t r)
+{
+	pthread_mutex_lock(&in->mu);
+	in->lines = 1;
+	if (in->chunk_size < in->line_max) {
+		in->chunk_size = in->line_max;
+		in->qlimit = 4 * in->chunk_size;
+	}
+	pthread_mutex_unlock(&in->mu);
+	return records_got(in, r);
+}
+
 /* Bytes that cannot start a frame end the input there, handed as they
  * are, so the loop reports the corruption at its exact offset. */
 static int frames_got(struct gd_input *in, size_t r)
@@ -240,6 +256,17 @@ static int frames_got(struct gd_input *in, size_t r)
 	struct gd_input_rd *rd = &in->rd;
 	struct gd_chunk *c = rd->c;
 
+	if (in->line_max && !rd->decided) {
+		/* armored or binary: the first bytes tell */
+		int k = r > 0 ? gd_armor_starts(c->data, rd->len + r) : 0;
+		if (k < 0) {
+			rd->len += r;	/* a prefix so far: wait for more */
+			return 0;
+		}
+		rd->decided = 1;
+		if (k > 0)
+			return lines_begin(in, r);
+	}
 	if (r > 0) {
 		rd->len += r;
 		for (;;) {
@@ -385,7 +412,8 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 
 static int reader_room(struct gd_input *in)
 {
-	return in->max_payload ? frames_room(in) : records_room(in);
+	return in->max_payload && !in->lines ? frames_room(in) :
+	    records_room(in);
 }
 
 /* One read() of what the fd has; 0 to go on, -1 when the reader is done
@@ -407,6 +435,6 @@ int gd_input_read_step(struct gd_input *in)
 		gd_input_hand_end(in, 0, 0, errno);
 		return -1;
 	}
-	return in->max_payload ? frames_got(in, (size_t)r) :
+	return in->max_payload && !in->lines ? frames_got(in, (size_t)r) :
 	    records_got(in, (size_t)r);
 }

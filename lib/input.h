@@ -25,6 +25,7 @@ enum {
 	GD_RG_EOF = 4,		/* end of input (len 0) */
 	GD_RG_ERROR = 8,	/* read error, err set (len 0) */
 	GD_RG_CHUNK_DONE = 16,	/* the reader is done with this chunk (len 0) */
+	GD_RG_LINES = 32,	/* framed input that came armored: whole lines */
 };
 
 struct gd_chunk {
@@ -60,6 +61,7 @@ struct gd_input_rd {
 	int discarding;		/* records: skipping the rest of an oversize one */
 	int handed;		/* frames: a region of c went to the loop */
 	int done;		/* EOF, an error or a stop was handed */
+	int decided;		/* framed input: armored or binary is known */
 };
 
 struct gd_input {
@@ -67,6 +69,9 @@ struct gd_input {
 	int fd;
 	char delim;
 	uint32_t max_payload;	/* set before start: framed input (stream.h) */
+	size_t line_max;	/* set before start: framed input may come as
+				 * armored lines (armor.h) up to this long */
+	int lines;		/* reader: it did; split at newlines */
 	size_t chunk_size;
 	pthread_t th;
 	pthread_mutex_t mu;
@@ -93,7 +98,10 @@ struct gd_input {
 
 /* Records end with delim; or, when in->max_payload was set, the input is a
  * framed stream and every region holds whole frames (the last region, at
- * end of input or at bytes that cannot start a frame, may not). */
+ * end of input or at bytes that cannot start a frame, may not). When
+ * in->line_max was set too and the input starts with the armor prefix,
+ * it is read as lines instead (regions flagged GD_RG_LINES, of whole lines
+ * but the last; a line over line_max is an OVERSIZE region). */
 int gd_input_start(struct gd_input *in, uv_loop_t *loop, int fd, char delim,
     size_t chunk_size, void (*on_ready)(struct gd_input *));
 /* A chunk of cap bytes the loop fills itself (gdpub's journal replay),

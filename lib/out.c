@@ -1,6 +1,7 @@
 /* Output stream (see out.h). */
 #define _GNU_SOURCE	/* F_SETPIPE_SZ */
 #include "out.h"
+#include "armor.h"
 #include "ctl.h"
 #include "stream.h"
 
@@ -14,9 +15,9 @@
 #define OUT_LOW (1024 * 1024)
 /* What is appended between flushes: a full buffer (4 chunks) is handed
  * to the writer before it grows, so at most that and one record, the
- * largest a frame can be. */
-#define OUT_MAX (4 * OUT_CHUNK + \
-	gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD))
+ * largest a frame can be, armored (gdpub -o --armor). */
+#define OUT_MAX (4 * OUT_CHUNK + gd_armor_size( \
+	gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD)))
 
 void gd_out_flush(struct gd_out *o);
 

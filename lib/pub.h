@@ -12,6 +12,7 @@ struct gd_pub_opts {
 	double wait_ready_s;
 	int frame;		/* -f frame: the input is a framed stream */
 	const char *out;	/* -o FILE|-: write the stream, serve no blocks */
+	int armor;		/* --armor: one text line per frame (armor.h) */
 	const char *status;	/* --status FILE|-: where status lines go */
 	int progress;		/* a status line on stderr (--progress) */
 };

@@ -1,7 +1,10 @@
 /* gdpub -o: the sink that writes every block, floor and end as a frame of
  * the framed stream (gdkit-stream(5)) on stdout or a file, instead of
- * serving blocks over TCP; acknowledgements still come over TCP. */
+ * serving blocks over TCP; acknowledgements still come over TCP. With
+ * --armor each frame is a text line of its own (armor.h), written where
+ * the frame was put, and the stream has no header. */
 #include "pub_int.h"
+#include "armor.h"
 #include "log.h"
 
 #include <string.h>
@@ -10,6 +13,7 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
 	struct gd_sframe f;
 	uint8_t *d;
+	size_t size;
 
 	memset(&f, 0, sizeof(f));
 	f.type = type;
@@ -24,10 +28,17 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 		f.data = b->data;
 		f.len = b->len;
 	}
-	if ((d = gd_out_reserve(&p->sout, gd_sframe_size(f.origin_len,
-	    f.len))) != NULL)
-		gd_out_commit(&p->sout, gd_sframe_put(d, &f));
-	else if (!p->eof) {
+	size = gd_sframe_size(f.origin_len, f.len);
+	if ((d = gd_out_reserve(&p->sout, p->opt.armor ? gd_armor_size(size) :
+	    size)) != NULL) {
+		if (p->opt.armor) {
+			gd_sframe_put(d + GD_ARMOR_PREFIX_LEN, &f);
+			size = gd_armor_in_place(d, size);
+		} else {
+			size = gd_sframe_put(d, &f);
+		}
+		gd_out_commit(&p->sout, size);
+	} else if (!p->eof) {
 		gd_err("out of memory for the block stream; no more input is read");
 		p->stop_code = GD_EX_FAIL;
 		pub_drop_input(p);
@@ -112,9 +123,11 @@ int pub_stream_open(struct pub *p, int fd)
 	p->sout.on_error = on_error;
 	p->sout.on_drain = on_drain;
 	p->sout.before_write = before_write;
+	p->sink = &pub_stream_sink;
+	if (p->opt.armor)
+		return 0;	/* every line stands alone: no stream header */
 	if ((d = gd_out_reserve(&p->sout, GD_STREAM_HDR)) == NULL)
 		return UV_ENOMEM;
 	gd_out_commit(&p->sout, gd_stream_header(d));
-	p->sink = &pub_stream_sink;
 	return 0;
 }

@@ -169,12 +169,15 @@ static int fail(struct gd_sreader *r, uint64_t at, const char *fmt, ...)
 {
 	char why[160];
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	snprintf(r->err, sizeof(r->err), "corrupt stream at byte offset %"
-	    PRIu64 ": %s", at, why);
+	n = snprintf(r->err, sizeof(r->err), "corrupt stream at byte offset %"
+	    PRIu64 ": ", at);
+	r->why = n > 0 && (size_t)n < sizeof(r->err) ? (size_t)n : 0;
+	snprintf(r->err + r->why, sizeof(r->err) - r->why, "%s", why);
 	return -1;
 }
 

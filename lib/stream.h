@@ -73,6 +73,7 @@ struct gd_sreader {
 	int started;		/* a stream header was seen */
 	uint64_t frames, blocks;
 	char err[200];		/* why the last call failed */
+	size_t why;		/* where in err the reason starts, past the offset */
 };
 
 void gd_sreader_init(struct gd_sreader *r, uint32_t max_payload);

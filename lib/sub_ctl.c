@@ -61,7 +61,7 @@ static int req_stats(struct sub *s, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
 	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
-	    "reliability:n\tuniqueness:n\n");
+	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\n");
 	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
 	    recv, uniq, dup, snap, acked, sub_unacked(s), sent);
@@ -70,9 +70,17 @@ static int req_stats(struct sub *s, struct gd_ctl_client *cl,
 	else
 		gd_ctl_reply(cl, "-\t", 2);
 	if (recv > 0)
-		gd_ctl_printf(cl, "%.4f\n", (double)uniq / (double)recv);
+		gd_ctl_printf(cl, "%.4f\t", (double)uniq / (double)recv);
 	else
-		gd_ctl_reply(cl, "-\n", 2);
+		gd_ctl_reply(cl, "-\t", 2);
+	/* what -i read: armored lines, good frames (of either form), bad
+	 * lines; none of it without -i */
+	if (s->stream_in)
+		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    s->in.n_lines, s->in.n_frames + s->in.sr.frames,
+		    s->in.n_bad);
+	else
+		gd_ctl_reply(cl, "-\t-\t-\n", 6);
 	return 0;
 }
 

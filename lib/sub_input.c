@@ -1,7 +1,11 @@
 /* gdsub -i: blocks from a framed stream (file or stdin) instead of TCP,
  * matched to a publisher by their origin and handed to sub_on_block;
- * acknowledgements still go over each publisher's TCP connection. */
+ * acknowledgements still go over each publisher's TCP connection. The
+ * stream is binary, or armored lines (armor.h), told by its first bytes:
+ * a corrupt binary stream ends the input, a bad line is only skipped,
+ * since a line transport delimits frames. */
 #include "sub_int.h"
+#include "armor.h"
 #include "log.h"
 
 #include <errno.h>
@@ -107,6 +111,61 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 	sub_on_block(s, pc, &b, &o);
 }
 
+/* Bad lines reported one by one; past that, counted only (an engine
+ * that mangles every line would otherwise flood standard error). */
+#define BAD_REPORTED 100
+
+/* One armored line (without its newline): its frame, or a bad line
+ * counted, reported with its number and skipped. oversize: only the
+ * start of a line longer than the reader holds. */
+static void on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
+{
+	struct sub_in *in = &s->in;
+	struct gd_sframe f;
+	char why[200];
+
+	in->n_lines++;
+	if (oversize)
+		snprintf(why, sizeof(why), "longer than %zu bytes, the armor of "
+		    "a frame of the largest payload (%" PRIu32 " bytes, "
+		    "--max-block-size)", in->in.line_max, in->armor_max);
+	else if (gd_armor_decode(p, n, in->armor_max, &f, why,
+	    sizeof(why)) == 0) {
+		in->n_frames++;
+		on_sframe(s, &f);
+		return;
+	}
+	if (++in->n_bad <= BAD_REPORTED)
+		gd_err("%s: line %" PRIu64 ": bad armored line skipped: %s",
+		    in->name, in->n_lines, why);
+	if (in->n_bad == BAD_REPORTED)
+		gd_err("%s: %d bad lines: further ones are counted (gdinspect "
+		    "stats), not reported", in->name, BAD_REPORTED);
+}
+
+/* The lines of region r from in->rpos, as far as the budget goes. Returns
+ * -1 when the engine closed meanwhile (the regions are released). */
+static int in_lines(struct sub *s, struct gd_region *r, unsigned *budget)
+{
+	struct sub_in *in = &s->in;
+	uint8_t *base = r->c->data + r->off;
+
+	while (in->rpos < r->len && *budget > 0 && in_ready(s)) {
+		uint8_t *p = base + in->rpos, *nl = NULL;
+		size_t rest = r->len - in->rpos, n;
+
+		if (!(r->flags & GD_RG_OVERSIZE))
+			nl = memchr(p, '\n', rest);
+		n = nl ? (size_t)(nl - p) : rest;
+		in->rpos += nl ? n + 1 : rest;
+		(*budget)--;
+		on_line(s, p, n, (r->flags & GD_RG_OVERSIZE) != 0);
+		if (s->closing || s->done)
+			return -1;
+	}
+	return 0;
+}
+
 static void in_parse(struct sub *s)
 {
 	struct sub_in *in = &s->in;
@@ -125,7 +184,13 @@ static void in_parse(struct sub *s)
 			in_end(s, 0);
 			return;
 		}
-		if (!(r->flags & GD_RG_CHUNK_DONE)) {
+		if ((r->flags & (GD_RG_CHUNK_DONE | GD_RG_LINES)) ==
+		    GD_RG_LINES) {
+			if (in_lines(s, r, &budget) != 0)
+				return;	/* sub_in_stop released the regions */
+			if (in->rpos < r->len)
+				break;
+		} else if (!(r->flags & GD_RG_CHUNK_DONE)) {
 			while (in->rpos < r->len && budget > 0 && in_ready(s)) {
 				struct gd_sframe f;
 				size_t used;
@@ -202,7 +267,12 @@ int sub_in_open(struct sub *s, const char *path)
 		}
 		in->name = path;
 	}
-	gd_sreader_init(&in->sr, GD_STREAM_MAX_PAYLOAD);
+	/* binary frames may be as large as the format allows unless told
+	 * otherwise (memory follows the bytes that came); lines need a bound,
+	 * since a chunk must hold the longest */
+	in->max_payload = s->opt.max_block ? s->opt.max_block :
+	    GD_STREAM_MAX_PAYLOAD;
+	gd_sreader_init(&in->sr, in->max_payload);
 	if ((rc = uv_idle_init(&s->loop, &in->idle)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		if (fd != 0)
@@ -211,7 +281,10 @@ int sub_in_open(struct sub *s, const char *path)
 	}
 	in->idle.data = s;
 	in->in.data = s;
-	in->in.max_payload = GD_STREAM_MAX_PAYLOAD;
+	in->in.max_payload = in->max_payload;
+	in->armor_max = s->opt.max_block ? s->opt.max_block :
+	    GD_ARMOR_MAX_PAYLOAD;
+	in->in.line_max = gd_armor_line_max(in->armor_max);
 	if ((rc = gd_input_start(&in->in, &s->loop, fd, '\n', 1u << 20,
 	    on_input)) != 0) {
 		gd_err("cannot start reading %s: %s", in->name, uv_strerror(rc));

@@ -71,6 +71,11 @@ struct sub_in {
 	uv_idle_t idle;
 	uint64_t n_foreign;	/* blocks from publishers not listed */
 	uint64_t n_stale;	/* blocks of a publisher's earlier run */
+	uint32_t max_payload;	/* of a binary frame */
+	uint32_t armor_max;	/* of an armored one */
+	uint64_t n_lines;	/* armored lines read */
+	uint64_t n_frames;	/* armored lines that were good frames */
+	uint64_t n_bad;		/* armored lines skipped */
 };
 
 struct sub {

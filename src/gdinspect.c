@@ -20,9 +20,9 @@ static const char usage[] =
 "            from two files of keys or IDs: reliability R = Ru/S,\n"
 "            uniqueness UR = Ru/R and the delivery mode achieved\n"
 "  decode [FILE]\n"
-"            a framed stream (gdpub -o, gdsub -f frame) from FILE or\n"
-"            stdin, one line per frame: key, flags, index, time, size,\n"
-"            payload preview\n"
+"            a framed stream (gdpub -o, gdsub -f frame), binary or\n"
+"            armored text lines (GDK1:...), from FILE or stdin, one line per\n"
+"            frame: key, flags, index, time, size, payload preview\n"
 "  journal FILE\n"
 "            the blocks pending in a gdpub journal (GDpub_journal)\n"
 "\n"
@@ -34,12 +34,15 @@ static const char usage[] =
 "      --sort KEY      pending: age (default, oldest first), expires (the\n"
 "                      same order), id, or acks (fewest first)\n"
 "      --limit N       pending: the first N rows only (gdpub sends no more)\n"
+"      --max-block-size N\n"
+"                      decode: the largest payload of a frame (default\n"
+"                      1048576 armored, 2^30 binary)\n"
 "  -h, --help          show this help\n"
 "  -V, --version       show the version\n"
 "\n"
 "See gdinspect(1).\n";
 
-enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT };
+enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT, O_MAXBLOCK };
 
 static const char shortopts[] = ":c:p:hV";
 static const struct option longopts[] = {
@@ -50,6 +53,7 @@ static const struct option longopts[] = {
 	{ "watch", required_argument, NULL, O_WATCH },
 	{ "sort", required_argument, NULL, O_SORT },
 	{ "limit", required_argument, NULL, O_LIMIT },
+	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "help", no_argument, NULL, 'h' },
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
@@ -60,6 +64,7 @@ int main(int argc, char **argv)
 	struct gd_conf conf;
 	struct gd_inspect_opts opt;
 	int ch, rc, port_opt = 0;
+	uint32_t max_block = 0;	/* decode --max-block-size */
 
 	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_ANY);
@@ -112,6 +117,17 @@ int main(int argc, char **argv)
 			opt.limit = (uint64_t)n;
 			break;
 		}
+		case O_MAXBLOCK: {
+			int64_t n;
+			if (gd_parse_i64(optarg, 1, 1 << 30, &n) != 0) {
+				gd_usage_err("invalid value '%s' for --max-block-size: expected an integer from 1 to 1073741824",
+				    optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			max_block = (uint32_t)n;
+			break;
+		}
 		default:
 			rc = gd_cli_bad_option(ch, argv);
 			goto out;
@@ -128,6 +144,12 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	opt.cmd = argv[optind];
+	if (max_block && strcmp(opt.cmd, "decode") != 0) {
+		gd_usage_err("--max-block-size applies to decode only, not to %s",
+		    opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if ((opt.sort >= 0 || opt.limit > 0) && strcmp(opt.cmd, "pending") != 0) {
 		gd_usage_err("--sort and --limit apply to pending only, not to %s",
 		    opt.cmd);
@@ -155,7 +177,8 @@ int main(int argc, char **argv)
 			    argv[optind + 2]);
 			rc = GD_EX_USAGE;
 		} else {
-			rc = gd_decode_file(argv[optind + 1], opt.json);
+			rc = gd_decode_file(argv[optind + 1], opt.json,
+			    max_block);
 		}
 		goto out;
 	}

@@ -34,6 +34,8 @@ static const char usage[] =
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
+"      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
+"                           for line-oriented engines (mosquitto_pub -l, kcat)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
 "      --progress           a status line on stderr, 4 times a second\n"
 "      --no-progress        none (the default unless stderr is a terminal)\n"
@@ -49,7 +51,7 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -76,6 +78,7 @@ static const struct option longopts[] = {
 	{ "null", no_argument, NULL, '0' },
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
 	{ "output", required_argument, NULL, 'o' },
+	{ "armor", no_argument, NULL, O_ARMOR },
 	{ "status", required_argument, NULL, O_STATUS },
 	{ "progress", no_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
@@ -173,6 +176,9 @@ int main(int argc, char **argv)
 		case 'o':
 			opt.out = optarg;
 			break;
+		case O_ARMOR:
+			opt.armor = 1;
+			break;
 		case O_STATUS:
 			opt.status = optarg;
 			break;
@@ -216,6 +222,12 @@ int main(int argc, char **argv)
 	if (opt.frame && (opt.ids || opt.delim != '\n')) {
 		gd_usage_err("-f frame cannot be combined with %s: frames carry "
 		    "their IDs and lengths", opt.ids ? "--ids" : "-0");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.armor && opt.out == NULL) {
+		gd_usage_err("--armor needs -o: it armors the stream that -o "
+		    "writes");
 		rc = GD_EX_USAGE;
 		goto out;
 	}

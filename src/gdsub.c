@@ -29,7 +29,10 @@ static const char usage[] =
 "                             stream, binary-safe; see gdkit-stream(5))\n"
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
 "                             instead of TCP; acks still go to each block's\n"
-"                             publisher, which must be one of GDsub_pub\n"
+"                             publisher, which must be one of GDsub_pub;\n"
+"                             binary, or armored text lines (GDK1:...)\n"
+"      --max-block-size N     with -i: the largest payload of a frame\n"
+"                             (default: 1048576 armored, 2^30 binary)\n"
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
@@ -45,7 +48,7 @@ static const char usage[] =
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
-	O_CONSEC, O_AUTH, O_QOS, O_LINGER };
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -66,6 +69,7 @@ static const struct option longopts[] = {
 	{ "count", required_argument, NULL, 'C' },
 	{ "linger", required_argument, NULL, O_LINGER },
 	{ "input", required_argument, NULL, 'i' },
+	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -76,7 +80,7 @@ static const struct option longopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0 };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -129,6 +133,14 @@ int main(int argc, char **argv)
 			}
 			opt.in = optarg;
 			break;
+		case O_MAXBLOCK:
+			if (gd_parse_i64(optarg, 1, 1 << 30, &n) != 0) {
+				gd_usage_err("invalid value '%s' for --max-block-size: expected an integer from 1 to 1073741824",
+				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			opt.max_block = (uint32_t)n;
+			break;
 		case 'v':
 			verbose++;
 			break;
@@ -155,6 +167,12 @@ int main(int argc, char **argv)
 	if (conf.state && !conf.gd) {
 		gd_usage_err("cannot use --state (GDsub_state) with --no-gd "
 		    "(GDsub_gd=0): nothing is acknowledged");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.max_block && opt.in == NULL) {
+		gd_usage_err("--max-block-size applies to -i only: over TCP the "
+		    "publisher bounds its blocks");
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -21,7 +21,7 @@ import sys
 ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journal_batch",
          "gdkit_journal_always", "gdkit_stream", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
-         "mosquitto_qos1", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+         "mosquitto_qos1", "gdkit_mqtt_qos0", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
 
 
@@ -165,6 +165,10 @@ def main():
             small = by_role.get("gdkit_pending_small")
             if rl == "gdkit_pending_large" and small and small["status"] == "ok":
                 notes.append(f"rate {r['rate'] / small['rate']:.2f}x the ~{small['metrics'].get('stuck', 0):,.0f}-pending rate")
+        elif rl == "gdkit_mqtt_qos0":
+            notes.append("gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | "
+                         "gdsub -i - | gdack, every block ACKed")
+            notes.append(f"{m.get('resent', 0):,.0f} resent; {r['seconds']:.2f} s")
         else:
             notes.append(f"{r['seconds']:.2f} s")
             if rl in RATIO_TARGET:

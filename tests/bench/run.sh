@@ -34,6 +34,9 @@
 #                          pending, then N blocks flow: their rate
 #   gdkit_pending_<N>      the same with N stuck blocks pending
 #   mosquitto_qos1, redis_streams, nats_jetstream   (PEERS=1; install.sh first)
+#   gdkit_mqtt_qos0        (PEERS=1) the armored stream through mosquitto at QoS 0:
+#                          gdpub -o - --armor | mosquitto_pub -l -q 0 ->
+#                          mosquitto_sub | gdsub -i - | gdack, every block ACKed
 # Every scenario runs under timeout(1) in its own process group and stops what
 # it started; interrupting this script stops the running scenario.
 
@@ -132,6 +135,7 @@ if (( PEERS )); then
     timeout 1800 bash "$HERE/peers/install.sh" > "$WORK/logs/install.log" 2>&1 \
         || say "install.sh failed (status $?); peers that miss a package will SKIP: $(tail -n 1 "$WORK/logs/install.log")"
     repeat mosquitto_qos1 bash "$HERE/peers/mosquitto.sh"
+    repeat gdkit_mqtt_qos0 bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat redis_streams bash "$HERE/peers/redis.sh"
     repeat nats_jetstream bash "$HERE/peers/nats.sh"
 else

@@ -2,7 +2,8 @@
 # Stream mode (SPEC §2, §4, §5, §6): the framed block stream that gdpub -o
 # writes and gdsub -i reads, carried by a pipe, a file, a socat TCP relay
 # and tee; gdpub -f frame, gdsub -f frame, gdack -f frame and -f status;
-# binary payloads; corrupt streams; cascades; errors.
+# binary payloads; corrupt streams; cascades; errors; armored lines
+# (gdpub -o --armor; engines.bats carries them through mosquitto).
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -781,4 +782,85 @@ cascade() {
 		gdsub -i - -P 127.0.0.1:7001 -f frame -0
 	expect_usage gdpub "-f frame cannot be combined with -0: frames carry their IDs and lengths" -- \
 		gdpub -p 7001 -f frame -0
+}
+
+# ---- armored lines (gdpub -o --armor) ----
+
+# unarmor LINES BIN: the binary stream of the armored LINES (a header, then
+# each line's frame), decoded by base64 alone, for the independent decoder
+unarmor() {
+	python -c '
+import base64, sys
+out = open(sys.argv[2], "wb")
+out.write(bytes.fromhex("8947444b0d0a1a0a01001000e2f6fc32"))
+for l in open(sys.argv[1], "rb"):
+    assert l.startswith(b"GDK1:") and l.endswith(b"\n"), l
+    out.write(base64.b64decode(l[5:-1], validate=True))
+' "$1" "$2"
+}
+
+@test "armor: gdpub -o FILE --armor writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
+	port=$(free_port)
+	printf 'a\nb b\n\nlast\n' > in.txt
+	gdpub -p "$port" -o pub.txt --armor < in.txt
+	gdpub -p "$port" -o pub.gds < in.txt
+	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' pub.txt
+	assert_output 0
+	# base64 alone gives frames the independent decoder accepts
+	unarmor pub.txt un.gds
+	run decode un.gds
+	assert_success
+	assert_equal "$(sed 1d <<<"$output" | cut -d' ' -f1,2,3,4,5,6,7)" "$(printf '%s\n' \
+		"block 1 1 0 127.0.0.1:$port 1 61" "block 2 2 0 127.0.0.1:$port 3 622062" \
+		"block 3 3 0 127.0.0.1:$port 0 -" "block 4 4 0 127.0.0.1:$port 4 6c617374" \
+		"floor 0 5 0 127.0.0.1:$port 0 -")
+end 0 0 0 127.0.0.1:$port 0 -"
+	# gdsub -i and gdinspect decode: the same from either form
+	run --separate-stderr gdsub -i pub.txt -P "127.0.0.1:$port" --no-gd
+	assert_success
+	assert_equal "$output" "$(keys "$port" 1 2 3 4 | paste - in.txt)"
+	assert_equal "$stderr" ""
+	assert_equal "$(gdinspect decode pub.txt | awk '{ print $1, $2, $3, $5, $6 }')" \
+	    "$(gdinspect decode pub.gds | awk '{ print $1, $2, $3, $5, $6 }')"
+}
+
+@test "armor: lines repeated, reordered, interleaved with another publisher's and one bad: each block written once, the bad line reported with its number, gdinspect decode exits 65" {
+	p1=$(free_port)
+	p2=$(free_port)
+	seq 1 50 | gdpub -p "$p1" -o - --armor > a.txt
+	seq 1 30 | gdpub -p "$p2" -o - --armor > b.txt
+	# every line twice, the two publishers interleaved, pairs swapped, and
+	# line 7 of the result cut short
+	python -c '
+import sys
+a = open("a.txt").read().splitlines()
+b = open("b.txt").read().splitlines()
+mixed = []
+for i in range(max(len(a), len(b))):
+    mixed += a[i:i + 1] + b[i:i + 1]
+out = []
+for i in range(0, len(mixed), 2):
+    out += mixed[i:i + 2][::-1] * 2
+out[6] = out[6][:40]
+open("mixed.txt", "w").write("".join(l + "\n" for l in out))
+'
+	run --separate-stderr timeout 30 gdsub -i mixed.txt -P "127.0.0.1:$p1" -P "127.0.0.1:$p2" --no-gd
+	assert_success
+	assert_equal "$stderr" "gdsub: mixed.txt: line 7: bad armored line skipped: its base64 is not a multiple of 4 characters (a cut line)"
+	assert_equal "$(cut -f1 <<<"$output" | sort)" "$( { keys "$p1" $(seq 1 50); keys "$p2" $(seq 1 30); } | sort)"
+	run --separate-stderr gdinspect decode mixed.txt
+	assert_failure 65
+	assert_equal "$(tail -n 1 <<<"$stderr")" "gdinspect: mixed.txt: 1 of 168 armored lines were bad and skipped"
+}
+
+@test "armor: --armor without -o, --max-block-size without -i or decode are usage errors; a line over --max-block-size is skipped" {
+	expect_usage gdpub "--armor needs -o: it armors the stream that -o writes" -- gdpub -p 7001 --armor
+	expect_usage gdsub "--max-block-size applies to -i only: over TCP the publisher bounds its blocks" -- gdsub -P 127.0.0.1:7001 --max-block-size 10
+	expect_usage gdinspect "--max-block-size applies to decode only, not to stats" -- gdinspect -p 7001 --max-block-size 10 stats
+	expect_usage gdsub "invalid value '0' for --max-block-size: expected an integer from 1 to 1073741824" -- gdsub -i - -P 127.0.0.1:7001 --max-block-size 0
+	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor > big.txt
+	run --separate-stderr gdsub -i big.txt -P 127.0.0.1:7001 --no-gd --max-block-size 100
+	assert_success
+	assert_equal "$stderr" "gdsub: big.txt: line 2: bad armored line skipped: frame payload of 3000 bytes is over the limit of 100"
+	assert_equal "$(cut -f2 <<<"$output")" "$(printf 'x\ny')"
 }
