@@ -39,6 +39,8 @@ struct sub_pub {
 	char origin[300];	/* as the publisher stamps its keys */
 	size_t origin_len;
 	int state, attempts, ack_status;
+	int pub_proved;		/* this connection's publisher proved the key */
+	uint8_t nc[GD_AUTH_NONCE];	/* this connection's nonce */
 	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;
 	struct gd_rbuf rb;
@@ -92,6 +94,7 @@ struct sub {
 	uv_timer_t state_sync;	/* its fsync, at most GD_STATE_SYNC_NS late */
 	int state_err;		/* it failed (said): nothing more is written */
 	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
+	struct gd_auth_key key;	/* GDsub_authKeyFile; len 0: none */
 };
 
 /* sub.c: wiring and lifecycle */
