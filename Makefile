@@ -11,7 +11,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
-PKGS = libuv inih
+PKGS = libuv inih libcrypto
 
 ifeq ($(SANITIZE),1)
 VARIANT = san

@@ -2,6 +2,7 @@
  * key from a file's line (conf_file.c reads the files) or from its
  * option. */
 #include "conf.h"
+#include "auth.h"
 #include "log.h"
 #include "parse.h"
 
@@ -49,7 +50,8 @@ static const struct key keys[] = {
 	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 1, 1 },
 	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 1, 0 },
 	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1, 0 },
-	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 0, 1 },
+	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 1, 1 },
+	{ "GDpub_maxConnections", "--max-connections", P, K_INT, O(max_conns), 1, 65536, NULL, 1, 0 },
 	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 0, 0 },
 	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0, 0 },
 	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0, 0 },
@@ -69,7 +71,7 @@ static const struct key keys[] = {
 	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 1, 1 },
 	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0 },
 	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 1, 0 },
-	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 0, 1 },
+	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 1, 1 },
 	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0, 0 },
 	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0, 0 },
 	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 0, 0 },
@@ -86,6 +88,7 @@ void gd_conf_init(struct gd_conf *c, int family)
 	c->timeout = 10;
 	c->max_pending = 65536;
 	c->max_block = 1048576;
+	c->max_conns = 256;
 	c->fsync = GD_FSYNC_BATCH;
 	c->discard_interval = 60;
 	c->send_timeout = 60;
@@ -249,6 +252,13 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 			snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
 			return -1;
 		}
+		/* a key file anyone else can read is no secret: refused here,
+		 * with the file's line or the option, not at the first
+		 * connection */
+		if ((k->off == offsetof(struct gd_conf, pub_auth) ||
+		    k->off == offsetof(struct gd_conf, sub_auth)) &&
+		    gd_auth_load(v, NULL, why, whysz) != 0)
+			return -1;
 		free(*(char **)p);
 		*(char **)p = strdup(v);
 		return *(char **)p ? 0 : -1;
@@ -307,7 +317,7 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
     const char *value)
 {
 	const struct key *k = find_key(key);
-	char why[256];
+	char why[768];
 
 	if (k == NULL)
 		return GD_EX_USAGE;

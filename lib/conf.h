@@ -41,7 +41,8 @@ struct gd_conf {
 	char *journal;
 	int64_t fsync;
 	char *pub_ctl;
-	char *pub_auth;
+	char *pub_auth;		/* GDpub_authKeyFile, checked when set */
+	int64_t max_conns;
 	double discard_interval;
 	double send_timeout;
 	int64_t sq_max;
@@ -64,7 +65,7 @@ struct gd_conf {
 	char *state;
 	int64_t dedup;
 	int64_t consecutive;
-	char *sub_auth;
+	char *sub_auth;		/* GDsub_authKeyFile, checked when set */
 	char *reliability;
 	int64_t retry_count;
 	int64_t conn_cached;

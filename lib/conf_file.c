@@ -29,7 +29,7 @@ struct load_ctx {
 	const char *file;
 	int line;
 	int err;		/* exit code once an error was found: reading stops */
-	char msg[1024];		/* that error, printed after the parse unless
+	char msg[1536];		/* that error, printed after the parse unless
 				 * inih found a syntax error on an earlier line */
 	char *buf;		/* the current line, CONF_LINE_MAX + 1 bytes */
 	const char *name, *value;	/* the current line's key and value, when
@@ -163,7 +163,7 @@ static int handler(void *user, const char *section, const char *name,
     const char *value)
 {
 	struct load_ctx *x = user;
-	char why[256];
+	char why[768];
 
 	(void)section;
 	if (x->err)

@@ -85,6 +85,7 @@ static void on_tick(uv_timer_t *t)
 	pub_journal_commit(p);	/* fsync=batch: what waits to be synced */
 	pub_kick(p);
 	pub_tick(p, now);
+	pub_net_sweep(p, now);
 }
 
 /* ---- every loop turn's writes ---- */
@@ -253,9 +254,15 @@ static int open_outputs(struct pub *p)
 static int start(struct pub *p)
 {
 	struct gd_conf bound = *p->conf;
-	char path[108];
+	char path[108], why[768];
 	int rc;
 
+	/* checked when the key was set; read here, as it is now */
+	if (p->conf->pub_auth != NULL &&
+	    gd_auth_load(p->conf->pub_auth, &p->key, why, sizeof(why)) != 0) {
+		gd_err("%s", why);
+		return GD_EX_CONFIG;
+	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0)
@@ -388,6 +395,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	if (p->cur)
 		gd_bcast_unref(p->cur);
 	gd_input_free(&p->in);
+	gd_auth_clear(&p->key);
 	free(p);
 	return rc;
 }

@@ -122,7 +122,8 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 static const char *conn_state(const struct sconn *c)
 {
 	if (!c->hello)
-		return "connecting";
+		return c->refused ? "refused" : c->hs ? "authenticating" :
+		    "connecting";
 	switch (c->ack_status) {
 	case GD_ACK_OK: return "active";
 	case GD_ACK_NONE: return "receive-only";
@@ -193,9 +194,10 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
-	    "port:n%s\n", p->cluster ? "\theld:n\theld_max:n\tpreacks_kept:n\t"
-	    "preacks_max:n\tpreacks:n\tpreacked:n\tforwarded:n\t"
-	    "preacks_expired:n\tpreacks_evicted:n" : "");
+	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
+	    "handshake_timeouts:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
+	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
+	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%"
 	    PRIu64 "\t", d->n_pub, d->n_ack, d->n_nack, p->n_reject,
@@ -203,9 +205,12 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	    up > 0 ? (double)d->n_pub / up : 0.0, l50, l90, l99, lmax,
 	    d->n_late);
 	if (pub_gd(p))
-		gd_ctl_printf(cl, "%u\t%d", gd_window_size(&d->win), p->port);
+		gd_ctl_printf(cl, "%u\t", gd_window_size(&d->win));
 	else
-		gd_ctl_printf(cl, "-\t%d", p->port);
+		gd_ctl_printf(cl, "-\t");
+	gd_ctl_printf(cl, "%d\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
+	    p->port, p->nconns, p->n_auth_refused, p->n_conn_refused,
+	    p->n_hs_timeout);
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,

@@ -37,6 +37,11 @@ struct sconn {
 	char name[GD_SLOT_NAME];
 	char addr[80];
 	int hello, want_data, slot, ack_status, closing;
+	int hs;				/* 1: a CHALLENGE sent, PROOF awaited */
+	int refused;			/* a refusing WELCOME out, then the close */
+	unsigned hs_gd, hs_want;	/* the HELLO's, while the proof is awaited */
+	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */
+	uint64_t accept_ns;		/* the handshake's deadline runs from it */
 	uint64_t acks;
 	uint64_t hello_ns;		/* blocks sent since then reached it */
 	uv_shutdown_t sreq;
@@ -102,6 +107,10 @@ struct pub {
 	struct gd_out sout;		/* pub_stream.c */
 	struct sconn *conns;		/* pub_net.c */
 	unsigned ndata, ngd;
+	unsigned nconns;		/* allocated, until their handle closed */
+	struct gd_auth_key key;		/* GDpub_authKeyFile; len 0: none */
+	uint64_t n_auth_refused, n_conn_refused, n_hs_timeout;
+	uint64_t conn_refused_logged;	/* when the last such line was said */
 	struct gd_bcast *cur;
 	int paused_backlog;
 	uint64_t floor_sent;
@@ -166,6 +175,9 @@ extern const struct pub_sink pub_tcp_sink;
 int pub_listen(struct pub *p);
 void pub_net_end(struct pub *p);
 void pub_net_close(struct pub *p);
+/* Close the connections that did not complete their handshake within
+ * GD_HANDSHAKE_MS (from the tick). */
+void pub_net_sweep(struct pub *p, uint64_t now);
 
 /* pub_cluster.c */
 int pub_cluster_start(struct pub *p);

@@ -1,12 +1,16 @@
 /* gdpub's network side: listening (a given port, or -p 0 and the kernel's
- * choice), accepting subscribers, the handshake that admits a GD
- * subscriber to a slot and replays the snapshot, their acknowledgements
- * handed to the delivery rules, and the TCP sink: blocks encoded once into
- * a shared batch buffer that every data connection writes. */
+ * choice), accepting subscribers up to GDpub_maxConnections, the handshake
+ * (authenticated with GDpub_authKeyFile, within GD_HANDSHAKE_MS) that
+ * admits a GD subscriber to a slot and replays the snapshot, their
+ * acknowledgements handed to the delivery rules, and the TCP sink: blocks
+ * encoded once into a shared batch buffer that every data connection
+ * writes. Before its handshake is done a connection can cost no more than
+ * its receive buffer: only HELLO and PROOF are read. */
 #include "pub_int.h"
 #include "log.h"
 #include "parse.h"
 
+#include <inttypes.h>
 #include <netdb.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,6 +203,7 @@ const struct pub_sink pub_tcp_sink = {
 static void conn_closed(uv_handle_t *h)
 {
 	struct sconn *c = h->data;
+	c->p->nconns--;
 	gd_rbuf_free(&c->rb);
 	free(c);
 }
@@ -231,7 +236,8 @@ static void conn_close(struct sconn *c, const char *why)
 	uv_close((uv_handle_t *)&c->h, conn_closed);
 }
 
-/* The welcome, then (to a data connection) the snapshot, in one write. */
+/* The welcome, then (to a data connection) the snapshot, in one write. A
+ * refusing welcome has c->ack_status saying why and no snapshot. */
 static void send_welcome(struct pub *p, struct sconn *c)
 {
 	struct gd_welcome w;
@@ -327,6 +333,122 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		send_end(c);
 }
 
+/* Refuse the connection: a welcome saying why (st), then the close once
+ * it is written (or at the handshake deadline, if the peer never reads).
+ * Returns -1: read nothing more from it. */
+static int refuse(struct pub *p, struct sconn *c, int st)
+{
+	c->ack_status = st;
+	c->want_data = 0;
+	c->refused = 1;
+	send_welcome(p, c);
+	if (c->closing)
+		return -1;
+	uv_read_stop((uv_stream_t *)&c->h);
+	c->sreq.data = c;
+	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, conn_shut) != 0)
+		conn_close(c, NULL);
+	return -1;
+}
+
+static const char *who(const struct sconn *c)
+{
+	return c->name[0] ? c->name : "?";
+}
+
+/* A HELLO: welcome it at once, challenge it (both sides have a key), or
+ * refuse it. 0, or -1 when the connection is closing. */
+static int hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
+{
+	int ours = p->key.len > 0, theirs = (h->flags & GD_HF_AUTH) != 0;
+	uint8_t mac[GD_AUTH_MAC];
+	struct gd_bcast *b;
+
+	snprintf(c->name, sizeof(c->name), "%s", h->name);
+	if (h->version != GD_WIRE_VERSION) {
+		gd_err("refused subscriber %s: it speaks protocol version %u, "
+		    "this gdpub %d (a different gdkit version)", c->addr,
+		    h->version, GD_WIRE_VERSION);
+		return refuse(p, c, GD_ACK_VERSION);
+	}
+	if (ours != theirs) {
+		p->n_auth_refused++;
+		if (ours)
+			gd_err("refused subscriber %s (%s): it has no "
+			    "authentication key, and this gdpub requires one "
+			    "(GDpub_authKeyFile)", who(c), c->addr);
+		else
+			gd_err("refused subscriber %s (%s): it has an "
+			    "authentication key, but this gdpub has none "
+			    "(GDpub_authKeyFile is not set)", who(c), c->addr);
+		return refuse(p, c, ours ? GD_ACK_AUTH_NEEDED :
+		    GD_ACK_AUTH_NOKEY);
+	}
+	if (!ours) {
+		on_hello(p, c, h);
+		return c->closing ? -1 : 0;
+	}
+	memcpy(c->nc, h->nonce, GD_AUTH_NONCE);
+	c->hs_gd = h->gd;
+	c->hs_want = h->want_data;
+	if (gd_auth_nonce(c->ns) != 0 ||
+	    gd_auth_proof(&p->key, GD_AUTH_PUB, c->nc, c->ns, mac) != 0 ||
+	    (b = gd_bcast_new(GD_WIRE_HDR + GD_CHALLENGE_LEN)) == NULL) {
+		gd_err("cannot authenticate subscriber %s (%s): no random "
+		    "bytes or memory; closing its connection", who(c), c->addr);
+		conn_close(c, NULL);
+		return -1;
+	}
+	b->len = gd_wire_challenge(b->data, c->ns, mac);
+	conn_write(c, b);
+	gd_bcast_unref(b);
+	c->hs = 1;
+	return c->closing ? -1 : 0;
+}
+
+/* The subscriber's PROOF: the key's, for this connection's nonces, or a
+ * refusal. */
+static int proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
+{
+	struct gd_hello h;
+
+	if (!gd_auth_verify(&p->key, GD_AUTH_SUB, c->nc, c->ns, f->body)) {
+		p->n_auth_refused++;
+		gd_err("refused subscriber %s (%s): authentication failed: its "
+		    "key differs from this gdpub's (GDpub_authKeyFile)", who(c),
+		    c->addr);
+		return refuse(p, c, GD_ACK_AUTH_FAILED);
+	}
+	memset(&h, 0, sizeof(h));
+	h.version = GD_WIRE_VERSION;
+	h.gd = c->hs_gd;
+	h.want_data = c->hs_want;
+	h.flags = GD_HF_AUTH;
+	snprintf(h.name, sizeof(h.name), "%s", c->name);
+	c->hs = 0;
+	gd_trace(1, "subscriber %s (%s) proved the key", who(c), c->addr);
+	on_hello(p, c, &h);
+	return c->closing ? -1 : 0;
+}
+
+void pub_net_sweep(struct pub *p, uint64_t now)
+{
+	struct sconn *c, *n;
+
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		if (c->hello || c->closing ||
+		    now - c->accept_ns < (uint64_t)GD_HANDSHAKE_MS * 1000000)
+			continue;
+		if (!c->refused) {
+			p->n_hs_timeout++;
+			gd_warn("closed connection from %s: no handshake within "
+			    "%d seconds", c->addr, GD_HANDSHAKE_MS / 1000);
+		}
+		conn_close(c, NULL);
+	}
+}
+
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
 	uint32_t i, n = f->len / GD_ACK_SIZE, before = p->dv.pend.count;
@@ -363,16 +485,13 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 
 	switch (f->type) {
 	case GD_F_HELLO:
-		if (c->hello)
+		if (c->hello || c->hs || gd_wire_get_hello(f, &h) != 0)
 			break;
-		if (gd_wire_get_hello(f, &h) != 0 || h.version != GD_WIRE_VERSION) {
-			gd_err("subscriber %s: unsupported protocol version",
-			    c->addr);
-			conn_close(c, NULL);
-			return -1;
-		}
-		on_hello(p, c, &h);
-		return c->closing ? -1 : 0;
+		return hello_frame(p, c, &h);
+	case GD_F_PROOF:
+		if (!c->hs)
+			break;
+		return proof_frame(p, c, f);
 	case GD_F_ACK:
 		if (!c->hello)
 			break;
@@ -403,6 +522,14 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 	(void)buf;
 	if (nread < 0) {
+		/* a subscriber that found our proof wrong leaves without its own */
+		if (c->hs) {
+			p->n_auth_refused++;
+			gd_err("refused subscriber %s (%s): it closed the "
+			    "connection without proving the key (its "
+			    "GDsub_authKeyFile differs from GDpub_authKeyFile?)",
+			    who(c), c->addr);
+		}
 		conn_close(c, nread == UV_EOF ? "connection closed" :
 		    uv_strerror((int)nread));
 		pub_maybe_done(p);
@@ -418,6 +545,12 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			return;
 		}
 	}
+	/* before its handshake a peer gets to send HELLO and PROOF, which
+	 * are small: the header of any other frame is enough to close it */
+	if (rc == 0 && !c->hello && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
+	    c->rb.buf[c->rb.off + 4] != GD_F_HELLO &&
+	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
+		rc = -1;
 	if (rc < 0) {
 		gd_err("subscriber %s (%s) sent a malformed frame; closing its connection",
 		    c->name[0] ? c->name : "?", c->addr);
@@ -430,13 +563,13 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	pub_maybe_done(p);
 }
 
-static void peer_name(struct sconn *c)
+static void peer_name(uv_tcp_t *h, char *addr, size_t sz)
 {
 	struct sockaddr_storage ss;
 	int len = sizeof(ss), port = 0;
 	char host[64] = "?";
 
-	if (uv_tcp_getpeername(&c->h, (struct sockaddr *)&ss, &len) != 0)
+	if (uv_tcp_getpeername(h, (struct sockaddr *)&ss, &len) != 0)
 		return;
 	if (ss.ss_family == AF_INET) {
 		uv_ip4_name((struct sockaddr_in *)&ss, host, sizeof(host));
@@ -445,7 +578,38 @@ static void peer_name(struct sconn *c)
 		uv_ip6_name((struct sockaddr_in6 *)&ss, host, sizeof(host));
 		port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
 	}
-	gd_fmt_hostport(c->addr, sizeof(c->addr), host, port);
+	gd_fmt_hostport(addr, sz, host, port);
+}
+
+static void free_handle(uv_handle_t *h)
+{
+	free(h);
+}
+
+/* GDpub_maxConnections reached: accept (so that the peer sees its
+ * connection closed rather than a backlog) and close at once. One line a
+ * second at most says so, with the count. */
+static void refuse_accept(struct pub *p, uv_stream_t *server)
+{
+	uv_tcp_t *t = malloc(sizeof(*t));
+	char addr[80] = "?";
+
+	p->n_conn_refused++;
+	if (t == NULL || uv_tcp_init(&p->loop, t) != 0) {
+		free(t);
+		return;
+	}
+	if (uv_accept(server, (uv_stream_t *)t) == 0)
+		peer_name(t, addr, sizeof(addr));
+	uv_close((uv_handle_t *)t, free_handle);
+	if (p->conn_refused_logged == 0 ||
+	    p->now - p->conn_refused_logged >= 1000000000) {
+		p->conn_refused_logged = p->now;
+		gd_warn("refused connection from %s: %u connections already "
+		    "(GDpub_maxConnections=%" PRId64 "); %" PRIu64 " refused so "
+		    "far", addr, p->nconns, p->conf->max_conns,
+		    p->n_conn_refused);
+	}
 }
 
 static void on_accept(uv_stream_t *server, int status)
@@ -458,6 +622,11 @@ static void on_accept(uv_stream_t *server, int status)
 		gd_err("cannot accept a connection: %s", uv_strerror(status));
 		return;
 	}
+	p->now = uv_hrtime();
+	if (p->nconns >= (uint64_t)p->conf->max_conns) {
+		refuse_accept(p, server);
+		return;
+	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || gd_rbuf_init(&c->rb, 65536) != 0 ||
 	    uv_tcp_init(&p->loop, &c->h) != 0) {
@@ -468,7 +637,9 @@ static void on_accept(uv_stream_t *server, int status)
 		return;
 	}
 	c->p = p;
+	p->nconns++;
 	c->slot = -1;
+	c->accept_ns = p->now;
 	c->h.data = c;
 	if ((rc = uv_accept(server, (uv_stream_t *)&c->h)) != 0) {
 		gd_err("cannot accept a connection: %s", uv_strerror(rc));
@@ -476,7 +647,7 @@ static void on_accept(uv_stream_t *server, int status)
 		return;
 	}
 	uv_tcp_nodelay(&c->h, 1);
-	peer_name(c);
+	peer_name(&c->h, c->addr, sizeof(c->addr));
 	c->next = p->conns;
 	if (c->next)
 		c->next->pprev = &c->next;

@@ -239,6 +239,15 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	s->opt = *opt;
 	s->stream_in = opt->in != NULL;
 	gd_sub_identity(conf, s->name, sizeof(s->name));
+	/* checked when the key was set; read here, as it is now */
+	if (conf->sub_auth != NULL) {
+		char why[768];
+		if (gd_auth_load(conf->sub_auth, &s->key, why, sizeof(why)) != 0) {
+			gd_err("%s", why);
+			free(s);
+			return GD_EX_CONFIG;
+		}
+	}
 	if ((rc = uv_loop_init(&s->loop)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		free(s);
@@ -265,6 +274,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	sub_in_free(s);
 	if (s->state)
 		rc = sub_state_close(s, rc);
+	gd_auth_clear(&s->key);
 	free(s);
 	return rc;
 }

@@ -39,6 +39,8 @@ struct sub_pub {
 	char origin[300];	/* as the publisher stamps its keys */
 	size_t origin_len;
 	int state, attempts, ack_status;
+	int pub_proved;		/* this connection's publisher proved the key */
+	uint8_t nc[GD_AUTH_NONCE];	/* this connection's nonce */
 	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;
 	struct gd_rbuf rb;
@@ -102,6 +104,7 @@ struct sub {
 	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
 	struct sub_cluster *cls;	/* multisend clusters among the publishers */
 	size_t ncls;
+	struct gd_auth_key key;	/* GDsub_authKeyFile; len 0: none */
 };
 
 /* sub.c: wiring and lifecycle */

@@ -1,6 +1,9 @@
 /* gdsub's connections to its publishers: resolve, connect and retry each
- * one, say hello, read its wire frames (welcome, blocks, floor, end) and
- * notice when it restarted. Blocks go on to sub_on_block (sub.c). */
+ * one, say hello (and with GDsub_authKeyFile prove the key and have the
+ * publisher prove it: wire.h), read its wire frames (welcome, blocks,
+ * floor, end) and notice when it restarted. Blocks go on to sub_on_block
+ * (sub.c). A handshake that fails or does not end within
+ * SUB_HANDSHAKE_MS is a failed attempt, counted against maxRetries. */
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -9,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SUB_HANDSHAKE_MS (2 * GD_HANDSHAKE_MS)
 
 static void free_write(uv_write_t *w, int status)
 {
@@ -73,9 +78,42 @@ static void pc_close(struct sub_pub *pc)
 	uv_close((uv_handle_t *)&pc->h, pc_closed);
 }
 
+/* The handshake failed: close, and count the attempt (the retry timer,
+ * which was its deadline, goes back to retrying). */
+static void handshake_failed(struct sub_pub *pc, const char *why)
+{
+	uv_timer_stop(&pc->retry);
+	pc->state = SUB_PS_CONNECTING;	/* pc_closed: attempt_failed runs here */
+	pc_close(pc);
+	attempt_failed(pc, why);
+}
+
+static void hs_timeout(uv_timer_t *t)
+{
+	struct sub_pub *pc = t->data;
+	char why[128];
+
+	if (pc->state != SUB_PS_WELCOME)
+		return;
+	snprintf(why, sizeof(why), "no welcome from the publisher within %d "
+	    "seconds", SUB_HANDSHAKE_MS / 1000);
+	handshake_failed(pc, why);
+}
+
 static void pc_lost(struct sub_pub *pc, const char *why)
 {
-	if (pc->state == SUB_PS_ACTIVE || pc->state == SUB_PS_WELCOME) {
+	char msg[400];
+
+	if (pc->state == SUB_PS_WELCOME) {
+		/* a refusal that this version cannot read, or none: the
+		 * publisher's log says which */
+		snprintf(msg, sizeof(msg), "%s before its welcome (an older "
+		    "gdkit, GDpub_maxConnections reached or a handshake timeout: "
+		    "see the publisher's log)", why);
+		handshake_failed(pc, msg);
+		return;
+	}
+	if (pc->state == SUB_PS_ACTIVE) {
 		gd_err("lost connection to publisher %s: %s; reconnecting",
 		    pc->addr, why);
 		pc->attempts = 0;
@@ -149,6 +187,8 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 }
 
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
+static void on_challenge(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f);
 
 /* stdout is behind: stop reading publishers until it drains */
 void sub_net_pause(struct sub *s)
@@ -206,15 +246,40 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			sub_on_block(s, pc, &b, &o);
 			if (s->done)
 				return;
+		} else if (f.type == GD_F_CHALLENGE && pc->state == SUB_PS_WELCOME &&
+		    s->key.len > 0 && !pc->pub_proved) {
+			on_challenge(s, pc, &f);
+			if (pc->state != SUB_PS_WELCOME)
+				return;
 		} else if (f.type == GD_F_WELCOME && pc->state == SUB_PS_WELCOME) {
 			struct gd_welcome w;
-			if (gd_wire_get_welcome(&f, &w) != 0 ||
-			    w.version != GD_WIRE_VERSION) {
-				gd_err("publisher %s speaks an unsupported protocol version",
-				    pc->addr);
+			char why[400];
+			if (gd_wire_get_welcome(&f, &w) != 0) {
+				rc = -1;
+				break;
+			}
+			if (w.version != GD_WIRE_VERSION) {
+				gd_err("publisher %s speaks protocol version %u, this "
+				    "gdsub %d (a different gdkit version)", pc->addr,
+				    w.version, GD_WIRE_VERSION);
 				sub_finish(s, GD_EX_UNAVAILABLE);
 				return;
 			}
+			if (gd_ack_refused_conn((int)w.ack_status)) {
+				snprintf(why, sizeof(why), "%s",
+				    gd_ack_status_str((int)w.ack_status));
+				handshake_failed(pc, why);
+				return;
+			}
+			/* a publisher that welcomes without proving the key
+			 * could be anyone */
+			if (s->key.len > 0 && !pc->pub_proved) {
+				handshake_failed(pc, "authentication failed: the "
+				    "publisher did not prove the key (it has no "
+				    "GDpub_authKeyFile?)");
+				return;
+			}
+			uv_timer_stop(&pc->retry);
 			on_welcome(s, pc, &w);
 		} else if (f.type == GD_F_FLOOR && f.len == 8) {
 			struct sub_origin o = { pc->origin, pc->origin_len,
@@ -246,13 +311,63 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	sub_out_check(s);
 }
 
+/* Write one control frame made by make(dst, arg): 0, or a libuv error
+ * (UV_ENOMEM). The frame follows the request in one allocation. */
+static int send_ctrl(struct sub_pub *pc,
+    size_t (*make)(uint8_t *dst, const void *arg), const void *arg)
+{
+	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
+	uv_buf_t b;
+	int rc;
+
+	if (w == NULL)
+		return UV_ENOMEM;
+	b = uv_buf_init((char *)(w + 1), (unsigned)make((uint8_t *)(w + 1), arg));
+	if ((rc = uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write)) != 0)
+		free(w);
+	return rc;
+}
+
+static size_t make_hello(uint8_t *dst, const void *h)
+{
+	return gd_wire_hello(dst, h);
+}
+
+static size_t make_proof(uint8_t *dst, const void *mac)
+{
+	return gd_wire_proof(dst, mac);
+}
+
+/* The publisher's CHALLENGE: check its proof, send ours. */
+static void on_challenge(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	uint8_t mac[GD_AUTH_MAC];
+	int rc;
+
+	if (!gd_auth_verify(&s->key, GD_AUTH_PUB, pc->nc, f->body,
+	    f->body + GD_AUTH_NONCE)) {
+		handshake_failed(pc, "authentication failed: the publisher did "
+		    "not prove the key (its GDpub_authKeyFile differs from "
+		    "GDsub_authKeyFile)");
+		return;
+	}
+	if (gd_auth_proof(&s->key, GD_AUTH_SUB, pc->nc, f->body, mac) != 0) {
+		handshake_failed(pc, "cannot compute the proof of the key");
+		return;
+	}
+	if ((rc = send_ctrl(pc, make_proof, mac)) != 0) {
+		handshake_failed(pc, uv_strerror(rc));
+		return;
+	}
+	pc->pub_proved = 1;
+}
+
 static void on_connect(uv_connect_t *req, int status)
 {
 	struct sub_pub *pc = req->data;
 	struct sub *s = pc->s;
 	struct gd_hello h;
-	uv_buf_t b;
-	uv_write_t *w;
 	int rc;
 
 	if (s->done)
@@ -268,22 +383,28 @@ static void on_connect(uv_connect_t *req, int status)
 	h.version = GD_WIRE_VERSION;
 	h.gd = s->conf->gd ? 1 : 0;
 	h.want_data = !s->stream_in;
+	h.flags = s->key.len > 0 ? GD_HF_AUTH : 0;
+	pc->pub_proved = 0;
+	if (gd_auth_nonce(pc->nc) != 0) {
+		gd_err("cannot greet publisher %s: no random bytes for the nonce",
+		    pc->addr);
+		sub_finish(s, GD_EX_FAIL);
+		return;
+	}
+	memcpy(h.nonce, pc->nc, GD_AUTH_NONCE);
 	snprintf(h.name, sizeof(h.name), "%s", s->name);
-	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
-	if (w == NULL) {
+	if ((rc = send_ctrl(pc, make_hello, &h)) == UV_ENOMEM) {
 		gd_err("out of memory greeting publisher %s", pc->addr);
 		sub_finish(s, GD_EX_FAIL);
 		return;
 	}
-	b = uv_buf_init((char *)(w + 1),
-	    (unsigned)gd_wire_hello((uint8_t *)(w + 1), &h));
-	if ((rc = uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write)) != 0) {
-		free(w);
+	if (rc != 0) {
 		pc->state = SUB_PS_CONNECTING;	/* an attempt that failed */
 		pc_close(pc);
 		attempt_failed(pc, uv_strerror(rc));
 		return;
 	}
+	(void)uv_timer_start(&pc->retry, hs_timeout, SUB_HANDSHAKE_MS, 0);
 	pc->rb.len = pc->rb.off = 0;
 	pc->reading = 1;
 	if (!s->out_paused)

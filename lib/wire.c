@@ -12,6 +12,10 @@ const char *gd_ack_status_str(int st)
 	case GD_ACK_FULL: return "refused: the publisher already has numSubs GD subscribers";
 	case GD_ACK_NAME: return "refused: a subscriber with this name is already connected";
 	case GD_ACK_OFF: return "refused: the publisher runs with numSubs=0 (GD off)";
+	case GD_ACK_AUTH_NEEDED: return "refused: the publisher requires authentication (GDpub_authKeyFile) and this subscriber has no key (GDsub_authKeyFile)";
+	case GD_ACK_AUTH_FAILED: return "refused: authentication failed: the subscriber's key differs from the publisher's";
+	case GD_ACK_AUTH_NOKEY: return "refused: this subscriber has a key (GDsub_authKeyFile) but the publisher has none (GDpub_authKeyFile): it cannot prove it";
+	case GD_ACK_VERSION: return "refused: the publisher speaks another protocol version (a different gdkit version)";
 	}
 	return "refused";
 }
@@ -40,6 +44,9 @@ int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
 	}
 	if ((type == GD_F_ACK && blen % GD_ACK_SIZE != 0) ||
 	    (type == GD_F_PREACK && blen % GD_PREACK_SIZE != 0))
+		return -1;
+	if ((type == GD_F_CHALLENGE && blen != GD_CHALLENGE_LEN) ||
+	    (type == GD_F_PROOF && blen != GD_PROOF_LEN))
 		return -1;
 	if (len - GD_WIRE_HDR < blen)
 		return 0;
@@ -76,12 +83,20 @@ static void get_str(char *dst, size_t sz, const uint8_t *p, size_t n)
 
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h)
 {
-	if (f->type != GD_F_HELLO || f->len < 4)
+	if (f->type != GD_F_HELLO || f->len < 2)
 		return -1;
+	memset(h, 0, sizeof(*h));
 	h->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
+	if (h->version != GD_WIRE_VERSION)
+		return 0;
+	if (f->len < GD_HELLO_FIXED || f->body[5] || f->body[6] || f->body[7])
+		return -1;
 	h->gd = f->body[2];
 	h->want_data = f->body[3];
-	get_str(h->name, sizeof(h->name), f->body + 4, f->len - 4);
+	h->flags = f->body[4];
+	memcpy(h->nonce, f->body + 8, GD_AUTH_NONCE);
+	get_str(h->name, sizeof(h->name), f->body + GD_HELLO_FIXED,
+	    f->len - GD_HELLO_FIXED);
 	return 0;
 }
 
@@ -108,9 +123,12 @@ size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h)
 	b[1] = (uint8_t)(h->version >> 8);
 	b[2] = (uint8_t)h->gd;
 	b[3] = (uint8_t)h->want_data;
-	memcpy(b + 4, h->name, n);
-	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(4 + n));
-	return GD_WIRE_HDR + 4 + n;
+	b[4] = (uint8_t)h->flags;
+	b[5] = b[6] = b[7] = 0;
+	memcpy(b + 8, h->nonce, GD_AUTH_NONCE);
+	memcpy(b + GD_HELLO_FIXED, h->name, n);
+	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(GD_HELLO_FIXED + n));
+	return GD_WIRE_HDR + GD_HELLO_FIXED + n;
 }
 
 size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w)
@@ -141,6 +159,22 @@ size_t gd_wire_empty(uint8_t *dst, uint8_t type)
 {
 	gd_wire_hdr(dst, type, 0, 0);
 	return GD_WIRE_HDR;
+}
+
+size_t gd_wire_challenge(uint8_t *dst, const uint8_t ns[GD_AUTH_NONCE],
+    const uint8_t proof[GD_AUTH_MAC])
+{
+	gd_wire_hdr(dst, GD_F_CHALLENGE, 0, GD_CHALLENGE_LEN);
+	memcpy(dst + GD_WIRE_HDR, ns, GD_AUTH_NONCE);
+	memcpy(dst + GD_WIRE_HDR + GD_AUTH_NONCE, proof, GD_AUTH_MAC);
+	return GD_WIRE_HDR + GD_CHALLENGE_LEN;
+}
+
+size_t gd_wire_proof(uint8_t *dst, const uint8_t proof[GD_AUTH_MAC])
+{
+	gd_wire_hdr(dst, GD_F_PROOF, 0, GD_PROOF_LEN);
+	memcpy(dst + GD_WIRE_HDR, proof, GD_AUTH_MAC);
+	return GD_WIRE_HDR + GD_PROOF_LEN;
 }
 
 int gd_rbuf_init(struct gd_rbuf *r, size_t cap)

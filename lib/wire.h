@@ -12,7 +12,11 @@
 #include <stdint.h>
 #include <string.h>
 
-#define GD_WIRE_VERSION 2		/* 2: acks name (id, seq) */
+#include "auth.h"
+
+/* 2: acks name (id, seq); 3: the hello carries a nonce and says whether
+ * the subscriber has a key; CHALLENGE and PROOF (see below) */
+#define GD_WIRE_VERSION 3
 #define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
 #define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
 #define GD_CTRL_MAX 4096		/* bound on every non-block frame body */
@@ -27,12 +31,33 @@ enum gd_ftype {
 	GD_F_FLOOR = 5,		/* pub -> sub: every seq below this is resolved */
 	GD_F_END = 6,		/* pub -> sub: the stream has ended */
 	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
-	GD_F_MAX = 7,
+	GD_F_CHALLENGE = 8,	/* pub -> sub: nonce, publisher's proof */
+	GD_F_PROOF = 9,		/* sub -> pub: subscriber's proof */
+	GD_F_MAX = 9,
 	/* a number apart from the handshake's: multisend clusters (cluster.h) */
 	GD_F_PREACK = 32,	/* sub -> cluster member: n x u64 id, the keys
 				 * @CLUSTER/ID acknowledged from another member */
 };
 #define GD_PREACK_SIZE 8
+
+/* The handshake (version 3). The subscriber speaks first:
+ *   HELLO      version, gd, want data, flags (GD_HF_AUTH: it has a key),
+ *              its nonce nc, name
+ * Neither side has a key: the publisher answers WELCOME at once. Both do:
+ *   CHALLENGE  the publisher's nonce ns, HMAC(key, "...pub >" nc ns)
+ *   PROOF      HMAC(key, "...sub <" nc ns), once the subscriber checked
+ *              the publisher's proof (it closes otherwise)
+ *   WELCOME    when the proof is right, else a refusal and the close.
+ * Only one side has a key, or the versions differ: a WELCOME whose ack
+ * status says why (GD_ACK_AUTH_*, GD_ACK_VERSION), and the close; a
+ * version 2 subscriber reads the version 3 WELCOME as a refusal. Nothing
+ * but HELLO and PROOF is read before the handshake is done, within
+ * GD_HANDSHAKE_MS of the connect. */
+#define GD_HF_AUTH 0x01
+#define GD_HELLO_FIXED (8 + GD_AUTH_NONCE)	/* before the name */
+#define GD_CHALLENGE_LEN (GD_AUTH_NONCE + GD_AUTH_MAC)
+#define GD_PROOF_LEN GD_AUTH_MAC
+#define GD_HANDSHAKE_MS 5000
 
 /* block flags */
 #define GD_FL_RESENT 0x01
@@ -45,7 +70,17 @@ enum gd_ack_status {
 	GD_ACK_FULL = 2,	/* refused: numSubs GD subscribers already */
 	GD_ACK_NAME = 3,	/* refused: a subscriber of that name is connected */
 	GD_ACK_OFF = 4,		/* refused: the publisher runs with numSubs=0 */
+	/* the connection is refused, not only its acknowledgements: */
+	GD_ACK_AUTH_NEEDED = 5,	/* the publisher has a key, the subscriber none */
+	GD_ACK_AUTH_FAILED = 6,	/* the subscriber's proof was wrong */
+	GD_ACK_AUTH_NOKEY = 7,	/* the subscriber has a key, the publisher none */
+	GD_ACK_VERSION = 8,	/* the subscriber speaks another version */
 };
+/* a WELCOME with this status closes the connection */
+static inline int gd_ack_refused_conn(int st)
+{
+	return st >= GD_ACK_AUTH_NEEDED && st <= GD_ACK_VERSION;
+}
 const char *gd_ack_status_str(int st);
 
 struct gd_frame {
@@ -65,7 +100,8 @@ struct gd_block {
 };
 
 struct gd_hello {
-	unsigned version, gd, want_data;
+	unsigned version, gd, want_data, flags;
+	uint8_t nonce[GD_AUTH_NONCE];
 	char name[256];
 };
 
@@ -143,6 +179,8 @@ static inline void gd_wire_ack_at(const uint8_t *body, uint32_t i,
 }
 
 int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b);
+/* A hello of another version fills in only h->version (and returns 0),
+ * so that the caller can refuse it by name. */
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h);
 int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w);
 
@@ -151,6 +189,10 @@ size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h);
 size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w);
 size_t gd_wire_u64(uint8_t *dst, uint8_t type, uint64_t v);
 size_t gd_wire_empty(uint8_t *dst, uint8_t type);
+/* CHALLENGE (nonce, proof) and PROOF (proof) */
+size_t gd_wire_challenge(uint8_t *dst, const uint8_t ns[GD_AUTH_NONCE],
+    const uint8_t proof[GD_AUTH_MAC]);
+size_t gd_wire_proof(uint8_t *dst, const uint8_t proof[GD_AUTH_MAC]);
 
 /* A receive buffer for one connection: frames are parsed in place and the
  * partial tail moved to the front. It grows only for a frame larger than

@@ -6,7 +6,7 @@
 #   deps.sh check   packages needed to run the tests
 set -u
 case "${1:-build}" in
-build) pkgs="gcc make pkg-config libuv1-dev libinih-dev" ;;
+build) pkgs="gcc make pkg-config libuv1-dev libinih-dev libssl-dev" ;;
 check) pkgs="bats bats-support bats-assert mandoc python3 socat mosquitto mosquitto-clients" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 64 ;;
 esac

@@ -22,6 +22,11 @@ static const char usage[] =
 "      --resend N           resend a timed-out block N times first (default 0)\n"
 "      --snapshot N         replay the last N blocks to new subscribers\n"
 "      --ctl PATH           control socket for gdinspect (default derived)\n"
+"      --journal FILE       write-ahead journal of pending blocks\n"
+"      --fsync MODE         always, batch (default) or never\n"
+"      --auth-key-file FILE refuse subscribers that cannot prove this\n"
+"                           pre-shared key (mode 0600 or stricter)\n"
+"      --max-connections N  close connections beyond N at once (default 256)\n"
 "      --cluster NAME       member of multisend cluster NAME: keys @NAME/ID,\n"
 "                           IDs from the input (-I or -f frame)\n"
 "      --role ROLE          primary (sends at once, the default) or secondary\n"
@@ -44,14 +49,13 @@ static const char usage[] =
 "  -h, --help               show this help\n"
 "  -V, --version            show the version\n"
 "\n"
-"Not supported yet (refused): --journal, --fsync, --auth-key-file.\n"
 "See gdpub(1), gdkit.conf(5).\n";
 
 /* Options that set a config key (conf.c's table says which) need only a
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -71,6 +75,7 @@ static const struct option longopts[] = {
 	{ "fsync", required_argument, NULL, O_FSYNC },
 	{ "ctl", required_argument, NULL, O_CTL },
 	{ "auth-key-file", required_argument, NULL, O_AUTH },
+	{ "max-connections", required_argument, NULL, O_MAXCONN },
 	{ "cluster", required_argument, NULL, O_CLUSTER },
 	{ "role", required_argument, NULL, O_ROLE },
 	{ "format", required_argument, NULL, 'f' },

@@ -25,6 +25,8 @@ static const char usage[] =
 "      --state FILE           remember acknowledged blocks in FILE, so a\n"
 "                             restarted gdsub acknowledges their resends\n"
 "                             again instead of writing them\n"
+"      --auth-key-file FILE   prove this pre-shared key to each publisher and\n"
+"                             have it prove it (mode 0600 or stricter)\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
 "                             stream, binary-safe; see gdkit-stream(5))\n"
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
@@ -41,7 +43,7 @@ static const char usage[] =
 "  -h, --help                 show this help\n"
 "  -V, --version              show the version\n"
 "\n"
-"Not supported yet (refused): --auth-key-file, --qos.\n"
+"Not supported yet (refused): --qos.\n"
 "See gdsub(1), gdkit.conf(5).\n";
 
 /* Options that set a config key (conf.c's table says which, --qos and

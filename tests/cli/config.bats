@@ -222,8 +222,7 @@ padded() {
 
 @test "gdpub: unsupported keys with a non-default value are refused" {
 	local kv
-	for kv in GDpub_authKeyFile=k \
-	    GDpub_discardInterval=30 GDpub_sendTimeout=-1 GDpub_sendQueueSizeMax=10 \
+	for kv in GDpub_discardInterval=30 GDpub_sendTimeout=-1 GDpub_sendQueueSizeMax=10 \
 	    GDpub_sendQueueSizeMaxPolicy=DropEvents; do
 		cfg bad.ini 'GDpub_port=7001' "$kv"
 		conf_err gdpub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"
@@ -232,7 +231,7 @@ padded() {
 
 @test "gdsub: unsupported keys with a non-default value are refused" {
 	local kv
-	for kv in GDsub_authKeyFile=k GDsub_reliability=ordered GDsub_retryCount=3 \
+	for kv in GDsub_reliability=ordered GDsub_retryCount=3 \
 	    GDsub_connectionCached=0 GDsub_locatorCacheTimeout=5; do
 		cfg bad.ini 'GDsub_pub=127.0.0.1:7001' "$kv"
 		conf_err gdsub "bad.ini:2: ${kv%%=*}: invalid value '${kv#*=}': not supported yet in this version of gdkit"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A scripted gdsub for fault injection: speaks gdpub's wire protocol
-(version 2) on one TCP connection and acknowledges only what the test says.
+(version 3, without a key) on one TCP connection and acknowledges only what the test says.
 
 usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   Connects as a GD subscriber NAME, writes one line per event to EVENTS
@@ -28,7 +28,7 @@ def connect():
                 raise
             time.sleep(0.05)
     c.setblocking(False)
-    hello = struct.pack("<HBB", 2, 1, 1) + name.encode()
+    hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + name.encode()
     c.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
     return c
 

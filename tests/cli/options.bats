@@ -171,14 +171,9 @@ load helpers
 
 # ---- options not supported yet ----
 
-@test "gdpub: options not supported yet are refused" {
-	expect_usage gdpub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdpub -p 1 --auth-key-file k
-}
-
 @test "gdsub: options not supported yet are refused" {
 	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
 	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
-	expect_usage gdsub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --auth-key-file k
 }
 
 @test "gdsub: --state with --no-gd is refused, from options or keys" {

@@ -632,7 +632,7 @@ gdack_connected() {
 	listening "$port"
 	run timeout 10 gdinspect -p "$port" --json stats
 	assert_success
-	assert_output --partial "\"port\":$port}"
+	assert_output --partial "\"port\":$port,"
 	sub_conf s.ini "$port"
 	ack_pipeline s
 	wait_until 20 test -s pub.rc

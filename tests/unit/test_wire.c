@@ -156,12 +156,19 @@ TEST(block_payload_at_max)
 
 TEST(hello_round_trip)
 {
-	struct gd_hello h = { GD_WIRE_VERSION, 1, 0, "sub-a" }, o;
+	struct gd_hello h, o;
 	struct gd_frame f;
-	size_t n, used;
+	size_t n, used, i;
 
+	memset(&h, 0, sizeof(h));
+	h.version = GD_WIRE_VERSION;
+	h.gd = 1;
+	h.flags = GD_HF_AUTH;
+	for (i = 0; i < GD_AUTH_NONCE; i++)
+		h.nonce[i] = (uint8_t)(0xa0 + i);
+	snprintf(h.name, sizeof(h.name), "sub-a");
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 5);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED + 5);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(used, n);
 	ASSERT_EQ(f.type, GD_F_HELLO);
@@ -170,28 +177,39 @@ TEST(hello_round_trip)
 	ASSERT_EQ(o.version, GD_WIRE_VERSION);
 	ASSERT_EQ(o.gd, 1);
 	ASSERT_EQ(o.want_data, 0);
+	ASSERT_EQ(o.flags, GD_HF_AUTH);
+	ASSERT(memcmp(o.nonce, h.nonce, GD_AUTH_NONCE) == 0);
 	ASSERT_STR(o.name, "sub-a");
 	ASSERT(all_prefixes_need_more(buf, n, 0));
 
-	/* version 0x1234, empty name */
-	h.version = 0x1234;
+	/* empty name */
 	h.gd = 0;
 	h.want_data = 1;
+	h.flags = 0;
 	h.name[0] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(o.gd, 0);
+	ASSERT_EQ(o.want_data, 1);
+	ASSERT_EQ(o.flags, 0);
+	ASSERT_STR(o.name, "");
+
+	/* another version: only the version is read, to be refused by name */
+	h.version = 0x1234;
+	n = gd_wire_hello(buf, &h);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(o.version, 0x1234);
-	ASSERT_EQ(o.gd, 0);
-	ASSERT_EQ(o.want_data, 1);
-	ASSERT_STR(o.name, "");
+	ASSERT_EQ(o.want_data, 0);
 
 	/* longest name: 255 bytes */
+	h.version = GD_WIRE_VERSION;
 	memset(h.name, 'n', sizeof(h.name));
 	h.name[255] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 255);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED + 255);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(strlen(o.name), 255);
@@ -205,22 +223,59 @@ TEST(hello_decoder_bounds)
 	struct gd_hello o;
 
 	memset(body, 0, sizeof(body));
-	f.len = 3;
+	f.len = 1;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
 	f.type = GD_F_WELCOME;
 	f.len = 10;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
-	/* a name over 255 bytes is cut, control bytes become '?' */
+	/* version 2's hello (4 bytes and the name) reads as version 2 */
 	f.type = GD_F_HELLO;
-	body[0] = 1;
-	memset(body + 4, 'x', 400);
-	body[4] = '\n';
-	body[5] = 0x7f;
-	body[6] = 0x80;
-	f.len = 404;
+	body[0] = 2;
+	f.len = 4;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(o.version, 2);
+	/* a version 3 hello shorter than its nonce, or reserved bytes set */
+	body[0] = GD_WIRE_VERSION;
+	f.len = GD_HELLO_FIXED - 1;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	f.len = GD_HELLO_FIXED;
+	body[6] = 1;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	body[6] = 0;
+	/* a name over 255 bytes is cut, control bytes become '?' */
+	memset(body + GD_HELLO_FIXED, 'x', 400);
+	body[GD_HELLO_FIXED] = '\n';
+	body[GD_HELLO_FIXED + 1] = 0x7f;
+	body[GD_HELLO_FIXED + 2] = 0x80;
+	f.len = GD_HELLO_FIXED + 400;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(strlen(o.name), 255);
 	ASSERT(strncmp(o.name, "???xxx", 6) == 0);
+}
+
+TEST(challenge_and_proof)
+{
+	uint8_t ns[GD_AUTH_NONCE], mac[GD_AUTH_MAC];
+	struct gd_frame f;
+	size_t n, used;
+
+	memset(ns, 1, sizeof(ns));
+	memset(mac, 2, sizeof(mac));
+	n = gd_wire_challenge(buf, ns, mac);
+	ASSERT_EQ(n, GD_WIRE_HDR + 64);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_CHALLENGE);
+	ASSERT(memcmp(f.body, ns, 32) == 0 && memcmp(f.body + 32, mac, 32) == 0);
+	n = gd_wire_proof(buf, mac);
+	ASSERT_EQ(n, GD_WIRE_HDR + 32);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_PROOF);
+	ASSERT(memcmp(f.body, mac, 32) == 0);
+	/* exactly their sizes, refused from the header alone otherwise */
+	gd_wire_hdr(buf, GD_F_PROOF, 0, 33);
+	ASSERT_EQ(gd_wire_next(buf, GD_WIRE_HDR, 0, &f, &used), -1);
+	gd_wire_hdr(buf, GD_F_CHALLENGE, 0, 63);
+	ASSERT_EQ(gd_wire_next(buf, GD_WIRE_HDR, 0, &f, &used), -1);
 }
 
 TEST(welcome_round_trip)
@@ -366,7 +421,8 @@ TEST(malformed_headers)
 			FAILF("type %u accepted", t);
 	/* every known type with an empty body is complete (blocks need 24) */
 	for (t = 1; t <= GD_F_MAX; t++)
-		ASSERT_EQ(hdr_verdict((uint8_t)t, 0, MAXB), t == GD_F_BLOCK ? -1 : 1);
+		ASSERT_EQ(hdr_verdict((uint8_t)t, 0, MAXB), t == GD_F_BLOCK ||
+		    t == GD_F_CHALLENGE || t == GD_F_PROOF ? -1 : 1);
 	/* reserved bytes */
 	gd_wire_hdr(h, GD_F_END, 0, 0);
 	h[6] = 1;
@@ -410,7 +466,8 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64, MAXB), 0);
 	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
 	for (t = 1; t <= GD_F_MAX; t++) {
-		if (t == GD_F_BLOCK || t == GD_F_ACK)
+		if (t == GD_F_BLOCK || t == GD_F_ACK || t == GD_F_CHALLENGE ||
+		    t == GD_F_PROOF)
 			continue;
 		if (hdr_verdict((uint8_t)t, GD_CTRL_MAX, MAXB) != 0)
 			FAILF("type %u body GD_CTRL_MAX refused", t);
@@ -464,7 +521,8 @@ TEST(back_to_back)
 {
 	static uint8_t s[8192];
 	static const char p1[] = "first", p2[] = "second block";
-	struct gd_hello h = { GD_WIRE_VERSION, 1, 1, "me" };
+	struct gd_hello h = { .version = GD_WIRE_VERSION, .gd = 1, .want_data = 1,
+	    .name = "me" };
 	struct gd_welcome w;
 	struct gd_block b1 = { 1, 10, 100, 0, 5, (const uint8_t *)p1 };
 	struct gd_block b2 = { 2, 11, 101, GD_FL_RESENT, 12, (const uint8_t *)p2 };
@@ -666,6 +724,7 @@ int main(void)
 	RUN(block_payload_at_max);
 	RUN(hello_round_trip);
 	RUN(hello_decoder_bounds);
+	RUN(challenge_and_proof);
 	RUN(welcome_round_trip);
 	RUN(ack_status_strings);
 	RUN(u64_and_empty_frames);

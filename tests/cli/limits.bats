@@ -1,0 +1,142 @@
+#!/usr/bin/env bats
+# What a peer can cost gdpub: a handshake must end within 5 seconds (a
+# silent or byte-a-second client is closed), GDpub_maxConnections caps
+# the connections (those beyond are closed at accept), and a flood of
+# connections and acknowledgements for unknown IDs does not grow memory.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# pub_with PORT OPTS...: spawn a gdpub -n 1 on PORT that keeps running,
+# stderr in pub.err; wait until it listens. Sets PUB (its group's leader).
+pub_with() {
+	local port=$1
+	shift
+	spawn "sleep 120 | gdpub -p $port -n 1 $* > pub.out 2> pub.err"
+	PUB=$SPAWNED
+	wait_until 10 listening "$port"
+}
+
+# welcomed PORT: a receive-only hello (version 3, no key) to the gdpub on
+# PORT gets its WELCOME
+welcomed() {
+	python - "$1" <<'PY'
+import os, socket, struct, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+b = struct.pack("<HBBB3x", 3, 0, 0, 0) + os.urandom(32) + b"probe"
+s.sendall(struct.pack("<IBBH", len(b), 1, 0, 0) + b)
+h = s.recv(8)
+sys.exit(0 if len(h) == 8 and h[4] == 2 else 1)
+PY
+}
+
+# stat_is PORT FIELD N: gdinspect stats at the gdpub on PORT shows FIELD N
+stat_is() {
+	timeout 10 gdinspect -p "$1" --json stats | grep -q "\"$2\":$3[,}]"
+}
+
+@test "a client that sends nothing, or a byte a second, is closed 5 s after connecting, logged and counted" {
+	port=$(free_port)
+	pub_with "$port"
+	run --separate-stderr python - "$port" <<'PY'
+import os, socket, struct, sys, threading, time
+port = int(sys.argv[1])
+hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + b"slow"
+hello = struct.pack("<IBBH", len(hello), 1, 0, 0) + hello
+res = {}
+def client(name, trickle):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    t0 = time.monotonic()
+    s.settimeout(1)
+    i = 0
+    while True:
+        if trickle and i < len(hello):
+            try:
+                s.send(hello[i:i + 1])
+            except OSError:
+                pass
+            i += 1
+        try:
+            if s.recv(1) == b"":
+                break
+        except socket.timeout:
+            continue
+        except OSError:
+            break
+        if time.monotonic() - t0 > 15:
+            break
+    res[name] = time.monotonic() - t0
+ts = [threading.Thread(target=client, args=(n, n == "trickle")) for n in ("silent", "trickle")]
+for t in ts: t.start()
+for t in ts: t.join()
+for n in ("silent", "trickle"):
+    print(n, "closed" if 4.5 <= res[n] <= 8 else "after %.2f s" % res[n])
+PY
+	assert_success
+	assert_output "$(printf 'silent closed\ntrickle closed')"
+	wait_until 5 stat_is "$port" handshake_timeouts 2
+	[ "$(count_lines pub.err '^gdpub: warning: closed connection from 127\.0\.0\.1:[0-9]+: no handshake within 5 seconds$')" -eq 2 ]
+	stat_is "$port" connections 0
+}
+
+@test "GDpub_maxConnections: connections beyond it are closed at accept, logged and counted; the limit frees up" {
+	port=$(free_port)
+	pub_with "$port" --max-connections 3
+	run --separate-stderr python - "$port" <<'PY'
+import socket, sys, time
+port = int(sys.argv[1])
+def closed_within(s, sec):
+    s.settimeout(sec)
+    try:
+        return s.recv(1) == b""
+    except socket.timeout:
+        return False
+    except OSError:
+        return True
+held = [socket.create_connection(("127.0.0.1", port)) for _ in range(3)]
+time.sleep(0.2)	# accepted in order
+extra = [socket.create_connection(("127.0.0.1", port)) for _ in range(2)]
+print("extra", [closed_within(s, 2) for s in extra])
+print("held", [closed_within(s, 0.2) for s in held])
+PY
+	assert_success
+	assert_output "$(printf 'extra [True, True]\nheld [False, False, False]')"
+	stat_is "$port" conn_refused 2
+	# one line a second at most: the first refusal's
+	[ "$(count_lines pub.err '^gdpub: warning: refused connection from 127\.0\.0\.1:[0-9]+: 3 connections already \(GDpub_maxConnections=3\); 1 refused so far$')" -eq 1 ]
+	# the held ones were closed by the script's end: a subscriber gets in
+	wait_until 10 stat_is "$port" connections 0
+	welcomed "$port"
+	stat_is "$port" conn_refused 2
+}
+
+@test "--max-connections and GDpub_maxConnections take 1 to 65536" {
+	expect_usage gdpub "invalid value '0' for --max-connections: expected an integer from 1 to 65536" \
+	    -- gdpub -p 1 --max-connections 0
+	printf 'GDpub_port=1\nGDpub_maxConnections=65537\n' > p.ini
+	expect_fail 78 "gdpub: p.ini:2: GDpub_maxConnections: invalid value '65537': expected an integer from 1 to 65536" \
+	    -- gdpub -c p.ini
+}
+
+@test "a 5 s flood of connections, handshakes and acks for unknown IDs: gdpub's RSS grows less than 64 MiB and it still serves" {
+	port=$(free_port)
+	echo "$(head -c 32 /dev/urandom | base64)" > k
+	chmod 600 k
+	pub_with "$port" --auth-key-file k
+	pid=$(pgrep -s "$PUB" -x gdpub)
+	[ -n "$pid" ]
+	run --separate-stderr timeout 60 python "$BATS_TEST_DIRNAME/flood.py" \
+	    127.0.0.1 "$port" 5 --pid "$pid" --key k --churn 2 --idle 32
+	assert_success
+	echo "$output" >&3
+	[[ "$output" =~ rss_kib\ start=([0-9]+)\ peak=([0-9]+)\ end=([0-9]+) ]]
+	start=${BASH_REMATCH[1]} peak=${BASH_REMATCH[2]} end=${BASH_REMATCH[3]}
+	[ $((peak - start)) -lt 65536 ]
+	[ $((end - start)) -lt 65536 ]
+	# the unknown acks were read and counted, nothing else
+	timeout 10 gdinspect -p "$port" --json stats | grep -Eq '"late_acks":[1-9][0-9]*,'
+	stat_is "$port" pending 0
+	kill -0 "$pid"
+	run --separate-stderr python "$BATS_TEST_DIRNAME/flood.py" 127.0.0.1 \
+	    "$port" 0.5 --key k --name after --churn 0 --idle 0
+	assert_success
+}
