@@ -30,8 +30,25 @@ python() {
 }
 
 # free_port: print a TCP port nobody listens on
+# A port below the kernel's ephemeral range (32768 up), so that no client
+# connection of a test running beside this one (make check runs two bats
+# files at once) is given it between this check and its use.
 free_port() {
-	python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	python -c '
+import random, socket
+for _ in range(200):
+    p = random.randint(10000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("free_port: no free port found")'
 }
 
 # spawn CMD: run the shell command line CMD in the background, in its own
