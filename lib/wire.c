@@ -73,12 +73,32 @@ static void get_str(char *dst, size_t sz, const uint8_t *p, size_t n)
 
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h)
 {
-	if (f->type != GD_F_HELLO || f->len < 4)
+	size_t nlen, i, qlen;
+	const uint8_t *q;
+
+	if (f->type != GD_F_HELLO || f->len < 2)
 		return -1;
+	memset(h, 0, sizeof(*h));
 	h->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
+	if (h->version != GD_WIRE_VERSION)
+		return 0;
+	if (f->len < 13)
+		return -1;
 	h->gd = f->body[2];
 	h->want_data = f->body[3];
-	get_str(h->name, sizeof(h->name), f->body + 4, f->len - 4);
+	h->run = gd_get64(f->body + 4);
+	nlen = f->body[12];
+	if (f->len < 13 + nlen)
+		return -1;
+	get_str(h->name, sizeof(h->name), f->body + 13, nlen);
+	q = f->body + 13 + nlen;
+	qlen = f->len - 13 - nlen;
+	if (qlen >= sizeof(h->qos))
+		return -1;
+	for (i = 0; i < qlen; i++)	/* newlines separate; the rest printable */
+		h->qos[i] = q[i] == '\n' || (q[i] >= 0x20 && q[i] < 0x7f) ?
+		    (char)q[i] : '?';
+	h->qos[qlen] = '\0';
 	return 0;
 }
 
@@ -99,15 +119,19 @@ int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w)
 
 size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h)
 {
-	size_t n = strnlen(h->name, sizeof(h->name) - 1);
+	size_t n = strnlen(h->name, 255);
+	size_t q = strnlen(h->qos, sizeof(h->qos) - 1);
 	uint8_t *b = dst + GD_WIRE_HDR;
 	b[0] = (uint8_t)h->version;
 	b[1] = (uint8_t)(h->version >> 8);
 	b[2] = (uint8_t)h->gd;
 	b[3] = (uint8_t)h->want_data;
-	memcpy(b + 4, h->name, n);
-	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(4 + n));
-	return GD_WIRE_HDR + 4 + n;
+	gd_put64(b + 4, h->run);
+	b[12] = (uint8_t)n;
+	memcpy(b + 13, h->name, n);
+	memcpy(b + 13 + n, h->qos, q);
+	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(13 + n + q));
+	return GD_WIRE_HDR + 13 + n + q;
 }
 
 size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w)
@@ -138,6 +162,20 @@ size_t gd_wire_empty(uint8_t *dst, uint8_t type)
 {
 	gd_wire_hdr(dst, type, 0, 0);
 	return GD_WIRE_HDR;
+}
+
+size_t gd_wire_text(uint8_t *dst, uint8_t type, const char *text)
+{
+	size_t n = strnlen(text, GD_CTRL_MAX);
+
+	memcpy(dst + GD_WIRE_HDR, text, n);
+	gd_wire_hdr(dst, type, 0, (uint32_t)n);
+	return GD_WIRE_HDR + n;
+}
+
+void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz)
+{
+	get_str(dst, sz, f->body, f->len);
 }
 
 int gd_rbuf_init(struct gd_rbuf *r, size_t cap)

@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define GD_WIRE_VERSION 2		/* 2: acks name (id, seq) */
+#define GD_WIRE_VERSION 3		/* 2: acks name (id, seq); 3: QoS */
 #define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
 #define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
 #define GD_CTRL_MAX 4096		/* bound on every non-block frame body */
@@ -27,7 +27,10 @@ enum gd_ftype {
 	GD_F_FLOOR = 5,		/* pub -> sub: every seq below this is resolved */
 	GD_F_END = 6,		/* pub -> sub: the stream has ended */
 	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
-	GD_F_MAX = 7
+	GD_F_CONFIRM = 8,	/* sub -> pub: u64 seq of the last block it wrote
+				 * out (reliability=ordered) */
+	GD_F_REFUSE = 9,	/* pub -> sub: the subscription is refused, why */
+	GD_F_MAX = 9
 };
 
 /* block flags */
@@ -60,9 +63,15 @@ struct gd_block {
 	const uint8_t *data;
 };
 
+/* HELLO body (version 3): u16 version, u8 gd, u8 want data, u64 run (the
+ * gdsub process: a reconnect of the same run continues its subscription),
+ * u8 name length, the name, then the QoS as NAME=VALUE lines (the rest). */
+#define GD_QOS_MAX 1024
 struct gd_hello {
 	unsigned version, gd, want_data;
+	uint64_t run;
 	char name[256];
+	char qos[GD_QOS_MAX];	/* NAME=VALUE lines, '\n'-separated */
 };
 
 #define GD_WF_STREAM 0x01	/* blocks go out as a framed stream (gdpub -o) */
@@ -138,6 +147,8 @@ static inline void gd_wire_ack_at(const uint8_t *body, uint32_t i,
 }
 
 int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b);
+/* 0, or -1 when malformed; a hello of another version fills only
+ * h->version (the caller refuses it by version). */
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h);
 int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w);
 
@@ -146,6 +157,10 @@ size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h);
 size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w);
 size_t gd_wire_u64(uint8_t *dst, uint8_t type, uint64_t v);
 size_t gd_wire_empty(uint8_t *dst, uint8_t type);
+/* A frame whose body is text (REFUSE), cut at GD_CTRL_MAX bytes. */
+size_t gd_wire_text(uint8_t *dst, uint8_t type, const char *text);
+/* Its text, printable, NUL-terminated in dst[sz]. */
+void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz);
 
 /* A receive buffer for one connection: frames are parsed in place and the
  * partial tail moved to the front. It grows only for a frame larger than

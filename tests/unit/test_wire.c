@@ -156,12 +156,18 @@ TEST(block_payload_at_max)
 
 TEST(hello_round_trip)
 {
-	struct gd_hello h = { GD_WIRE_VERSION, 1, 0, "sub-a" }, o;
+	struct gd_hello h, o;
 	struct gd_frame f;
 	size_t n, used;
 
+	memset(&h, 0, sizeof(h));
+	h.version = GD_WIRE_VERSION;
+	h.gd = 1;
+	h.run = 0x0102030405060708ull;
+	strcpy(h.name, "sub-a");
+	strcpy(h.qos, "reliability=ordered\nretryCount=2");
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 5);
+	ASSERT_EQ(n, GD_WIRE_HDR + 13 + 5 + 32);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(used, n);
 	ASSERT_EQ(f.type, GD_F_HELLO);
@@ -170,28 +176,38 @@ TEST(hello_round_trip)
 	ASSERT_EQ(o.version, GD_WIRE_VERSION);
 	ASSERT_EQ(o.gd, 1);
 	ASSERT_EQ(o.want_data, 0);
+	ASSERT_U64(o.run, 0x0102030405060708ull);
 	ASSERT_STR(o.name, "sub-a");
+	ASSERT_STR(o.qos, "reliability=ordered\nretryCount=2");
 	ASSERT(all_prefixes_need_more(buf, n, 0));
 
-	/* version 0x1234, empty name */
-	h.version = 0x1234;
+	/* empty name, no QoS */
 	h.gd = 0;
 	h.want_data = 1;
 	h.name[0] = '\0';
+	h.qos[0] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4);
+	ASSERT_EQ(n, GD_WIRE_HDR + 13);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
-	ASSERT_EQ(o.version, 0x1234);
 	ASSERT_EQ(o.gd, 0);
 	ASSERT_EQ(o.want_data, 1);
 	ASSERT_STR(o.name, "");
+	ASSERT_STR(o.qos, "");
+
+	/* another version: only the version is read, the caller refuses it */
+	h.version = 0x1234;
+	n = gd_wire_hello(buf, &h);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
+	ASSERT_EQ(o.version, 0x1234);
+	h.version = GD_WIRE_VERSION;
 
 	/* longest name: 255 bytes */
 	memset(h.name, 'n', sizeof(h.name));
 	h.name[255] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + 4 + 255);
+	ASSERT_EQ(n, GD_WIRE_HDR + 13 + 255);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(strlen(o.name), 255);
@@ -200,27 +216,52 @@ TEST(hello_round_trip)
 
 TEST(hello_decoder_bounds)
 {
-	uint8_t body[600];
+	uint8_t body[1200];
 	struct gd_frame f = { GD_F_HELLO, 0, 0, body };
 	struct gd_hello o;
 
 	memset(body, 0, sizeof(body));
-	f.len = 3;
+	f.len = 1;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
 	f.type = GD_F_WELCOME;
-	f.len = 10;
+	f.len = 20;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
-	/* a name over 255 bytes is cut, control bytes become '?' */
 	f.type = GD_F_HELLO;
-	body[0] = 1;
-	memset(body + 4, 'x', 400);
-	body[4] = '\n';
-	body[5] = 0x7f;
-	body[6] = 0x80;
-	f.len = 404;
+	body[0] = GD_WIRE_VERSION;
+	f.len = 12;		/* no name length */
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	body[12] = 10;		/* a name longer than the body */
+	f.len = 20;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	/* control bytes become '?' */
+	body[12] = 3;
+	body[13] = '\n';
+	body[14] = 0x7f;
+	body[15] = 'x';
+	memcpy(body + 16, "a=1\nb\t", 6);
+	f.len = 22;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
-	ASSERT_EQ(strlen(o.name), 255);
-	ASSERT(strncmp(o.name, "???xxx", 6) == 0);
+	ASSERT_STR(o.name, "??x");
+	ASSERT_STR(o.qos, "a=1\nb?");
+	/* QoS text over GD_QOS_MAX - 1 bytes */
+	memset(body + 16, 'q', GD_QOS_MAX);
+	f.len = 16 + GD_QOS_MAX;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+}
+
+TEST(text_frame)
+{
+	struct gd_frame f;
+	size_t n, used;
+	char t[64];
+
+	n = gd_wire_text(buf, GD_F_REFUSE, "bad QoS\x01");
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_REFUSE);
+	gd_wire_get_text(&f, t, sizeof(t));
+	ASSERT_STR(t, "bad QoS?");
+	gd_wire_get_text(&f, t, 4);
+	ASSERT_STR(t, "bad");
 }
 
 TEST(welcome_round_trip)
@@ -457,7 +498,7 @@ TEST(back_to_back)
 {
 	static uint8_t s[8192];
 	static const char p1[] = "first", p2[] = "second block";
-	struct gd_hello h = { GD_WIRE_VERSION, 1, 1, "me" };
+	struct gd_hello h = { GD_WIRE_VERSION, 1, 1, 0, "me", "" };
 	struct gd_welcome w;
 	struct gd_block b1 = { 1, 10, 100, 0, 5, (const uint8_t *)p1 };
 	struct gd_block b2 = { 2, 11, 101, GD_FL_RESENT, 12, (const uint8_t *)p2 };
@@ -659,6 +700,7 @@ int main(void)
 	RUN(block_payload_at_max);
 	RUN(hello_round_trip);
 	RUN(hello_decoder_bounds);
+	RUN(text_frame);
 	RUN(welcome_round_trip);
 	RUN(ack_status_strings);
 	RUN(u64_and_empty_frames);
