@@ -12,6 +12,7 @@
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
+#include "qos.h"
 #include "out.h"
 #include "pub.h"
 #include "slots.h"
@@ -27,6 +28,14 @@
 
 struct pub;
 
+/* A part of a shared batch that waits for one connection (pub_net.c) */
+struct cseg {
+	struct cseg *next;
+	struct gd_bcast *b;
+	size_t off, len;
+	uint32_t nblk;
+};
+
 /* A subscriber connection (pub_net.c). */
 struct sconn {
 	uv_tcp_t h;
@@ -39,6 +48,16 @@ struct sconn {
 	uint64_t acks;
 	uint64_t hello_ns;		/* blocks sent since then reached it */
 	uv_shutdown_t sreq;
+	/* QoS (qos.c): its subscription, NULL for a connection that
+	 * carries only acknowledgements or was refused */
+	struct gd_qsub *qs;
+	int queued;			/* writes wait in its own queue: ordered,
+					 * or GDpub_sendQueueSizeMax */
+	int counted;			/* its loss is already a failure */
+	int refused, shut_wanted;
+	unsigned nwrites;		/* uv_writes outstanding */
+	struct cseg *qh, *qt;		/* its own queue */
+	uint64_t qblk, qbytes;
 };
 
 /* Where blocks go: the subscribers over TCP (pub_net.c) or the framed
@@ -76,6 +95,7 @@ struct pub {
 
 	struct gd_deliver dv;		/* pending blocks, window, outcomes */
 	struct gd_slots slots;		/* GD subscriber admission */
+	struct gd_qos qos;		/* subscriptions and their QoS */
 	struct sconn *slot_conn[GD_MAX_SUBS];
 	struct gd_snapshot snap;
 	struct gd_journal jn;		/* GDpub_journal, when journal */
@@ -153,6 +173,9 @@ void pub_release(struct pub *p, uint32_t owner);
 extern const struct pub_sink pub_tcp_sink;
 int pub_listen(struct pub *p);
 void pub_net_end(struct pub *p);
+/* A few times a second: sends blocked past GDpub_sendTimeout. */
+void pub_net_tick(struct pub *p, uint64_t now);
+extern const struct gd_qos_ops pub_qos_ops;
 void pub_net_close(struct pub *p);
 
 /* pub_stream.c */

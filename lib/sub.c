@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* --consecutive: the gap before block b will not be filled in time */
 static void gave_up(struct sub *s, struct sub_pub *pc, const struct gd_block *b)
@@ -198,6 +199,7 @@ static void on_prepare(uv_prepare_t *h)
 		sub_state_commit(s);
 	sub_acks_flush(s);
 	gd_out_flush(&s->out);
+	sub_net_confirm(s);
 	gd_ctl_flush(&s->ctl);
 }
 
@@ -411,6 +413,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	s->opt = *opt;
 	s->stream_in = opt->in != NULL;
 	gd_sub_identity(conf, s->name, sizeof(s->name));
+	s->run = uv_hrtime() ^ ((uint64_t)getpid() << 32);
 	if ((rc = uv_loop_init(&s->loop)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		free(s);

@@ -563,7 +563,7 @@ EOF
 	wait_until 10 has_line pub.err "^$TS gdpub: subscriber watcher \(127\.0\.0\.1:[0-9]+\) connected: GD slot 0, 1 of 1$"
 	kill -TERM "$subpid"
 	# a GD subscriber leaving mid-stream is a warning (timestamped at -v)
-	wait_until 10 has_line pub.err "^$TS gdpub: warning: GD subscriber watcher \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed; 0 of 1 connected, 0 blocks pending$"
+	wait_until 10 has_line pub.err "^$TS gdpub: warning: GD subscriber watcher \(127\.0\.0\.1:[0-9]+\) disconnected: unsubscribed; 0 of 1 connected, 0 blocks pending$"
 	has_line pub.err "^$TS gdpub: listening on 127\.0\.0\.1:$port, numSubs=1"
 	feed_close
 	wait_until 10 test -s pub.rc
