@@ -344,6 +344,8 @@ static void tcp_flush(struct pub *p)
 				continue;
 			conn_send(c, b);
 		}
+	if (b->nblk > 0)
+		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
 	gd_bcast_unref(b);
 	for (c = p->conns; c; c = c->next)
 		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_HIGH)

@@ -133,6 +133,8 @@ void gd_qos_remove(struct gd_qos *Q, struct gd_qsub *s, uint64_t now,
 {
 	if (s->state == GD_QS_REMOVED)
 		return;
+	if (!s->attached)
+		Q->ndetached--;
 	snprintf(s->why, sizeof(s->why), "%s", why);
 	s->awaiting = 0;
 	Q->nremoved++;
@@ -150,6 +152,7 @@ struct gd_qsub *gd_qos_subscribe(struct gd_qos *Q, const char *name,
 		    strncmp(s->name, name, GD_SLOT_NAME - 1) != 0)
 			continue;
 		if (s->run == run) {	/* the same gdsub, back */
+			Q->ndetached--;
 			s->attached = 1;
 			s->q = *q;
 			s->queued = 0;
@@ -177,7 +180,8 @@ struct gd_qsub *gd_qos_subscribe(struct gd_qos *Q, const char *name,
 
 void gd_qos_detach(struct gd_qos *Q, struct gd_qsub *s)
 {
-	(void)Q;
+	if (s->attached && s->state != GD_QS_REMOVED)
+		Q->ndetached++;
 	s->attached = 0;
 	s->queued = 0;
 	s->busy_since = 0;
@@ -220,6 +224,26 @@ int gd_qos_accepts(struct gd_qos *Q, struct gd_qsub *s, uint64_t n,
 	}
 	s->discarded += n;
 	return 0;
+}
+
+void gd_qos_published(struct gd_qos *Q, uint64_t n_blk, uint64_t now)
+{
+	struct gd_qsub *s, *n;
+
+	if (Q->ndetached == 0)
+		return;
+	for (s = Q->subs; s; s = n) {
+		n = s->next;	/* a removal may trim another */
+		if (s->attached || s->state == GD_QS_REMOVED)
+			continue;
+		if (s->state == GD_QS_OFFLINE && now < s->until) {
+			s->discarded += n_blk;
+			continue;
+		}
+		if (s->state == GD_QS_OFFLINE)
+			go(Q, s, GD_QS_ONLINE, now);
+		gd_qos_failure(Q, s, now, "its gdsub is not connected");
+	}
 }
 
 int64_t gd_qos_enqueue(struct gd_qos *Q, struct gd_qsub *s, uint64_t n,

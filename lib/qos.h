@@ -68,6 +68,7 @@ struct gd_qos {
 	struct gd_qos_conf c;
 	struct gd_qsub *subs;	/* newest first */
 	unsigned nremoved;
+	unsigned ndetached;	/* live subscriptions without a connection */
 	const struct gd_qos_ops *ops;
 	void *ctx;
 };
@@ -106,6 +107,12 @@ void gd_qos_remove(struct gd_qos *Q, struct gd_qsub *s, uint64_t now,
  * as n blocks); an offline subscription past its interval is online again. */
 int gd_qos_accepts(struct gd_qos *Q, struct gd_qsub *s, uint64_t n,
     uint64_t now);
+/* Blocks are published: a subscription whose gdsub is not connected
+ * (IceStorm: its proxy fails) and that would take them has a delivery
+ * failure, unless it is offline (then the n blocks are discarded for it)
+ * or removed. O(subscriptions) when some
+ * are detached, nothing otherwise. */
+void gd_qos_published(struct gd_qos *Q, uint64_t n, uint64_t now);
 /* n blocks were handed to its connection: 0, -1 when the queue limit
  * removed it (RemoveSubscriber), or the number of oldest queued blocks to
  * drop (DropEvents; the caller reports them with gd_qos_dropped). */

@@ -102,6 +102,7 @@ while not done:
                 s.setblocking(False)
             elif w[0] == "stall":
                 stalled = True
+                ev.write("stalled\n")
             elif w[0] == "resume":
                 stalled = False
             elif w[0] == "bye":

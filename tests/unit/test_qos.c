@@ -280,6 +280,34 @@ TEST(removed_kept_bounded)
 	gd_qos_free(&Q);
 }
 
+TEST(detached_fails_on_publish)
+{
+	struct gd_qos Q;
+	struct gd_qos_params q = { 0, 2 };
+	struct gd_qsub *s;
+	uint64_t t = S_NS;
+
+	setup(&Q, -1, 0);
+	s = gd_qos_subscribe(&Q, "a", 1, &q, t);
+	gd_qos_published(&Q, 1, t);	/* attached: nothing */
+	ASSERT_EQ(s->failures, 0);
+	gd_qos_failure(&Q, s, t, "connection lost");
+	gd_qos_detach(&Q, s);
+	ASSERT_EQ(Q.ndetached, 1);
+	gd_qos_published(&Q, 1, t + S_NS);	/* offline: discarded, no failure */
+	ASSERT_EQ(s->failures, 1);
+	ASSERT_U64(s->discarded, 1);
+	gd_qos_published(&Q, 1, t + 2 * S_NS);	/* online, no connection */
+	ASSERT_EQ(s->failures, 2);
+	ASSERT_EQ(s->state, GD_QS_OFFLINE);
+	gd_qos_published(&Q, 1, t + 4 * S_NS);
+	ASSERT_EQ(s->state, GD_QS_REMOVED);
+	ASSERT_EQ(Q.ndetached, 0);
+	gd_qos_published(&Q, 1, t + 9 * S_NS);
+	ASSERT_EQ(s->failures, 3);
+	gd_qos_free(&Q);
+}
+
 int main(void)
 {
 	RUN(parse_and_format);
@@ -292,5 +320,6 @@ int main(void)
 	RUN(send_timeout);
 	RUN(ordered_one_in_flight);
 	RUN(removed_kept_bounded);
+	RUN(detached_fails_on_publish);
 	return UNIT_DONE();
 }
