@@ -94,6 +94,10 @@ static void pc_close(struct sub_pub *pc)
 
 static void pc_lost(struct sub_pub *pc, const char *why)
 {
+	if (pc->s->done) {	/* we unsubscribed: the publisher closes */
+		pc_close(pc);
+		return;
+	}
 	if (pc->state == SUB_PS_ACTIVE || pc->state == SUB_PS_WELCOME) {
 		gd_err("lost connection to publisher %s: %s; reconnecting",
 		    pc->addr, why);

@@ -178,8 +178,6 @@ load helpers
 }
 
 @test "gdsub: options not supported yet are refused" {
-	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
-	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
 	expect_usage gdsub "invalid value 'k' for --auth-key-file: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --auth-key-file k
 }
 
