@@ -693,7 +693,7 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 			return -1;
 		}
 		on_hello(p, c, &h);
-		return c->closing ? -1 : 0;
+		return c->closing || c->refused ? -1 : 0;
 	case GD_F_ACK:
 		if (!c->hello)
 			break;
