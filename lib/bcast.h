@@ -10,6 +10,7 @@
 
 struct gd_bcast {
 	uint32_t refs;
+	uint32_t nblk;		/* block frames in it */
 	size_t len, cap;
 	uint8_t data[];
 };
@@ -21,6 +22,7 @@ static inline struct gd_bcast *gd_bcast_new(size_t cap)
 
 	if (b != NULL) {
 		b->refs = 1;
+		b->nblk = 0;
 		b->len = 0;
 		b->cap = cap;
 	}

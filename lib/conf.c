@@ -52,10 +52,10 @@ static const struct key keys[] = {
 	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1, 0 },
 	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 1, 1 },
 	{ "GDpub_maxConnections", "--max-connections", P, K_INT, O(max_conns), 1, 65536, NULL, 1, 0 },
-	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 0, 0 },
-	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 0, 0 },
-	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 0, 0 },
-	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 0, 0 },
+	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 1, 0 },
+	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 1, 0 },
+	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 1, 0 },
+	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 1, 0 },
 	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 1, 1 },
 	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 1, 0 },
 	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 1, 0 },
@@ -72,10 +72,10 @@ static const struct key keys[] = {
 	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0 },
 	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 1, 0 },
 	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 1, 1 },
-	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 0, 0 },
-	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 0, 0 },
-	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 0, 0 },
-	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 0, 0 },
+	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 1, 0 },
+	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 1, 0 },
+	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 1, 0 },
+	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 1, 0 },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 
@@ -104,7 +104,7 @@ void gd_conf_init(struct gd_conf *c, int family)
 	c->dedup = GD_DEDUP_ID;
 	c->conn_cached = 1;
 	c->locator_timeout = -1;
-	c->reliability = NULL;
+	c->reliability = GD_REL_PIPELINED;
 }
 
 void gd_conf_free(struct gd_conf *c)
@@ -221,11 +221,6 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 				n += snprintf(why + n, whysz - (size_t)n, "%s'%s'",
 				    j ? ", " : " ", k->enums[j]);
 			return -1;
-		}
-		if (k->off == offsetof(struct gd_conf, reliability)) {
-			if (i != 0)
-				goto unsupported;
-			return 0;
 		}
 		if (!k->supported && (int64_t)i != *(int64_t *)p)
 			goto unsupported;
@@ -397,6 +392,24 @@ int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value)
 		value = strncmp(opt, "--no-", 5) == 0 ? "0" : "1";
 	}
 	return gd_conf_set_opt(c, k->key, opt, value);
+}
+
+int gd_conf_qos(struct gd_conf *c, const char *name, size_t nlen,
+    const char *value, char *why, size_t whysz)
+{
+	size_t i;
+
+	for (i = 0; i < NKEYS; i++) {
+		const char *sn = short_name(&keys[i]);
+		if (keys[i].opt == NULL || strcmp(keys[i].opt, "--qos") != 0 ||
+		    strlen(sn) != nlen || strncmp(sn, name, nlen) != 0)
+			continue;
+		if (set_key(c, &keys[i], value, why, whysz) != 0)
+			return -1;
+		return 0;
+	}
+	snprintf(why, whysz, "unknown QoS name");
+	return -1;
 }
 
 int gd_conf_check(const struct gd_conf *c, int family)

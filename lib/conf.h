@@ -18,6 +18,7 @@ enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
 enum { GD_POLICY_REMOVE, GD_POLICY_DROP };
 enum { GD_ROLE_PRIMARY, GD_ROLE_SECONDARY };
+enum { GD_REL_PIPELINED, GD_REL_ORDERED };
 enum { GD_DEDUP_ID, GD_DEDUP_INDEX, GD_DEDUP_NONE };
 
 struct gd_hostport {
@@ -66,7 +67,7 @@ struct gd_conf {
 	int64_t dedup;
 	int64_t consecutive;
 	char *sub_auth;		/* GDsub_authKeyFile, checked when set */
-	char *reliability;
+	int64_t reliability;	/* GD_REL_* */
 	int64_t retry_count;
 	int64_t conn_cached;
 	double locator_timeout;
@@ -103,6 +104,12 @@ int gd_conf_check(const struct gd_conf *c, int family);
  * NAME=VALUE, NAME a key without its GDsub_ prefix. Returns 0, or
  * GD_EX_USAGE after printing why; -1 when no key has that option. */
 int gd_conf_set_option(struct gd_conf *c, const char *opt, const char *value);
+
+/* One QoS setting NAME=VALUE (NAME the key without GDsub_, nlen bytes),
+ * validated by the key table as --qos would be, into c (of the subscriber
+ * family): 0, or -1 with why filled (gdpub checks what a gdsub sent). */
+int gd_conf_qos(struct gd_conf *c, const char *name, size_t nlen,
+    const char *value, char *why, size_t whysz);
 
 /* The long option documented for KEY, or NULL (tests, man page check). */
 const char *gd_conf_option(const char *key);

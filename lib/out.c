@@ -163,6 +163,8 @@ static void on_written(uv_write_t *req, int status)
 	}
 	if (before >= OUT_LOW && o->queued < OUT_LOW && o->on_drain)
 		o->on_drain(o, 0);
+	if (o->queued == 0 && gd_dbuf_len(&o->buf) == 0 && o->on_idle)
+		o->on_idle(o, 0);
 }
 
 void gd_out_flush(struct gd_out *o)

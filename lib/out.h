@@ -29,6 +29,7 @@ struct gd_out {
 	int closing, closed, close_started;
 	gd_out_cb on_error;	/* first write error */
 	gd_out_cb on_drain;	/* queue went below the low mark */
+	gd_out_cb on_idle;	/* every byte appended so far is written */
 	/* called before bytes are handed to the writer; nonzero drops them
 	 * (gdpub: the journal records of these blocks could not be written) */
 	int (*before_write)(struct gd_out *o);

@@ -82,6 +82,8 @@ static void on_tick(uv_timer_t *t)
 	uint64_t now = uv_hrtime();
 
 	gd_deliver_tick(&p->dv, now);
+	if (p->sink == &pub_tcp_sink)
+		pub_net_tick(p, uv_now(&p->loop) * 1000000);
 	pub_journal_commit(p);	/* fsync=batch: what waits to be synced */
 	pub_kick(p);
 	pub_tick(p, now);
@@ -372,6 +374,15 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	p->epoch = pub_real_ns();
 	p->t_start = p->now = uv_hrtime();
 	gd_slots_init(&p->slots, p->needed);
+	{
+		struct gd_qos_conf qc = {
+			(uint64_t)(conf->discard_interval * 1e9),
+			conf->send_timeout < 0 ? 0 :
+			    (uint64_t)(conf->send_timeout * 1e9),
+			conf->sq_max, conf->sq_policy == GD_POLICY_DROP
+		};
+		gd_qos_init(&p->qos, &qc, &pub_qos_ops, p);
+	}
 	if ((rc = start(p)) == 0) {
 		uv_run(&p->loop, UV_RUN_DEFAULT);
 		gd_status_clear();
@@ -383,6 +394,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	pub_cluster_free(p);
 	gd_deliver_free(&p->dv);
 	pub_journal_free(p);
+	gd_qos_free(&p->qos);
 	uv_walk(&p->loop, walk_close, NULL);
 	uv_run(&p->loop, UV_RUN_DEFAULT);
 	if (uv_loop_close(&p->loop) != 0)

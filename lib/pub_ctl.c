@@ -8,6 +8,7 @@
 
 #include <inttypes.h>
 #include <string.h>
+#include <time.h>
 
 /* The names of the GD subscribers whose slot bits are set, comma-separated */
 static void reply_acked_by(struct pub *p, struct gd_ctl_client *cl,
@@ -119,23 +120,72 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 	gd_rank_free(&rk);
 }
 
-static const char *conn_state(const struct sconn *c)
+/* A subscription's state: subscribed, online, offline until a wall-clock
+ * time, or removed and why. */
+static void qsub_state(struct pub *p, const struct gd_qsub *s, char *buf,
+    size_t sz)
 {
-	if (!c->hello)
-		return c->refused ? "refused" : c->hs ? "authenticating" :
-		    "connecting";
-	switch (c->ack_status) {
-	case GD_ACK_OK: return "active";
-	case GD_ACK_NONE: return "receive-only";
-	case GD_ACK_OFF: return "active, GD off";
-	case GD_ACK_FULL: return "refused: numSubs reached";
-	case GD_ACK_NAME: return "refused: name in use";
-	default: return "refused";
+	uint64_t now = uv_now(&p->loop) * 1000000, real = pub_real_ns(), at;
+	time_t t;
+	struct tm tm;
+	char hms[16] = "?";
+
+	switch (s->state) {
+	case GD_QS_OFFLINE:
+		at = real + (s->until > now ? s->until - now : 0);
+		t = (time_t)(at / 1000000000u);
+		if (localtime_r(&t, &tm) != NULL)
+			strftime(hms, sizeof(hms), "%H:%M:%S", &tm);
+		snprintf(buf, sz, "offline until %s.%03u: %s",
+		    hms, (unsigned)(at / 1000000u % 1000u), s->why);
+		break;
+	case GD_QS_REMOVED:
+		snprintf(buf, sz, "removed: %s", s->why);
+		break;
+	default:
+		snprintf(buf, sz, "%s", gd_qos_state_name(s->state));
 	}
 }
 
+static void conn_state(struct pub *p, const struct sconn *c, char *buf,
+    size_t sz)
+{
+	const char *st = "refused";
+
+	if (!c->hello) {
+		snprintf(buf, sz, "%s", c->refused ? "refused" : c->hs ?
+		    "authenticating" : "connecting");
+		return;
+	}
+	switch (c->ack_status) {
+	case GD_ACK_OK: st = "active"; break;
+	case GD_ACK_NONE: st = "receive-only"; break;
+	case GD_ACK_OFF: st = "active, GD off"; break;
+	case GD_ACK_FULL: st = "refused: numSubs reached"; break;
+	case GD_ACK_NAME: st = "refused: name in use"; break;
+	}
+	/* a refused acknowledgement connection says so first */
+	if (c->qs != NULL && (c->ack_status == GD_ACK_OK ||
+	    c->ack_status == GD_ACK_NONE || c->ack_status == GD_ACK_OFF))
+		qsub_state(p, c->qs, buf, sz);
+	else
+		snprintf(buf, sz, "%s", st);
+}
+
+static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s)
+{
+	if (s == NULL) {
+		gd_ctl_printf(cl, "\t-\t-\n");
+		return;
+	}
+	gd_ctl_printf(cl, "\t%" PRIu64 "\t%" PRIu64 "\n", s->discarded,
+	    s->dropped);
+}
+
 /* in_flight per GD slot: pending blocks sent (or resent) to it since it
- * connected that it has not acked. One walk of the pending table. */
+ * connected that it has not acked. One walk of the pending table. Then
+ * the subscriptions without a connection: offline ones that wait for
+ * their gdsub, and the last removed ones. */
 static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
     const char *args, uint64_t now)
 {
@@ -143,8 +193,9 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 	unsigned slots[GD_MAX_SUBS], nslots = 0, i, n = 0;
 	struct gd_pending *pd = &p->dv.pend;
 	struct sconn *c;
+	struct gd_qsub *qs;
 	uint32_t s;
-	char name[GD_SLOT_NAME];
+	char name[GD_SLOT_NAME], state[300], cell[300], qos[96];
 
 	(void)args;
 	(void)now;
@@ -160,21 +211,41 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 	}
 	for (c = p->conns; c; c = c->next)
 		n++;
+	for (qs = p->qos.subs; qs; qs = qs->next)
+		if (!qs->attached)
+			n++;
 	gd_ctl_printf(cl, "subs %u\n", n);
-	/* qos and failures: per-subscription QoS is not supported yet, so
-	 * every subscriber has the default and no failure count */
 	gd_ctl_printf(cl, "name:s\taddress:s\tgd:s\tstate:s\tqos:s\tqueue:n\t"
-	    "in_flight:n\tfailures:n\tacks:n\n");
+	    "in_flight:n\tfailures:n\tacks:n\tdiscarded:n\tdropped:n\n");
 	for (c = p->conns; c; c = c->next) {
 		gd_ctl_cell(name, sizeof(name), c->name);
-		gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t-\t%zu\t", name, c->addr,
-		    c->slot >= 0 ? "yes" : "no", conn_state(c),
-		    uv_stream_get_write_queue_size((uv_stream_t *)&c->h));
+		conn_state(p, c, state, sizeof(state));
+		gd_ctl_cell(cell, sizeof(cell), state);
+		if (c->qs != NULL)
+			gd_qos_describe(&c->qs->q, qos, sizeof(qos));
+		else
+			snprintf(qos, sizeof(qos), "-");
+		gd_ctl_printf(cl, "%s\t%s\t%s\t%s\t%s\t%" PRIu64 "\t", name,
+		    c->addr, c->slot >= 0 ? "yes" : "no", cell, qos,
+		    c->qs != NULL ? c->qs->queued : 0);
 		if (c->slot >= 0)
 			gd_ctl_printf(cl, "%" PRIu64, infl[c->slot]);
 		else
 			gd_ctl_reply(cl, "-", 1);
-		gd_ctl_printf(cl, "\t0\t%" PRIu64 "\n", c->acks);
+		gd_ctl_printf(cl, "\t%u\t%" PRIu64, c->qs != NULL ?
+		    c->qs->failures : 0, c->acks);
+		reply_qsub_tail(cl, c->qs);
+	}
+	for (qs = p->qos.subs; qs; qs = qs->next) {
+		if (qs->attached)
+			continue;
+		gd_ctl_cell(name, sizeof(name), qs->name);
+		qsub_state(p, qs, state, sizeof(state));
+		gd_ctl_cell(cell, sizeof(cell), state);
+		gd_qos_describe(&qs->q, qos, sizeof(qos));
+		gd_ctl_printf(cl, "%s\t-\t-\t%s\t%s\t0\t-\t%u\t0", name, cell,
+		    qos, qs->failures);
+		reply_qsub_tail(cl, qs);
 	}
 }
 

@@ -13,6 +13,7 @@
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
+#include "qos.h"
 #include "out.h"
 #include "pub.h"
 #include "slots.h"
@@ -28,6 +29,14 @@
 
 struct pub;
 
+/* A part of a shared batch that waits for one connection (pub_net.c) */
+struct cseg {
+	struct cseg *next;
+	struct gd_bcast *b;
+	size_t off, len;
+	uint32_t nblk;
+};
+
 /* A subscriber connection (pub_net.c). */
 struct sconn {
 	uv_tcp_t h;
@@ -38,13 +47,24 @@ struct sconn {
 	char addr[80];
 	int hello, want_data, slot, ack_status, closing;
 	int hs;				/* 1: a CHALLENGE sent, PROOF awaited */
-	int refused;			/* a refusing WELCOME out, then the close */
-	unsigned hs_gd, hs_want;	/* the HELLO's, while the proof is awaited */
+	int refused;			/* a refusal out (WELCOME or REFUSE), then the
+					 * close */
+	struct gd_hello *hs_hello;	/* the HELLO, while its proof is awaited */
 	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */
 	uint64_t accept_ns;		/* the handshake's deadline runs from it */
 	uint64_t acks;
 	uint64_t hello_ns;		/* blocks sent since then reached it */
 	uv_shutdown_t sreq;
+	/* QoS (qos.c): its subscription, NULL for a connection that
+	 * carries only acknowledgements or was refused */
+	struct gd_qsub *qs;
+	int queued;			/* writes wait in its own queue: ordered,
+					 * or GDpub_sendQueueSizeMax */
+	int counted;			/* its loss is already a failure */
+	int shut_wanted;
+	unsigned nwrites;		/* uv_writes outstanding */
+	struct cseg *qh, *qt;		/* its own queue */
+	uint64_t qblk, qbytes;
 };
 
 /* Where blocks go: the subscribers over TCP (pub_net.c) or the framed
@@ -83,6 +103,7 @@ struct pub {
 
 	struct gd_deliver dv;		/* pending blocks, window, outcomes */
 	struct gd_slots slots;		/* GD subscriber admission */
+	struct gd_qos qos;		/* subscriptions and their QoS */
 	struct sconn *slot_conn[GD_MAX_SUBS];
 	struct gd_snapshot snap;
 	struct gd_journal jn;		/* GDpub_journal, when journal */
@@ -174,6 +195,9 @@ void pub_release(struct pub *p, uint32_t owner);
 extern const struct pub_sink pub_tcp_sink;
 int pub_listen(struct pub *p);
 void pub_net_end(struct pub *p);
+/* A few times a second: sends blocked past GDpub_sendTimeout. */
+void pub_net_tick(struct pub *p, uint64_t now);
+extern const struct gd_qos_ops pub_qos_ops;
 void pub_net_close(struct pub *p);
 /* Close the connections that did not complete their handshake within
  * GD_HANDSHAKE_MS (from the tick). */

@@ -22,34 +22,88 @@ struct bwrite {
 	uv_write_t req;
 	struct gd_bcast *b;
 	struct sconn *c;
+	uint32_t nblk;
 };
+
+static void conn_close(struct sconn *c, const char *why);
+static void conn_shut(uv_shutdown_t *req, int status);
+static void pump(struct sconn *c);
+
+/* ---- QoS transitions (qos.c decides, this logs) ---- */
+
+static void on_qos_transition(void *ctx, const struct gd_qsub *s, int from,
+    uint64_t now)
+{
+	struct pub *p = ctx;
+
+	(void)from;
+	switch (s->state) {
+	case GD_QS_SUBSCRIBED:
+		gd_trace(2, "subscription %s: subscribed", s->name);
+		break;
+	case GD_QS_ONLINE:
+		gd_trace(2, "subscription %s: online", s->name);
+		break;
+	case GD_QS_OFFLINE:
+		gd_trace(2, "subscription %s: offline for %gs (failure %u of "
+		    "%s): %s", s->name, p->conf->discard_interval, s->failures,
+		    s->q.retry_count < 0 ? "unlimited" : "retryCount + 1",
+		    s->why);
+		break;
+	case GD_QS_REMOVED:
+		gd_trace(2, "subscription %s: removed: %s", s->name, s->why);
+		break;
+	}
+	(void)now;
+}
+
+const struct gd_qos_ops pub_qos_ops = { on_qos_transition };
 
 /* ---- writing ---- */
 
-static void on_bwritten(uv_write_t *req, int status)
+static size_t conn_backlog(struct sconn *c)
 {
-	struct bwrite *w = (struct bwrite *)req;
-	struct pub *p = w->c->p;
+	return uv_stream_get_write_queue_size((uv_stream_t *)&c->h) +
+	    (size_t)c->qbytes;
+}
+
+/* Input waits while a connection is far behind; it goes on once every
+ * connection is below the low mark (or gone). */
+static void backlog_recheck(struct pub *p)
+{
 	struct sconn *c;
 
-	(void)status;	/* a failed write: the read side reports the loss */
-	gd_bcast_unref(w->b);
-	free(w);
 	if (!p->paused_backlog)
 		return;
 	for (c = p->conns; c; c = c->next)
-		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
-		    PUB_BACKLOG_LOW)
+		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_LOW)
 			return;
 	p->paused_backlog = 0;
 	pub_kick(p);
 }
 
-static void conn_close(struct sconn *c, const char *why);
+static void on_bwritten(uv_write_t *req, int status)
+{
+	struct bwrite *w = (struct bwrite *)req;
+	struct sconn *c = w->c;
+	struct pub *p = c->p;
+
+	c->nwrites--;
+	if (status == 0 && !c->closing && c->qs != NULL) {
+		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
+		    c->qh != NULL, uv_now(&p->loop) * 1000000);
+		if (c->queued)
+			pump(c);
+	}
+	gd_bcast_unref(w->b);
+	free(w);
+	backlog_recheck(p);
+}
 
 /* A connection that cannot take its share of the stream is closed: its
  * pending blocks then resolve as for any lost subscriber. */
-static void conn_write(struct sconn *c, struct gd_bcast *b)
+static void conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
+    size_t len, uint32_t nblk)
 {
 	struct bwrite *w = malloc(sizeof(*w));
 	uv_buf_t buf;
@@ -58,8 +112,9 @@ static void conn_write(struct sconn *c, struct gd_bcast *b)
 	if (w != NULL) {
 		w->b = b;
 		w->c = c;
+		w->nblk = nblk;
 		gd_bcast_ref(b);
-		buf = uv_buf_init((char *)b->data, (unsigned)b->len);
+		buf = uv_buf_init((char *)b->data + off, (unsigned)len);
 		if ((rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1,
 		    on_bwritten)) != 0) {
 			gd_bcast_unref(b);
@@ -70,7 +125,200 @@ static void conn_write(struct sconn *c, struct gd_bcast *b)
 		gd_err("cannot send to subscriber %s (%s): %s; closing its "
 		    "connection", c->name[0] ? c->name : "?", c->addr,
 		    uv_strerror(rc));
-		conn_close(c, NULL);
+		conn_close(c, uv_strerror(rc));
+		return;
+	}
+	c->nwrites++;
+	if (c->qs != NULL)
+		gd_qos_write_began(c->qs, uv_now(&c->p->loop) * 1000000);
+}
+
+static void seg_pop(struct sconn *c)
+{
+	struct cseg *g = c->qh;
+
+	c->qh = g->next;
+	if (c->qh == NULL)
+		c->qt = NULL;
+	gd_bcast_unref(g->b);
+	free(g);
+}
+
+static void queue_free(struct sconn *c)
+{
+	while (c->qh)
+		seg_pop(c);
+	c->qblk = c->qbytes = 0;
+}
+
+/* GDpub_sendQueueSizeMaxPolicy=DropEvents: the oldest blocks still in
+ * gdpub's queue go (those the socket has begun to take cannot); floors
+ * go with them, the next one says as much. */
+static uint64_t drop_oldest(struct sconn *c, uint64_t k)
+{
+	uint64_t n = 0;
+
+	while (k > 0 && c->qblk > 0 && c->qh != NULL) {
+		struct cseg *g = c->qh;
+		const uint8_t *d = g->b->data + g->off;
+		size_t flen;
+		if (g->len == 0) {
+			seg_pop(c);
+			continue;
+		}
+		flen = GD_WIRE_HDR + gd_get32(d);
+		if (d[4] == GD_F_BLOCK) {
+			g->nblk--;
+			c->qblk--;
+			k--;
+			n++;
+		} else if (d[4] != GD_F_FLOOR) {
+			break;	/* welcome, end: never dropped */
+		}
+		g->off += flen;
+		g->len -= flen;
+		c->qbytes -= flen;
+		if (g->len == 0)
+			seg_pop(c);
+	}
+	return n;
+}
+
+/* Hand what its own queue holds to the socket: all of it once the last
+ * writes are done, or with reliability=ordered up to the next block, which
+ * then waits for the subscriber's confirm. */
+static void pump(struct sconn *c)
+{
+	struct pub *p = c->p;
+	uint64_t now = uv_now(&p->loop) * 1000000;
+
+	if (c->closing)
+		return;
+	if (!c->qs->q.ordered) {
+		if (c->nwrites > 0)
+			return;
+		while (c->qh != NULL && !c->closing) {
+			struct cseg *g = c->qh;
+			if (g->len > 0)
+				conn_write(c, g->b, g->off, g->len, g->nblk);
+			if (c->closing)
+				return;
+			seg_pop(c);
+		}
+		c->qblk = c->qbytes = 0;
+	} else {
+		while (c->qh != NULL && gd_qos_may_send(c->qs)) {
+			struct cseg *g = c->qh;
+			const uint8_t *d = g->b->data;
+			size_t pos = g->off, end = g->off + g->len, n;
+			int blk = 0;
+			uint64_t seq = 0;
+			while (pos < end && !blk) {
+				size_t flen = GD_WIRE_HDR + gd_get32(d + pos);
+				if (d[pos + 4] == GD_F_BLOCK) {
+					blk = 1;
+					seq = gd_get64(d + pos + GD_WIRE_HDR + 8);
+				}
+				pos += flen;
+			}
+			n = pos - g->off;
+			if (n > 0)
+				conn_write(c, g->b, g->off, n, (uint32_t)blk);
+			if (c->closing)
+				return;
+			g->off = pos;
+			g->len -= n;
+			c->qbytes -= n;
+			if (blk) {
+				g->nblk--;
+				c->qblk--;
+				gd_qos_sent_block(c->qs, seq, now);
+			}
+			if (g->len == 0)
+				seg_pop(c);
+		}
+	}
+	if (c->shut_wanted && c->qh == NULL && !c->closing) {
+		c->shut_wanted = 0;
+		c->sreq.data = c;
+		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h,
+		    conn_shut) != 0)
+			conn_close(c, NULL);
+	}
+}
+
+/* Batch b (its blocks counted) for connection c: written at once, or
+ * through its own queue, whose limit may remove the subscription or drop
+ * its oldest blocks. */
+static void conn_send(struct sconn *c, struct gd_bcast *b)
+{
+	struct pub *p = c->p;
+	uint64_t now = uv_now(&p->loop) * 1000000;
+	struct cseg *g;
+	int64_t k;
+
+	if (c->qs == NULL) {
+		conn_write(c, b, 0, b->len, b->nblk);
+		return;
+	}
+	k = gd_qos_enqueue(&p->qos, c->qs, b->nblk, now);
+	if (k < 0) {
+		gd_err("subscriber %s (%s) removed: %s", c->name, c->addr,
+		    c->qs->why);
+		c->counted = 1;
+		conn_close(c, "send queue full");
+		return;
+	}
+	if (!c->queued) {
+		conn_write(c, b, 0, b->len, b->nblk);
+		return;
+	}
+	if ((g = malloc(sizeof(*g))) == NULL) {
+		gd_err("out of memory queueing blocks for subscriber %s (%s); "
+		    "closing its connection", c->name, c->addr);
+		conn_close(c, "out of memory");
+		return;
+	}
+	gd_bcast_ref(b);
+	g->b = b;
+	g->off = 0;
+	g->len = b->len;
+	g->nblk = b->nblk;
+	g->next = NULL;
+	if (c->qt)
+		c->qt->next = g;
+	else
+		c->qh = g;
+	c->qt = g;
+	c->qblk += b->nblk;
+	c->qbytes += b->len;
+	if (k > 0) {
+		uint64_t n = drop_oldest(c, (uint64_t)k);
+		gd_qos_dropped(c->qs, n);
+		if (n > 0)
+			gd_trace(2, "subscriber %s: %" PRIu64 " oldest queued "
+			    "block%s dropped (DropEvents)", c->name, n,
+			    gd_plural((double)n));
+	}
+	pump(c);
+}
+
+/* A send blocked past GDpub_sendTimeout (or an ordered block unconfirmed
+ * that long) is a delivery failure: the connection goes, with everything
+ * queued for it. */
+void pub_net_tick(struct pub *p, uint64_t now)
+{
+	struct sconn *c, *n;
+	char why[96];
+
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		if (c->closing || c->qs == NULL ||
+		    !gd_qos_send_late(&p->qos, c->qs, now))
+			continue;
+		snprintf(why, sizeof(why), "a send blocked for more than "
+		    "GDpub_sendTimeout=%gs", p->conf->send_timeout);
+		conn_close(c, why);
 	}
 }
 
@@ -89,13 +337,21 @@ static void tcp_flush(struct pub *p)
 	if (b->len > 0)
 		for (c = p->conns; c; c = n) {
 			n = c->next;
-			if (c->hello && c->want_data && !c->closing)
-				conn_write(c, b);
+			if (!c->hello || !c->want_data || c->closing)
+				continue;
+			/* offline (QoS): its blocks are discarded; floors and
+			 * the end still go */
+			if (c->qs != NULL && b->nblk > 0 && c->qs->state !=
+			    GD_QS_ONLINE && !gd_qos_accepts(&p->qos, c->qs,
+			    b->nblk, uv_now(&p->loop) * 1000000))
+				continue;
+			conn_send(c, b);
 		}
+	if (b->nblk > 0)
+		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
 	gd_bcast_unref(b);
 	for (c = p->conns; c; c = c->next)
-		if (uv_stream_get_write_queue_size((uv_stream_t *)&c->h) >
-		    PUB_BACKLOG_HIGH)
+		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_HIGH)
 			p->paused_backlog = 1;
 }
 
@@ -119,8 +375,10 @@ static void tcp_block(struct pub *p, const struct gd_block *b)
 {
 	uint8_t *d = room(p, GD_BLOCK_HDR + (size_t)b->len);
 
-	if (d != NULL)
+	if (d != NULL) {
 		p->cur->len += gd_wire_block(d, b);
+		p->cur->nblk++;
+	}
 }
 
 static void tcp_floor(struct pub *p, uint64_t floor)
@@ -138,13 +396,17 @@ static void send_end(struct sconn *c)
 	if (b == NULL)
 		return;
 	b->len = gd_wire_empty(b->data, GD_F_END);
-	conn_write(c, b);
+	conn_send(c, b);
 	gd_bcast_unref(b);
 }
 
 static void tcp_end(struct pub *p)
 {
-	uint8_t *d = room(p, GD_WIRE_HDR);
+	uint8_t *d;
+
+	tcp_flush(p);	/* the end in a batch of its own: offline
+			 * subscribers discard blocks, not the end */
+	d = room(p, GD_WIRE_HDR);
 
 	if (d != NULL)
 		p->cur->len += gd_wire_empty(d, GD_F_END);
@@ -187,6 +449,12 @@ void pub_net_close(struct pub *p)
 	uv_close((uv_handle_t *)&p->srv, NULL);
 	for (c = p->conns; c; c = n) {
 		n = c->next;
+		if (c->closing)
+			continue;
+		if (c->qh != NULL) {	/* after what its own queue holds */
+			c->shut_wanted = 1;
+			continue;
+		}
 		c->sreq.data = c;
 		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, conn_shut) != 0)
 			conn_close(c, NULL);
@@ -205,6 +473,7 @@ static void conn_closed(uv_handle_t *h)
 	struct sconn *c = h->data;
 	c->p->nconns--;
 	gd_rbuf_free(&c->rb);
+	free(c->hs_hello);
 	free(c);
 }
 
@@ -217,6 +486,17 @@ static void conn_close(struct sconn *c, const char *why)
 	c->closing = 1;
 	if (c->hello && c->want_data)
 		p->ndata--;
+	if (c->qs != NULL) {
+		/* a connection lost mid-stream is a delivery failure */
+		if (!c->counted && !p->finished &&
+		    gd_qos_failure(&p->qos, c->qs, uv_now(&p->loop) * 1000000,
+		    why ? why : "connection closed by gdpub") == GD_QS_REMOVED)
+			gd_warn("subscriber %s (%s) removed: %s", c->name,
+			    c->addr, c->qs->why);
+		gd_qos_detach(&p->qos, c->qs);
+		c->qs = NULL;
+	}
+	queue_free(c);
 	if (c->slot >= 0) {
 		p->slot_conn[c->slot] = NULL;
 		gd_slots_leave(&p->slots, c->slot);
@@ -234,6 +514,7 @@ static void conn_close(struct sconn *c, const char *why)
 	if (c->next)
 		c->next->pprev = c->pprev;
 	uv_close((uv_handle_t *)&c->h, conn_closed);
+	backlog_recheck(p);
 }
 
 /* The welcome, then (to a data connection) the snapshot, in one write. A
@@ -268,8 +549,9 @@ static void send_welcome(struct pub *p, struct sconn *c)
 		struct gd_block blk = { s->id, s->seq, s->time_ns,
 			GD_FL_SNAPSHOT, s->len, s->data };
 		b->len += gd_wire_block(b->data + b->len, &blk);
+		b->nblk++;
 	}
-	conn_write(c, b);
+	conn_send(c, b);
 	gd_bcast_unref(b);
 }
 
@@ -313,13 +595,52 @@ static int admit(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	return st;
 }
 
+/* QoS it cannot apply: the subscriber is told why and the connection
+ * ends once that is written; gdsub reports it and exits 78. */
+static void refuse_qos(struct pub *p, struct sconn *c, const char *why)
+{
+	struct gd_bcast *b = gd_bcast_new(GD_WIRE_HDR + GD_CTRL_MAX);
+
+	gd_err("refused subscriber %s (%s): %s", c->name, c->addr, why);
+	c->refused = 1;
+	if (b != NULL) {
+		b->len = gd_wire_text(b->data, GD_F_REFUSE, why);
+		conn_write(c, b, 0, b->len, 0);
+		gd_bcast_unref(b);
+	}
+	if (c->closing)
+		return;
+	c->sreq.data = c;
+	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, conn_shut) != 0)
+		conn_close(c, NULL);
+	(void)p;
+}
+
 static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 {
+	struct gd_qos_params q;
+	char why[300], msg[400];
+
 	snprintf(c->name, sizeof(c->name), "%s", h->name);
+	if (gd_qos_parse(h->qos, &q, why, sizeof(why)) != 0) {
+		snprintf(msg, sizeof(msg), "bad QoS %s", why);
+		refuse_qos(p, c, msg);
+		return;
+	}
 	c->ack_status = admit(p, c, h);
 	/* blocks batched so far go to the others; this one starts after */
 	tcp_flush(p);
 	c->want_data = h->want_data != 0 && p->sink == &pub_tcp_sink;
+	if (c->want_data) {
+		c->qs = gd_qos_subscribe(&p->qos, c->name, h->run, &q, p->now);
+		if (c->qs == NULL) {
+			gd_err("out of memory subscribing %s (%s)", c->name,
+			    c->addr);
+			conn_close(c, NULL);
+			return;
+		}
+		c->queued = q.ordered || p->conf->sq_max >= 0;
+	}
 	send_welcome(p, c);
 	if (c->closing)
 		return;
@@ -386,11 +707,17 @@ static int hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	}
 	if (!ours) {
 		on_hello(p, c, h);
-		return c->closing ? -1 : 0;
+		return c->closing || c->refused ? -1 : 0;
 	}
 	memcpy(c->nc, h->nonce, GD_AUTH_NONCE);
-	c->hs_gd = h->gd;
-	c->hs_want = h->want_data;
+	/* the hello waits for the proof (freed with the connection) */
+	if ((c->hs_hello = malloc(sizeof(*h))) == NULL) {
+		gd_err("out of memory authenticating subscriber %s (%s); closing "
+		    "its connection", who(c), c->addr);
+		conn_close(c, NULL);
+		return -1;
+	}
+	*c->hs_hello = *h;
 	if (gd_auth_nonce(c->ns) != 0 ||
 	    gd_auth_proof(&p->key, GD_AUTH_PUB, c->nc, c->ns, mac) != 0 ||
 	    (b = gd_bcast_new(GD_WIRE_HDR + GD_CHALLENGE_LEN)) == NULL) {
@@ -400,7 +727,7 @@ static int hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		return -1;
 	}
 	b->len = gd_wire_challenge(b->data, c->ns, mac);
-	conn_write(c, b);
+	conn_write(c, b, 0, b->len, 0);
 	gd_bcast_unref(b);
 	c->hs = 1;
 	return c->closing ? -1 : 0;
@@ -419,16 +746,13 @@ static int proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		    c->addr);
 		return refuse(p, c, GD_ACK_AUTH_FAILED);
 	}
-	memset(&h, 0, sizeof(h));
-	h.version = GD_WIRE_VERSION;
-	h.gd = c->hs_gd;
-	h.want_data = c->hs_want;
-	h.flags = GD_HF_AUTH;
-	snprintf(h.name, sizeof(h.name), "%s", c->name);
+	h = *c->hs_hello;
+	free(c->hs_hello);
+	c->hs_hello = NULL;
 	c->hs = 0;
 	gd_trace(1, "subscriber %s (%s) proved the key", who(c), c->addr);
 	on_hello(p, c, &h);
-	return c->closing ? -1 : 0;
+	return c->closing || c->refused ? -1 : 0;
 }
 
 void pub_net_sweep(struct pub *p, uint64_t now)
@@ -502,7 +826,20 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 			break;
 		pub_cluster_preacks(p, c, f);
 		return 0;
+	case GD_F_CONFIRM:
+		if (!c->hello || f->len != 8)
+			break;
+		if (c->qs != NULL && gd_qos_confirm(&p->qos, c->qs,
+		    gd_get64(f->body), p->now))
+			pump(c);
+		return 0;
 	case GD_F_BYE:
+		/* an explicit unsubscribe: removed whatever retryCount says */
+		if (c->qs != NULL) {
+			gd_qos_remove(&p->qos, c->qs, p->now,
+			    "unsubscribed (gdsub exited)");
+			c->counted = 1;
+		}
 		conn_close(c, "unsubscribed");
 		return -1;
 	}
@@ -535,6 +872,8 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pub_maybe_done(p);
 		return;
 	}
+	if (c->refused)
+		return;		/* nothing it says counts */
 	c->rb.len += (size_t)nread;
 	p->now = uv_hrtime();
 	while ((rc = gd_wire_next(c->rb.buf + c->rb.off, c->rb.len - c->rb.off,

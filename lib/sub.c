@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- lifecycle ---- */
 
@@ -24,6 +25,7 @@ static void on_prepare(uv_prepare_t *h)
 	sub_acks_flush(s);
 	sub_cluster_flush(s);
 	gd_out_flush(&s->out);
+	sub_net_confirm(s);
 	gd_ctl_flush(&s->ctl);
 }
 
@@ -248,6 +250,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 			return GD_EX_CONFIG;
 		}
 	}
+	s->run = uv_hrtime() ^ ((uint64_t)getpid() << 32);
 	if ((rc = uv_loop_init(&s->loop)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		free(s);

@@ -51,6 +51,13 @@ struct sub_pub {
 	int cl;			/* its cluster in s->cls, or -1 */
 	uint64_t *pq;		/* pre-acks to send (sub_cluster.c) */
 	size_t npq, cappq;
+	/* reliability=ordered: the last block received, to confirm once
+	 * stdout has taken it */
+	int confirm_due;
+	uint64_t confirm_seq;
+	/* the publisher's resolved address (GDsub_locatorCacheTimeout) */
+	struct sockaddr_storage addr_cache;
+	uint64_t addr_time;	/* when resolved (ms, loop clock); 0: none */
 };
 
 /* The origin a block's key carries: the publisher's stamp, or with -i
@@ -96,6 +103,7 @@ struct sub {
 	int closing, done, sigs, code, out_paused;
 	int hard;		/* a second signal: tear down without waiting */
 	char name[256];
+	uint64_t run;		/* this process, in every hello */
 	int stream_in;		/* -i: blocks come from s->in, not over TCP */
 	struct sub_in in;
 	struct gd_state *state;	/* GDsub_state, or NULL */
@@ -122,6 +130,8 @@ void sub_net_start(struct sub_pub *pc);
 void sub_net_pause(struct sub *s);
 void sub_net_resume(struct sub *s);
 void sub_net_shut(struct sub_pub *pc, int hard);
+/* reliability=ordered: confirm the blocks stdout has taken */
+void sub_net_confirm(struct sub *s);
 struct sub_pub *sub_pub_find(struct sub *s, const char *origin, size_t len);
 
 /* sub_input.c: -i, blocks from a framed stream */

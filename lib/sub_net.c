@@ -7,6 +7,7 @@
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
+#include "qos.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,6 +20,24 @@ static void free_write(uv_write_t *w, int status)
 {
 	(void)status;
 	free(w);	/* the frame follows the request in the same block */
+}
+
+/* A small control frame (BYE, or CONFIRM with its u64); a failure shows
+ * as the connection's loss. */
+static void send_frame(struct sub_pub *pc, uint8_t type, int has_arg,
+    uint64_t arg)
+{
+	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + 8);
+	uv_buf_t b;
+	size_t n;
+
+	if (w == NULL)
+		return;
+	n = has_arg ? gd_wire_u64((uint8_t *)(w + 1), type, arg) :
+	    gd_wire_empty((uint8_t *)(w + 1), type);
+	b = uv_buf_init((char *)(w + 1), (unsigned)n);
+	if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write) != 0)
+		free(w);
 }
 
 static void pc_retry_cb(uv_timer_t *t)
@@ -104,6 +123,10 @@ static void pc_lost(struct sub_pub *pc, const char *why)
 {
 	char msg[400];
 
+	if (pc->s->done) {	/* we unsubscribed: the publisher closes */
+		pc_close(pc);
+		return;
+	}
 	if (pc->state == SUB_PS_WELCOME) {
 		/* a refusal that this version cannot read, or none: the
 		 * publisher's log says which */
@@ -243,6 +266,10 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			struct sub_origin o = { pc->origin, pc->origin_len,
 				pc->epoch };
 			gd_wire_get_block(&f, &b);
+			if (s->conf->reliability == GD_REL_ORDERED) {
+				pc->confirm_due = 1;
+				pc->confirm_seq = b.seq;
+			}
 			sub_on_block(s, pc, &b, &o);
 			if (s->done)
 				return;
@@ -281,6 +308,13 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			}
 			uv_timer_stop(&pc->retry);
 			on_welcome(s, pc, &w);
+		} else if (f.type == GD_F_REFUSE && pc->state == SUB_PS_WELCOME) {
+			char why[512];
+			gd_wire_get_text(&f, why, sizeof(why));
+			gd_err("publisher %s refused the subscription: %s",
+			    pc->addr, why);
+			sub_finish(s, GD_EX_CONFIG);
+			return;
 		} else if (f.type == GD_F_FLOOR && f.len == 8) {
 			struct sub_origin o = { pc->origin, pc->origin_len,
 				pc->epoch };
@@ -384,6 +418,7 @@ static void on_connect(uv_connect_t *req, int status)
 	h.gd = s->conf->gd ? 1 : 0;
 	h.want_data = !s->stream_in;
 	h.flags = s->key.len > 0 ? GD_HF_AUTH : 0;
+	h.run = s->run;
 	pc->pub_proved = 0;
 	if (gd_auth_nonce(pc->nc) != 0) {
 		gd_err("cannot greet publisher %s: no random bytes for the nonce",
@@ -393,6 +428,11 @@ static void on_connect(uv_connect_t *req, int status)
 	}
 	memcpy(h.nonce, pc->nc, GD_AUTH_NONCE);
 	snprintf(h.name, sizeof(h.name), "%s", s->name);
+	{
+		struct gd_qos_params q = { s->conf->reliability == GD_REL_ORDERED,
+			s->conf->retry_count };
+		gd_qos_format(&q, h.qos, sizeof(h.qos));
+	}
 	if ((rc = send_ctrl(pc, make_hello, &h)) == UV_ENOMEM) {
 		gd_err("out of memory greeting publisher %s", pc->addr);
 		sub_finish(s, GD_EX_FAIL);
@@ -406,16 +446,37 @@ static void on_connect(uv_connect_t *req, int status)
 	}
 	(void)uv_timer_start(&pc->retry, hs_timeout, SUB_HANDSHAKE_MS, 0);
 	pc->rb.len = pc->rb.off = 0;
+	pc->confirm_due = 0;
 	pc->reading = 1;
 	if (!s->out_paused)
 		pc_read_start(pc);
+}
+
+/* A fresh TCP connection to the address resolved for pc. */
+static void connect_to(struct sub_pub *pc, const struct sockaddr *sa)
+{
+	struct sub *s = pc->s;
+	int rc;
+
+	if ((rc = uv_tcp_init(&s->loop, &pc->h)) != 0) {
+		attempt_failed(pc, uv_strerror(rc));
+		return;
+	}
+	pc->h.data = pc;
+	pc->h_open = 1;
+	pc->state = SUB_PS_CONNECTING;
+	pc->creq.data = pc;
+	rc = uv_tcp_connect(&pc->creq, &pc->h, sa, on_connect);
+	if (rc != 0) {
+		pc_close(pc);
+		attempt_failed(pc, uv_strerror(rc));
+	}
 }
 
 static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 {
 	struct sub_pub *pc = req->data;
 	struct sub *s = pc->s;
-	int rc;
 
 	if (s->done) {
 		uv_freeaddrinfo(res);
@@ -425,21 +486,29 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 		attempt_failed(pc, uv_strerror(status));
 		return;
 	}
-	if ((rc = uv_tcp_init(&s->loop, &pc->h)) != 0) {
-		uv_freeaddrinfo(res);
-		attempt_failed(pc, uv_strerror(rc));
-		return;
+	/* kept for the next attempts (GDsub_locatorCacheTimeout) */
+	if (res->ai_addrlen <= sizeof(pc->addr_cache)) {
+		memcpy(&pc->addr_cache, res->ai_addr, res->ai_addrlen);
+		pc->addr_time = uv_now(&s->loop) + 1;
 	}
-	pc->h.data = pc;
-	pc->h_open = 1;
-	pc->state = SUB_PS_CONNECTING;
-	pc->creq.data = pc;
-	rc = uv_tcp_connect(&pc->creq, &pc->h, res->ai_addr, on_connect);
+	connect_to(pc, res->ai_addr);
 	uv_freeaddrinfo(res);
-	if (rc != 0) {
-		pc_close(pc);
-		attempt_failed(pc, uv_strerror(rc));
-	}
+}
+
+/* IceStorm's connectionCached and locatorCacheTimeout, on the side that
+ * connects: with connectionCached=1 an attempt reuses the address
+ * resolved before while it is younger than locatorCacheTimeout (-1:
+ * forever, 0: never); connectionCached=0 resolves the host name again for
+ * every attempt. Each attempt is a new TCP connection either way. */
+static int addr_cached(struct sub_pub *pc)
+{
+	const struct gd_conf *c = pc->s->conf;
+	uint64_t age;
+
+	if (pc->addr_time == 0 || !c->conn_cached || c->locator_timeout == 0)
+		return 0;
+	age = uv_now(&pc->s->loop) + 1 - pc->addr_time;
+	return c->locator_timeout < 0 || (double)age < c->locator_timeout * 1000;
 }
 
 void sub_net_start(struct sub_pub *pc)
@@ -460,6 +529,14 @@ void sub_net_start(struct sub_pub *pc)
 	snprintf(port, sizeof(port), "%d", pc->hp.port);
 	gd_trace(1, "connecting to publisher %s (attempt %d)", pc->addr,
 	    pc->attempts + 1);
+	if (addr_cached(pc)) {
+		gd_trace(2, "publisher %s: reusing the address resolved %.3fs "
+		    "ago", pc->addr, (double)(uv_now(&pc->s->loop) + 1 -
+		    pc->addr_time) / 1000);
+		connect_to(pc, (const struct sockaddr *)&pc->addr_cache);
+		return;
+	}
+	gd_trace(2, "publisher %s: resolving %s", pc->addr, pc->hp.host);
 	pc->state = SUB_PS_RESOLVING;
 	pc->gai.data = pc;
 	rc = uv_getaddrinfo(&pc->s->loop, &pc->gai, on_resolved, pc->hp.host,
@@ -484,10 +561,29 @@ void sub_net_shut(struct sub_pub *pc, int hard)
 	if (pc->state == SUB_PS_RESOLVING)
 		uv_cancel((uv_req_t *)&pc->gai);
 	if (pc->h_open && !uv_is_closing((uv_handle_t *)&pc->h)) {
+		/* a clean exit unsubscribes explicitly (the publisher removes
+		 * the subscription at once, whatever its retryCount) */
+		if (!hard && pc->state == SUB_PS_ACTIVE)
+			send_frame(pc, GD_F_BYE, 0, 0);
 		pc->sreq.data = pc;
 		if (hard || pc->state != SUB_PS_ACTIVE || uv_shutdown(&pc->sreq,
 		    (uv_stream_t *)&pc->h, pc_shut) != 0)
 			pc_close(pc);
+	}
+}
+
+void sub_net_confirm(struct sub *s)
+{
+	size_t i;
+
+	if (s->done || gd_out_backlog(&s->out) > 0)
+		return;
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (!pc->confirm_due || pc->state != SUB_PS_ACTIVE)
+			continue;
+		pc->confirm_due = 0;
+		send_frame(pc, GD_F_CONFIRM, 1, pc->confirm_seq);
 	}
 }
 

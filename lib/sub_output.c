@@ -81,6 +81,12 @@ static void on_out_drain(struct gd_out *o, int err)
 	sub_in_kick(s);
 }
 
+static void on_out_idle(struct gd_out *o, int err)
+{
+	(void)err;
+	sub_net_confirm(o->data);
+}
+
 static void on_out_error(struct gd_out *o, int err)
 {
 	struct sub *s = o->data;
@@ -103,6 +109,7 @@ int sub_out_open(struct sub *s)
 	s->out.data = s;
 	s->out.on_error = on_out_error;
 	s->out.on_drain = on_out_drain;
+	s->out.on_idle = on_out_idle;
 	if (s->opt.format == GD_OUT_FRAME) {
 		uint8_t *d = gd_out_reserve(&s->out, GD_STREAM_HDR);
 		if (d == NULL) {

@@ -83,20 +83,35 @@ static void get_str(char *dst, size_t sz, const uint8_t *p, size_t n)
 
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h)
 {
+	size_t nlen, i, qlen;
+	const uint8_t *q;
+
 	if (f->type != GD_F_HELLO || f->len < 2)
 		return -1;
 	memset(h, 0, sizeof(*h));
 	h->version = (unsigned)f->body[0] | (unsigned)f->body[1] << 8;
 	if (h->version != GD_WIRE_VERSION)
 		return 0;
-	if (f->len < GD_HELLO_FIXED || f->body[5] || f->body[6] || f->body[7])
+	if (f->len < GD_HELLO_NAME_AT || f->body[5] || f->body[6] ||
+	    f->body[7])
 		return -1;
 	h->gd = f->body[2];
 	h->want_data = f->body[3];
 	h->flags = f->body[4];
 	memcpy(h->nonce, f->body + 8, GD_AUTH_NONCE);
-	get_str(h->name, sizeof(h->name), f->body + GD_HELLO_FIXED,
-	    f->len - GD_HELLO_FIXED);
+	h->run = gd_get64(f->body + GD_HELLO_FIXED);
+	nlen = f->body[GD_HELLO_FIXED + 8];
+	if (f->len < GD_HELLO_NAME_AT + nlen)
+		return -1;
+	get_str(h->name, sizeof(h->name), f->body + GD_HELLO_NAME_AT, nlen);
+	q = f->body + GD_HELLO_NAME_AT + nlen;
+	qlen = f->len - GD_HELLO_NAME_AT - nlen;
+	if (qlen >= sizeof(h->qos))
+		return -1;
+	for (i = 0; i < qlen; i++)	/* newlines separate; the rest printable */
+		h->qos[i] = q[i] == '\n' || (q[i] >= 0x20 && q[i] < 0x7f) ?
+		    (char)q[i] : '?';
+	h->qos[qlen] = '\0';
 	return 0;
 }
 
@@ -117,7 +132,8 @@ int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w)
 
 size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h)
 {
-	size_t n = strnlen(h->name, sizeof(h->name) - 1);
+	size_t n = strnlen(h->name, 255);
+	size_t q = strnlen(h->qos, sizeof(h->qos) - 1);
 	uint8_t *b = dst + GD_WIRE_HDR;
 	b[0] = (uint8_t)h->version;
 	b[1] = (uint8_t)(h->version >> 8);
@@ -126,9 +142,12 @@ size_t gd_wire_hello(uint8_t *dst, const struct gd_hello *h)
 	b[4] = (uint8_t)h->flags;
 	b[5] = b[6] = b[7] = 0;
 	memcpy(b + 8, h->nonce, GD_AUTH_NONCE);
-	memcpy(b + GD_HELLO_FIXED, h->name, n);
-	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(GD_HELLO_FIXED + n));
-	return GD_WIRE_HDR + GD_HELLO_FIXED + n;
+	gd_put64(b + GD_HELLO_FIXED, h->run);
+	b[GD_HELLO_FIXED + 8] = (uint8_t)n;
+	memcpy(b + GD_HELLO_NAME_AT, h->name, n);
+	memcpy(b + GD_HELLO_NAME_AT + n, h->qos, q);
+	gd_wire_hdr(dst, GD_F_HELLO, 0, (uint32_t)(GD_HELLO_NAME_AT + n + q));
+	return GD_WIRE_HDR + GD_HELLO_NAME_AT + n + q;
 }
 
 size_t gd_wire_welcome(uint8_t *dst, const struct gd_welcome *w)
@@ -175,6 +194,20 @@ size_t gd_wire_proof(uint8_t *dst, const uint8_t proof[GD_AUTH_MAC])
 	gd_wire_hdr(dst, GD_F_PROOF, 0, GD_PROOF_LEN);
 	memcpy(dst + GD_WIRE_HDR, proof, GD_AUTH_MAC);
 	return GD_WIRE_HDR + GD_PROOF_LEN;
+}
+
+size_t gd_wire_text(uint8_t *dst, uint8_t type, const char *text)
+{
+	size_t n = strnlen(text, GD_CTRL_MAX);
+
+	memcpy(dst + GD_WIRE_HDR, text, n);
+	gd_wire_hdr(dst, type, 0, (uint32_t)n);
+	return GD_WIRE_HDR + n;
+}
+
+void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz)
+{
+	get_str(dst, sz, f->body, f->len);
 }
 
 int gd_rbuf_init(struct gd_rbuf *r, size_t cap)

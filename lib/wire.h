@@ -15,7 +15,8 @@
 #include "auth.h"
 
 /* 2: acks name (id, seq); 3: the hello carries a nonce and says whether
- * the subscriber has a key; CHALLENGE and PROOF (see below) */
+ * the subscriber has a key (CHALLENGE and PROOF, see below), the gdsub's
+ * run and its QoS; CONFIRM and REFUSE */
 #define GD_WIRE_VERSION 3
 #define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
 #define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
@@ -33,7 +34,10 @@ enum gd_ftype {
 	GD_F_BYE = 7,		/* sub -> pub: unsubscribe */
 	GD_F_CHALLENGE = 8,	/* pub -> sub: nonce, publisher's proof */
 	GD_F_PROOF = 9,		/* sub -> pub: subscriber's proof */
-	GD_F_MAX = 9,
+	GD_F_CONFIRM = 10,	/* sub -> pub: u64 seq of the last block it wrote
+				 * out (reliability=ordered) */
+	GD_F_REFUSE = 11,	/* pub -> sub: the subscription is refused, why */
+	GD_F_MAX = 11,
 	/* a number apart from the handshake's: multisend clusters (cluster.h) */
 	GD_F_PREACK = 32,	/* sub -> cluster member: n x u64 id, the keys
 				 * @CLUSTER/ID acknowledged from another member */
@@ -42,7 +46,7 @@ enum gd_ftype {
 
 /* The handshake (version 3). The subscriber speaks first:
  *   HELLO      version, gd, want data, flags (GD_HF_AUTH: it has a key),
- *              its nonce nc, name
+ *              its nonce nc, its run, name, QoS (struct gd_hello)
  * Neither side has a key: the publisher answers WELCOME at once. Both do:
  *   CHALLENGE  the publisher's nonce ns, HMAC(key, "...pub >" nc ns)
  *   PROOF      HMAC(key, "...sub <" nc ns), once the subscriber checked
@@ -54,7 +58,8 @@ enum gd_ftype {
  * but HELLO and PROOF is read before the handshake is done, within
  * GD_HANDSHAKE_MS of the connect. */
 #define GD_HF_AUTH 0x01
-#define GD_HELLO_FIXED (8 + GD_AUTH_NONCE)	/* before the name */
+#define GD_HELLO_FIXED (8 + GD_AUTH_NONCE)	/* before the run */
+#define GD_HELLO_NAME_AT (GD_HELLO_FIXED + 9)	/* run, name length */
 #define GD_CHALLENGE_LEN (GD_AUTH_NONCE + GD_AUTH_MAC)
 #define GD_PROOF_LEN GD_AUTH_MAC
 #define GD_HANDSHAKE_MS 5000
@@ -99,10 +104,17 @@ struct gd_block {
 	const uint8_t *data;
 };
 
+/* HELLO body (version 3): u16 version, u8 gd, u8 want data, u8 flags,
+ * 3 zero bytes, the nonce (GD_AUTH_NONCE bytes), u64 run (the gdsub
+ * process: a reconnect of the same run continues its subscription), u8
+ * name length, the name, then the QoS as NAME=VALUE lines (the rest). */
+#define GD_QOS_MAX 1024
 struct gd_hello {
 	unsigned version, gd, want_data, flags;
 	uint8_t nonce[GD_AUTH_NONCE];
+	uint64_t run;
 	char name[256];
+	char qos[GD_QOS_MAX];	/* NAME=VALUE lines, '\n'-separated */
 };
 
 #define GD_WF_STREAM 0x01	/* blocks go out as a framed stream (gdpub -o) */
@@ -179,8 +191,8 @@ static inline void gd_wire_ack_at(const uint8_t *body, uint32_t i,
 }
 
 int gd_wire_get_block(const struct gd_frame *f, struct gd_block *b);
-/* A hello of another version fills in only h->version (and returns 0),
- * so that the caller can refuse it by name. */
+/* 0, or -1 when malformed; a hello of another version fills only
+ * h->version and returns 0, so that the caller can refuse it by name. */
 int gd_wire_get_hello(const struct gd_frame *f, struct gd_hello *h);
 int gd_wire_get_welcome(const struct gd_frame *f, struct gd_welcome *w);
 
@@ -193,6 +205,10 @@ size_t gd_wire_empty(uint8_t *dst, uint8_t type);
 size_t gd_wire_challenge(uint8_t *dst, const uint8_t ns[GD_AUTH_NONCE],
     const uint8_t proof[GD_AUTH_MAC]);
 size_t gd_wire_proof(uint8_t *dst, const uint8_t proof[GD_AUTH_MAC]);
+/* A frame whose body is text (REFUSE), cut at GD_CTRL_MAX bytes. */
+size_t gd_wire_text(uint8_t *dst, uint8_t type, const char *text);
+/* Its text, printable, NUL-terminated in dst[sz]. */
+void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz);
 
 /* A receive buffer for one connection: frames are parsed in place and the
  * partial tail moved to the front. It grows only for a frame larger than

@@ -38,12 +38,14 @@ static const char usage[] =
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
+"      --qos NAME=VALUE       IceStorm QoS, repeatable: reliability=ordered,\n"
+"                             retryCount=N, connectionCached=0|1,\n"
+"                             locatorCacheTimeout=SECS\n"
 "  -v, --verbose              trace connections on stderr (-vv more)\n"
 "  -q, --quiet                errors only\n"
 "  -h, --help                 show this help\n"
 "  -V, --version              show the version\n"
 "\n"
-"Not supported yet (refused): --qos.\n"
 "See gdsub(1), gdkit.conf(5).\n";
 
 /* Options that set a config key (conf.c's table says which, --qos and

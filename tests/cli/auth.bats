@@ -91,16 +91,20 @@ import hashlib, hmac, os, socket, struct, sys
 key = open(sys.argv[2], "rb").read().rstrip()
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 nc = os.urandom(32)
-body = struct.pack("<HBBB3x", 3, 1, 1, 1) + nc + b"mallory"
+body = struct.pack("<HBBB3x", 3, 1, 1, 1) + nc + struct.pack("<QB", 1, 7) + b"mallory"
 s.sendall(struct.pack("<IBBH", len(body), 1, 0, 0) + body)
 def frame():
     h = b""
     while len(h) < 8:
-        h += s.recv(8 - len(h))
+        c = s.recv(8 - len(h))
+        assert c, "closed"
+        h += c
     n, t = struct.unpack("<IB", h[:5])
     b = b""
     while len(b) < n:
-        b += s.recv(n - len(b))
+        c = s.recv(n - len(b))
+        assert c, "closed"
+        b += c
     return t, b
 t, b = frame()
 assert t == 8 and len(b) == 64, (t, len(b))

@@ -7,9 +7,12 @@ usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   ("welcome STATUS", "block ID SEQ FLAGS PAYLOAD", "floor N", "end"), and
   follows the commands appended to CMDFILE, one a line:
   "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are),
-  "bye", "quit". Exits at "quit" or at the publisher's end; when the
-  publisher closes the connection it says "closed" and connects again
-  (every 50 ms, for up to 20 s).
+  "confirm SEQ" (reliability=ordered), "stall" (stop reading the socket),
+  "resume", "bye", "quit". Exits at "quit", at the publisher's end or at
+  its refusal ("refused WHY"); when the publisher closes the connection it
+  says "closed" and connects again (every 50 ms, for up to 20 s).
+  $FAKESUB_QOS: QoS lines sent in the hello, ';'-separated; $FAKESUB_RUN:
+  its run id (default 1); $FAKESUB_RCVBUF: a small receive buffer.
 """
 import os, select, socket, struct, sys, time
 
@@ -21,22 +24,30 @@ def connect():
     end = time.monotonic() + 20
     while True:
         try:
-            c = socket.create_connection((host, int(port)), timeout=10)
+            c = socket.socket()
+            if os.environ.get("FAKESUB_RCVBUF"):
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                             int(os.environ["FAKESUB_RCVBUF"]))
+            c.settimeout(10)
+            c.connect((host, int(port)))
             break
         except OSError:
             if time.monotonic() > end:
                 raise
             time.sleep(0.05)
     c.setblocking(False)
-    hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + name.encode()
+    qos = os.environ.get("FAKESUB_QOS", "").replace(";", "\n").encode()
+    run = int(os.environ.get("FAKESUB_RUN", "1"))
+    hello = (struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) +
+             struct.pack("<QB", run, len(name)) + name.encode() + qos)
     c.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
     return c
 
 
 s = connect()
-buf, done, pos = b"", False, 0
+buf, done, pos, stalled = b"", False, 0, False
 while not done:
-    r, _, _ = select.select([s], [], [], 0.02)
+    r, _, _ = select.select([] if stalled else [s], [], [], 0.02)
     if r:
         try:
             d = s.recv(65536)
@@ -64,6 +75,9 @@ while not done:
             elif t == 6:
                 ev.write("end\n")
                 done = True
+            elif t == 11:
+                ev.write("refused %s\n" % body.decode("latin-1"))
+                done = True
     if os.path.exists(cmdfile):
         with open(cmdfile) as f:
             f.seek(pos)
@@ -83,6 +97,15 @@ while not done:
                 s.setblocking(True)
                 s.sendall(bytes.fromhex(w[1]))
                 s.setblocking(False)
+            elif w[0] == "confirm":
+                s.setblocking(True)
+                s.sendall(struct.pack("<IBBHQ", 8, 10, 0, 0, int(w[1])))
+                s.setblocking(False)
+            elif w[0] == "stall":
+                stalled = True
+                ev.write("stalled\n")
+            elif w[0] == "resume":
+                stalled = False
             elif w[0] == "bye":
                 s.setblocking(True)
                 s.sendall(struct.pack("<IBBH", 0, 7, 0, 0))

@@ -61,7 +61,8 @@ def frame(t, body):
 
 def hello(name, gd, want, nonce, auth):
     return frame(F_HELLO, struct.pack("<HBBB3x", VERSION, gd, want,
-                                      1 if auth else 0) + nonce + name.encode())
+                                      1 if auth else 0) + nonce +
+                 struct.pack("<QB", 1, len(name)) + name.encode())
 
 
 def recv_frame(s):

@@ -22,7 +22,7 @@ welcomed() {
 	python - "$1" <<'PY'
 import os, socket, struct, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-b = struct.pack("<HBBB3x", 3, 0, 0, 0) + os.urandom(32) + b"probe"
+b = struct.pack("<HBBB3x", 3, 0, 0, 0) + os.urandom(32) + struct.pack("<QB", 1, 5) + b"probe"
 s.sendall(struct.pack("<IBBH", len(b), 1, 0, 0) + b)
 h = s.recv(8)
 sys.exit(0 if len(h) == 8 and h[4] == 2 else 1)
@@ -40,7 +40,7 @@ stat_is() {
 	run --separate-stderr python - "$port" <<'PY'
 import os, socket, struct, sys, threading, time
 port = int(sys.argv[1])
-hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + b"slow"
+hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + struct.pack("<QB", 1, 4) + b"slow"
 hello = struct.pack("<IBBH", len(hello), 1, 0, 0) + hello
 res = {}
 def client(name, trickle):

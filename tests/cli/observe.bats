@@ -159,16 +159,17 @@ import json, sys
 rows = {r["name"]: r for r in map(json.loads, sys.stdin)}
 assert set(rows) == {"42", "beta", "gamma"}, rows
 a, b, c = rows["42"], rows["beta"], rows["gamma"]
-assert a["gd"] == "yes" and a["state"] == "active" and a["in_flight"] == 3 and a["acks"] == 2, a
-assert b["gd"] == "yes" and b["state"] == "active" and b["in_flight"] == 5 and b["acks"] == 0, b
+assert a["gd"] == "yes" and a["state"] == "online" and a["in_flight"] == 3 and a["acks"] == 2, a
+assert b["gd"] == "yes" and b["state"] == "online" and b["in_flight"] == 5 and b["acks"] == 0, b
 assert c["gd"] == "no" and c["state"] == "refused: numSubs reached" and c["in_flight"] is None, c
 for r in rows.values():
-    assert r["qos"] == "-" and r["failures"] == 0 and r["queue"] == 0, r
+    assert r["qos"] == "reliability=,retryCount=0" and r["failures"] == 0 and r["queue"] == 0, r
+    assert r["discarded"] == 0 and r["dropped"] == 0, r
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini subs
 	assert_success
-	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE +QOS +QUEUE +IN_FLIGHT +FAILURES +ACKS$'
-	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +- +0 +- +0 +0$'
+	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE +QOS +QUEUE +IN_FLIGHT +FAILURES +ACKS +DISCARDED +DROPPED$'
+	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +reliability=,retryCount=0 +0 +- +0 +0 +0 +0$'
 	grep -q "gdpub: refused acknowledgement connection from gamma" pub.err
 }
 
@@ -563,7 +564,7 @@ EOF
 	wait_until 10 has_line pub.err "^$TS gdpub: subscriber watcher \(127\.0\.0\.1:[0-9]+\) connected: GD slot 0, 1 of 1$"
 	kill -TERM "$subpid"
 	# a GD subscriber leaving mid-stream is a warning (timestamped at -v)
-	wait_until 10 has_line pub.err "^$TS gdpub: warning: GD subscriber watcher \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed; 0 of 1 connected, 0 blocks pending$"
+	wait_until 10 has_line pub.err "^$TS gdpub: warning: GD subscriber watcher \(127\.0\.0\.1:[0-9]+\) disconnected: unsubscribed; 0 of 1 connected, 0 blocks pending$"
 	has_line pub.err "^$TS gdpub: listening on 127\.0\.0\.1:$port, numSubs=1"
 	feed_close
 	wait_until 10 test -s pub.rc

@@ -169,13 +169,6 @@ load helpers
 	expect_usage gdack "cannot use -v and -q together" -- gdack --ctl x.sock --verbose --quiet
 }
 
-# ---- options not supported yet ----
-
-@test "gdsub: options not supported yet are refused" {
-	expect_usage gdsub "invalid value 'ordered' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos reliability=ordered
-	expect_usage gdsub "invalid value '3' for --qos: not supported yet in this version of gdkit" -- gdsub -P 127.0.0.1:1 --qos retryCount=3
-}
-
 @test "gdsub: --state with --no-gd is refused, from options or keys" {
 	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -P 127.0.0.1:1 --state s.state --no-gd
 	printf 'GDsub_pub=127.0.0.1:1\nGDsub_state=s.state\nGDsub_gd=0\n' > s.ini

@@ -351,7 +351,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	spawn "gdpub -p $port -n 1 --snapshot 3 --wait-ready=10 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	printf 'b%s\n' 1 2 3 4 5 >&7
 	wait_until 10 file_is first.rc "0 0"
-	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: connection closed; "
+	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: unsubscribed; "
 	spawn "gdsub -c late.ini 2> late.sub.err |
 		gdack -c late.ini -v --tee > late.out 2> late.ack.err; echo \${PIPESTATUS[*]} > late.rc" 7>&-
 	wait_until 10 lines_at_least late.out 3

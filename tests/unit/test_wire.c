@@ -166,9 +166,11 @@ TEST(hello_round_trip)
 	h.flags = GD_HF_AUTH;
 	for (i = 0; i < GD_AUTH_NONCE; i++)
 		h.nonce[i] = (uint8_t)(0xa0 + i);
-	snprintf(h.name, sizeof(h.name), "sub-a");
+	h.run = 0x0102030405060708ull;
+	strcpy(h.name, "sub-a");
+	strcpy(h.qos, "reliability=ordered\nretryCount=2");
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED + 5);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_NAME_AT + 5 + 32);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(used, n);
 	ASSERT_EQ(f.type, GD_F_HELLO);
@@ -179,22 +181,26 @@ TEST(hello_round_trip)
 	ASSERT_EQ(o.want_data, 0);
 	ASSERT_EQ(o.flags, GD_HF_AUTH);
 	ASSERT(memcmp(o.nonce, h.nonce, GD_AUTH_NONCE) == 0);
+	ASSERT_U64(o.run, 0x0102030405060708ull);
 	ASSERT_STR(o.name, "sub-a");
+	ASSERT_STR(o.qos, "reliability=ordered\nretryCount=2");
 	ASSERT(all_prefixes_need_more(buf, n, 0));
 
-	/* empty name */
+	/* empty name, no QoS */
 	h.gd = 0;
 	h.want_data = 1;
 	h.flags = 0;
 	h.name[0] = '\0';
+	h.qos[0] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_NAME_AT);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(o.gd, 0);
 	ASSERT_EQ(o.want_data, 1);
 	ASSERT_EQ(o.flags, 0);
 	ASSERT_STR(o.name, "");
+	ASSERT_STR(o.qos, "");
 
 	/* another version: only the version is read, to be refused by name */
 	h.version = 0x1234;
@@ -203,13 +209,14 @@ TEST(hello_round_trip)
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(o.version, 0x1234);
 	ASSERT_EQ(o.want_data, 0);
+	h.version = GD_WIRE_VERSION;
 
 	/* longest name: 255 bytes */
 	h.version = GD_WIRE_VERSION;
 	memset(h.name, 'n', sizeof(h.name));
 	h.name[255] = '\0';
 	n = gd_wire_hello(buf, &h);
-	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_FIXED + 255);
+	ASSERT_EQ(n, GD_WIRE_HDR + GD_HELLO_NAME_AT + 255);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(strlen(o.name), 255);
@@ -218,7 +225,7 @@ TEST(hello_round_trip)
 
 TEST(hello_decoder_bounds)
 {
-	uint8_t body[600];
+	uint8_t body[1200];
 	struct gd_frame f = { GD_F_HELLO, 0, 0, body };
 	struct gd_hello o;
 
@@ -226,7 +233,7 @@ TEST(hello_decoder_bounds)
 	f.len = 1;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
 	f.type = GD_F_WELCOME;
-	f.len = 10;
+	f.len = 20;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
 	/* version 2's hello (4 bytes and the name) reads as version 2 */
 	f.type = GD_F_HELLO;
@@ -234,23 +241,47 @@ TEST(hello_decoder_bounds)
 	f.len = 4;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
 	ASSERT_EQ(o.version, 2);
-	/* a version 3 hello shorter than its nonce, or reserved bytes set */
+	/* a version 3 hello shorter than its fixed part, or reserved bytes
+	 * set */
 	body[0] = GD_WIRE_VERSION;
-	f.len = GD_HELLO_FIXED - 1;
+	f.len = GD_HELLO_NAME_AT - 1;	/* no name length */
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
-	f.len = GD_HELLO_FIXED;
+	f.len = GD_HELLO_NAME_AT;
 	body[6] = 1;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
 	body[6] = 0;
-	/* a name over 255 bytes is cut, control bytes become '?' */
-	memset(body + GD_HELLO_FIXED, 'x', 400);
-	body[GD_HELLO_FIXED] = '\n';
-	body[GD_HELLO_FIXED + 1] = 0x7f;
-	body[GD_HELLO_FIXED + 2] = 0x80;
-	f.len = GD_HELLO_FIXED + 400;
+	body[GD_HELLO_NAME_AT - 1] = 10;	/* a name longer than the body */
+	f.len = GD_HELLO_NAME_AT + 7;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+	/* control bytes become '?' */
+	body[GD_HELLO_NAME_AT - 1] = 3;
+	body[GD_HELLO_NAME_AT] = '\n';
+	body[GD_HELLO_NAME_AT + 1] = 0x7f;
+	body[GD_HELLO_NAME_AT + 2] = 'x';
+	memcpy(body + GD_HELLO_NAME_AT + 3, "a=1\nb\t", 6);
+	f.len = GD_HELLO_NAME_AT + 9;
 	ASSERT_EQ(gd_wire_get_hello(&f, &o), 0);
-	ASSERT_EQ(strlen(o.name), 255);
-	ASSERT(strncmp(o.name, "???xxx", 6) == 0);
+	ASSERT_STR(o.name, "??x");
+	ASSERT_STR(o.qos, "a=1\nb?");
+	/* QoS text over GD_QOS_MAX - 1 bytes */
+	memset(body + GD_HELLO_NAME_AT + 3, 'q', GD_QOS_MAX);
+	f.len = GD_HELLO_NAME_AT + 3 + GD_QOS_MAX;
+	ASSERT_EQ(gd_wire_get_hello(&f, &o), -1);
+}
+
+TEST(text_frame)
+{
+	struct gd_frame f;
+	size_t n, used;
+	char t[64];
+
+	n = gd_wire_text(buf, GD_F_REFUSE, "bad QoS\x01");
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_REFUSE);
+	gd_wire_get_text(&f, t, sizeof(t));
+	ASSERT_STR(t, "bad QoS?");
+	gd_wire_get_text(&f, t, 4);
+	ASSERT_STR(t, "bad");
 }
 
 TEST(challenge_and_proof)
@@ -725,6 +756,7 @@ int main(void)
 	RUN(hello_round_trip);
 	RUN(hello_decoder_bounds);
 	RUN(challenge_and_proof);
+	RUN(text_frame);
 	RUN(welcome_round_trip);
 	RUN(ack_status_strings);
 	RUN(u64_and_empty_frames);
