@@ -237,4 +237,20 @@ double pub_rate(const struct pub *p, uint64_t now);
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len);
 
+/* ---- between pub_net.c (connections), pub_send.c (the TCP sink) and
+ * pub_hs.c (the handshake) ---- */
+void pub_conn_close(struct sconn *c, const char *why);
+void pub_conn_shut(uv_shutdown_t *req, int status);
+void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
+    size_t len, uint32_t nblk);
+void pub_conn_send(struct sconn *c, struct gd_bcast *b);
+void pub_pump(struct sconn *c);
+void pub_queue_free(struct sconn *c);
+void pub_backlog_recheck(struct pub *p);
+void pub_tcp_flush(struct pub *p);
+void pub_send_end(struct sconn *c);
+const char *pub_conn_who(const struct sconn *c);
+int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
+int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
+
 #endif

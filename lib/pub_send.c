@@ -1,0 +1,460 @@
+/* gdpub's TCP sink (see pub_net.c for the connections): blocks encoded
+ * once into a shared batch buffer (BCAST_SIZE) that every data connection
+ * writes; a connection with its own queue (reliability=ordered, or
+ * GDpub_sendQueueSizeMax) is pumped from it, with the QoS rules of qos.c
+ * (send timeout, drop policy, discard while offline); the floor and end
+ * frames; QoS transitions logged at -vv. */
+#include "pub_int.h"
+#include "log.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BCAST_SIZE (256 * 1024)
+
+struct bwrite {
+	uv_write_t req;
+	struct gd_bcast *b;
+	struct sconn *c;
+	uint32_t nblk;
+};
+
+/* ---- QoS transitions (qos.c decides, this logs) ---- */
+
+static void on_qos_transition(void *ctx, const struct gd_qsub *s, int from,
+    uint64_t now)
+{
+	struct pub *p = ctx;
+
+	(void)from;
+	switch (s->state) {
+	case GD_QS_SUBSCRIBED:
+		gd_trace(2, "subscription %s: subscribed", s->name);
+		break;
+	case GD_QS_ONLINE:
+		gd_trace(2, "subscription %s: online", s->name);
+		break;
+	case GD_QS_OFFLINE:
+		gd_trace(2, "subscription %s: offline for %gs (failure %u of "
+		    "%s): %s", s->name, p->conf->discard_interval, s->failures,
+		    s->q.retry_count < 0 ? "unlimited" : "retryCount + 1",
+		    s->why);
+		break;
+	case GD_QS_REMOVED:
+		gd_trace(2, "subscription %s: removed: %s", s->name, s->why);
+		break;
+	}
+	(void)now;
+}
+
+const struct gd_qos_ops pub_qos_ops = { on_qos_transition };
+
+/* ---- writing ---- */
+
+static size_t conn_backlog(struct sconn *c)
+{
+	return uv_stream_get_write_queue_size((uv_stream_t *)&c->h) +
+	    (size_t)c->qbytes;
+}
+
+/* Input waits while a connection is far behind; it goes on once every
+ * connection is below the low mark (or gone). */
+void pub_backlog_recheck(struct pub *p)
+{
+	struct sconn *c;
+
+	if (!p->paused_backlog)
+		return;
+	for (c = p->conns; c; c = c->next)
+		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_LOW)
+			return;
+	p->paused_backlog = 0;
+	pub_kick(p);
+}
+
+static void on_bwritten(uv_write_t *req, int status)
+{
+	struct bwrite *w = (struct bwrite *)req;
+	struct sconn *c = w->c;
+	struct pub *p = c->p;
+
+	c->nwrites--;
+	if (status == 0 && !c->closing && c->qs != NULL) {
+		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
+		    c->qh != NULL, uv_now(&p->loop) * 1000000);
+		if (c->queued)
+			pub_pump(c);
+	}
+	gd_bcast_unref(w->b);
+	free(w);
+	pub_backlog_recheck(p);
+}
+
+/* A connection that cannot take its share of the stream is closed: its
+ * pending blocks then resolve as for any lost subscriber. */
+void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
+    size_t len, uint32_t nblk)
+{
+	struct bwrite *w = malloc(sizeof(*w));
+	uv_buf_t buf;
+	int rc = UV_ENOMEM;
+
+	if (w != NULL) {
+		w->b = b;
+		w->c = c;
+		w->nblk = nblk;
+		gd_bcast_ref(b);
+		buf = uv_buf_init((char *)b->data + off, (unsigned)len);
+		if ((rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1,
+		    on_bwritten)) != 0) {
+			gd_bcast_unref(b);
+			free(w);
+		}
+	}
+	if (rc != 0) {
+		gd_err("cannot send to subscriber %s (%s): %s; closing its "
+		    "connection", c->name[0] ? c->name : "?", c->addr,
+		    uv_strerror(rc));
+		pub_conn_close(c, uv_strerror(rc));
+		return;
+	}
+	c->nwrites++;
+	if (c->qs != NULL)
+		gd_qos_write_began(c->qs, uv_now(&c->p->loop) * 1000000);
+}
+
+static void seg_pop(struct sconn *c)
+{
+	struct cseg *g = c->qh;
+
+	c->qh = g->next;
+	if (c->qh == NULL)
+		c->qt = NULL;
+	gd_bcast_unref(g->b);
+	free(g);
+}
+
+void pub_queue_free(struct sconn *c)
+{
+	while (c->qh)
+		seg_pop(c);
+	c->qblk = c->qbytes = 0;
+}
+
+/* GDpub_sendQueueSizeMaxPolicy=DropEvents: the oldest blocks still in
+ * gdpub's queue go (those the socket has begun to take cannot); floors
+ * go with them, the next one says as much. */
+static uint64_t drop_oldest(struct sconn *c, uint64_t k)
+{
+	uint64_t n = 0;
+
+	while (k > 0 && c->qblk > 0 && c->qh != NULL) {
+		struct cseg *g = c->qh;
+		const uint8_t *d = g->b->data + g->off;
+		size_t flen;
+		if (g->len == 0) {
+			seg_pop(c);
+			continue;
+		}
+		flen = GD_WIRE_HDR + gd_get32(d);
+		if (d[4] == GD_F_BLOCK) {
+			g->nblk--;
+			c->qblk--;
+			k--;
+			n++;
+		} else if (d[4] != GD_F_FLOOR) {
+			break;	/* welcome, end: never dropped */
+		}
+		g->off += flen;
+		g->len -= flen;
+		c->qbytes -= flen;
+		if (g->len == 0)
+			seg_pop(c);
+	}
+	return n;
+}
+
+/* Hand what its own queue holds to the socket: all of it once the last
+ * writes are done, or with reliability=ordered up to the next block, which
+ * then waits for the subscriber's confirm. */
+void pub_pump(struct sconn *c)
+{
+	struct pub *p = c->p;
+	uint64_t now = uv_now(&p->loop) * 1000000;
+
+	if (c->closing)
+		return;
+	if (!c->qs->q.ordered) {
+		if (c->nwrites > 0)
+			return;
+		while (c->qh != NULL && !c->closing) {
+			struct cseg *g = c->qh;
+			if (g->len > 0)
+				pub_conn_write(c, g->b, g->off, g->len, g->nblk);
+			if (c->closing)
+				return;
+			seg_pop(c);
+		}
+		c->qblk = c->qbytes = 0;
+	} else {
+		while (c->qh != NULL && gd_qos_may_send(c->qs)) {
+			struct cseg *g = c->qh;
+			const uint8_t *d = g->b->data;
+			size_t pos = g->off, end = g->off + g->len, n;
+			int blk = 0;
+			uint64_t seq = 0;
+			while (pos < end && !blk) {
+				size_t flen = GD_WIRE_HDR + gd_get32(d + pos);
+				if (d[pos + 4] == GD_F_BLOCK) {
+					blk = 1;
+					seq = gd_get64(d + pos + GD_WIRE_HDR + 8);
+				}
+				pos += flen;
+			}
+			n = pos - g->off;
+			if (n > 0)
+				pub_conn_write(c, g->b, g->off, n, (uint32_t)blk);
+			if (c->closing)
+				return;
+			g->off = pos;
+			g->len -= n;
+			c->qbytes -= n;
+			if (blk) {
+				g->nblk--;
+				c->qblk--;
+				gd_qos_sent_block(c->qs, seq, now);
+			}
+			if (g->len == 0)
+				seg_pop(c);
+		}
+	}
+	if (c->shut_wanted && c->qh == NULL && !c->closing) {
+		c->shut_wanted = 0;
+		c->sreq.data = c;
+		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h,
+		    pub_conn_shut) != 0)
+			pub_conn_close(c, NULL);
+	}
+}
+
+/* Batch b (its blocks counted) for connection c: written at once, or
+ * through its own queue, whose limit may remove the subscription or drop
+ * its oldest blocks. */
+void pub_conn_send(struct sconn *c, struct gd_bcast *b)
+{
+	struct pub *p = c->p;
+	uint64_t now = uv_now(&p->loop) * 1000000;
+	struct cseg *g;
+	int64_t k;
+
+	if (c->qs == NULL) {
+		pub_conn_write(c, b, 0, b->len, b->nblk);
+		return;
+	}
+	k = gd_qos_enqueue(&p->qos, c->qs, b->nblk, now);
+	if (k < 0) {
+		gd_err("subscriber %s (%s) removed: %s", c->name, c->addr,
+		    c->qs->why);
+		c->counted = 1;
+		pub_conn_close(c, "send queue full");
+		return;
+	}
+	if (!c->queued) {
+		pub_conn_write(c, b, 0, b->len, b->nblk);
+		return;
+	}
+	if ((g = malloc(sizeof(*g))) == NULL) {
+		gd_err("out of memory queueing blocks for subscriber %s (%s); "
+		    "closing its connection", c->name, c->addr);
+		pub_conn_close(c, "out of memory");
+		return;
+	}
+	gd_bcast_ref(b);
+	g->b = b;
+	g->off = 0;
+	g->len = b->len;
+	g->nblk = b->nblk;
+	g->next = NULL;
+	if (c->qt)
+		c->qt->next = g;
+	else
+		c->qh = g;
+	c->qt = g;
+	c->qblk += b->nblk;
+	c->qbytes += b->len;
+	if (k > 0) {
+		uint64_t n = drop_oldest(c, (uint64_t)k);
+		gd_qos_dropped(c->qs, n);
+		if (n > 0)
+			gd_trace(2, "subscriber %s: %" PRIu64 " oldest queued "
+			    "block%s dropped (DropEvents)", c->name, n,
+			    gd_plural((double)n));
+	}
+	pub_pump(c);
+}
+
+/* A send blocked past GDpub_sendTimeout (or an ordered block unconfirmed
+ * that long) is a delivery failure: the connection goes, with everything
+ * queued for it. */
+void pub_net_tick(struct pub *p, uint64_t now)
+{
+	struct sconn *c, *n;
+	char why[96];
+
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		if (c->closing || c->qs == NULL ||
+		    !gd_qos_send_late(&p->qos, c->qs, now))
+			continue;
+		snprintf(why, sizeof(why), "a send blocked for more than "
+		    "GDpub_sendTimeout=%gs", p->conf->send_timeout);
+		pub_conn_close(c, why);
+	}
+}
+
+void pub_tcp_flush(struct pub *p)
+{
+	struct gd_bcast *b = p->cur;
+	struct sconn *c, *n;
+
+	if (b == NULL)
+		return;
+	p->cur = NULL;
+	if (pub_journal_commit(p) != 0) {	/* not on disk: not sent */
+		gd_bcast_unref(b);
+		return;
+	}
+	if (b->len > 0)
+		for (c = p->conns; c; c = n) {
+			n = c->next;
+			if (!c->hello || !c->want_data || c->closing)
+				continue;
+			/* offline (QoS): its blocks are discarded; floors and
+			 * the end still go */
+			if (c->qs != NULL && b->nblk > 0 && c->qs->state !=
+			    GD_QS_ONLINE && !gd_qos_accepts(&p->qos, c->qs,
+			    b->nblk, uv_now(&p->loop) * 1000000))
+				continue;
+			pub_conn_send(c, b);
+		}
+	if (b->nblk > 0)
+		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
+	gd_bcast_unref(b);
+	for (c = p->conns; c; c = c->next)
+		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_HIGH)
+			p->paused_backlog = 1;
+}
+
+/* Room for need bytes in the current batch; NULL when out of memory (the
+ * block then reaches no subscriber now: with GD it is NACKed or resent at
+ * its deadline, as for any loss). */
+static uint8_t *room(struct pub *p, size_t need)
+{
+	if (p->cur == NULL || p->cur->cap - p->cur->len < need) {
+		pub_tcp_flush(p);
+		p->cur = gd_bcast_new(need > BCAST_SIZE ? need : BCAST_SIZE);
+		if (p->cur == NULL) {
+			gd_err("out of memory for the send buffer");
+			return NULL;
+		}
+	}
+	return p->cur->data + p->cur->len;
+}
+
+static void tcp_block(struct pub *p, const struct gd_block *b)
+{
+	uint8_t *d = room(p, GD_BLOCK_HDR + (size_t)b->len);
+
+	if (d != NULL) {
+		p->cur->len += gd_wire_block(d, b);
+		p->cur->nblk++;
+	}
+}
+
+static void tcp_floor(struct pub *p, uint64_t floor)
+{
+	uint8_t *d = room(p, GD_WIRE_HDR + 8);
+
+	if (d != NULL)
+		p->cur->len += gd_wire_u64(d, GD_F_FLOOR, floor);
+}
+
+void pub_send_end(struct sconn *c)
+{
+	struct gd_bcast *b = gd_bcast_new(GD_WIRE_HDR);
+
+	if (b == NULL)
+		return;
+	b->len = gd_wire_empty(b->data, GD_F_END);
+	pub_conn_send(c, b);
+	gd_bcast_unref(b);
+}
+
+static void tcp_end(struct pub *p)
+{
+	uint8_t *d;
+
+	pub_tcp_flush(p);	/* the end in a batch of its own: offline
+			 * subscribers discard blocks, not the end */
+	d = room(p, GD_WIRE_HDR);
+
+	if (d != NULL)
+		p->cur->len += gd_wire_empty(d, GD_F_END);
+	pub_tcp_flush(p);
+}
+
+/* Connections that carry only acknowledgements (gdsub -i) learn of the
+ * end too, so they do not try to reconnect to a publisher that is gone. */
+void pub_net_end(struct pub *p)
+{
+	struct sconn *c, *n;
+
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		if (c->hello && !c->want_data && !c->closing)
+			pub_send_end(c);
+	}
+}
+
+static int tcp_readers(struct pub *p)
+{
+	return p->ndata > 0;
+}
+
+static int tcp_full(struct pub *p)
+{
+	return p->paused_backlog;
+}
+
+void pub_conn_shut(uv_shutdown_t *req, int status)
+{
+	(void)status;
+	pub_conn_close(req->data, NULL);
+}
+
+void pub_net_close(struct pub *p)
+{
+	struct sconn *c, *n;
+
+	uv_close((uv_handle_t *)&p->srv, NULL);
+	for (c = p->conns; c; c = n) {
+		n = c->next;
+		if (c->closing)
+			continue;
+		if (c->qh != NULL) {	/* after what its own queue holds */
+			c->shut_wanted = 1;
+			continue;
+		}
+		c->sreq.data = c;
+		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
+			pub_conn_close(c, NULL);
+	}
+}
+
+const struct pub_sink pub_tcp_sink = {
+	tcp_block, tcp_floor, tcp_end, pub_tcp_flush, tcp_readers, tcp_full,
+	pub_tcp_flush
+};
+
