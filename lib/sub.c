@@ -14,6 +14,20 @@
 #include <string.h>
 #include <unistd.h>
 
+/* The publisher whose keys carry this origin (or its configured
+ * HOST:PORT), or NULL. */
+struct sub_pub *sub_pub_find(struct sub *s, const char *o, size_t n)
+{
+	size_t i;
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if ((pc->origin_len == n && memcmp(pc->origin, o, n) == 0) ||
+		    (pc->addr_len == n && memcmp(pc->addr, o, n) == 0))
+			return pc;
+	}
+	return NULL;
+}
+
 /* ---- lifecycle ---- */
 
 static void on_prepare(uv_prepare_t *h)
