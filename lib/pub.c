@@ -8,14 +8,11 @@
 #include "pub_int.h"
 #include "log.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #define TICK_MS 250		/* --progress redraws at most 4 times a second */
 
@@ -213,45 +210,6 @@ static void on_signal(uv_signal_t *h, int sig)
 
 /* ---- start ---- */
 
-static int open_file(const char *path, const char *what)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-
-	if (fd < 0)
-		gd_err("cannot open %s '%s': %s", what, path, strerror(errno));
-	return fd;
-}
-
-/* Status lines go to stdout, or with -o - to stderr, or to --status FILE;
- * the block stream (-o) to stdout or a file. */
-static int open_outputs(struct pub *p)
-{
-	int sfd = 1, ofd = -1;
-	const char *st = p->opt.status;
-
-	p->sink = &pub_tcp_sink;
-	if (p->opt.out != NULL) {
-		if (strcmp(p->opt.out, "-") == 0)
-			ofd = 1;
-		else if ((ofd = open_file(p->opt.out, "the stream file")) < 0)
-			return GD_EX_IOERR;
-		if (st == NULL && ofd == 1)
-			sfd = 2;
-	}
-	if (st != NULL && strcmp(st, "-") != 0 &&
-	    (sfd = open_file(st, "the status file")) < 0) {
-		if (ofd > 2)
-			close(ofd);
-		return GD_EX_IOERR;
-	}
-	if (pub_status_open(p, sfd) != 0 ||
-	    (ofd >= 0 && pub_stream_open(p, ofd) != 0)) {
-		gd_err("cannot set up the outputs: out of memory");
-		return GD_EX_FAIL;
-	}
-	return 0;
-}
-
 /* Every handle of the loop, and the input; 0 or an exit code. */
 static int start(struct pub *p)
 {
@@ -285,7 +243,7 @@ static int start(struct pub *p)
 	}
 	if (p->journal)
 		p->dv.next_seq = p->jn.max_seq + 1;
-	if ((rc = open_outputs(p)) != 0)
+	if ((rc = pub_outputs_open(p)) != 0)
 		return rc;
 	if (uv_timer_init(&p->loop, &p->timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->ready_timer) != 0 ||

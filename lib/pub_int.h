@@ -253,4 +253,8 @@ const char *pub_conn_who(const struct sconn *c);
 int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
 int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
 
+/* Open the status output (stdout, stderr with -o -, or --status FILE) and
+ * choose the sink (TCP, or the -o stream); 0 or an exit code. */
+int pub_outputs_open(struct pub *p);
+
 #endif

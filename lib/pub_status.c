@@ -1,14 +1,18 @@
 /* What gdpub says on its status output (READY, ACK, NACK, REJECT, one line
  * each, in order) and on standard error while it runs: the --progress line
- * and the published-per-second rate it and gdinspect stats show. */
+ * and the published-per-second rate it and gdinspect stats show; where the
+ * status lines and the -o stream go. */
 #include "pub_int.h"
 #include "log.h"
 #include "parse.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 static void on_status_error(struct gd_out *o, int err)
 {
@@ -112,4 +116,45 @@ void pub_tick(struct pub *p, uint64_t now)
 		    "pending, %.0f blocks/s", p->dv.n_pub + p->n_reject,
 		    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count,
 		    pub_rate(p, now));
+}
+
+/* ---- where the status lines and the stream go ---- */
+
+static int open_file(const char *path, const char *what)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+
+	if (fd < 0)
+		gd_err("cannot open %s '%s': %s", what, path, strerror(errno));
+	return fd;
+}
+
+/* Status lines go to stdout, or with -o - to stderr, or to --status FILE;
+ * the block stream (-o) to stdout or a file. */
+int pub_outputs_open(struct pub *p)
+{
+	int sfd = 1, ofd = -1;
+	const char *st = p->opt.status;
+
+	p->sink = &pub_tcp_sink;
+	if (p->opt.out != NULL) {
+		if (strcmp(p->opt.out, "-") == 0)
+			ofd = 1;
+		else if ((ofd = open_file(p->opt.out, "the stream file")) < 0)
+			return GD_EX_IOERR;
+		if (st == NULL && ofd == 1)
+			sfd = 2;
+	}
+	if (st != NULL && strcmp(st, "-") != 0 &&
+	    (sfd = open_file(st, "the status file")) < 0) {
+		if (ofd > 2)
+			close(ofd);
+		return GD_EX_IOERR;
+	}
+	if (pub_status_open(p, sfd) != 0 ||
+	    (ofd >= 0 && pub_stream_open(p, ofd) != 0)) {
+		gd_err("cannot set up the outputs: out of memory");
+		return GD_EX_FAIL;
+	}
+	return 0;
 }
