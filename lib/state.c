@@ -50,9 +50,12 @@ static uint64_t offset_of(const struct gd_srange *r)
 /* The index of the first range whose hi is at or above seq (n if none). */
 static uint32_t lower(const struct gd_srun *run, uint64_t seq)
 {
-	const struct gd_srange *r = run->r + run->off;
+	const struct gd_srange *r;
 	uint32_t a = 0, b = run->n;
 
+	if (b == 0)
+		return 0;	/* run->r may be NULL: no arithmetic on it */
+	r = run->r + run->off;
 	while (a < b) {
 		uint32_t m = a + (b - a) / 2;
 		if (r[m].hi < seq)
@@ -89,7 +92,8 @@ static int room_for_one(struct gd_srun *run)
 /* Add [lo, hi) to the run, merging with the ranges it touches. */
 static int add_range(struct gd_srun *run, const struct gd_srange *in)
 {
-	struct gd_srange *r = run->r + run->off, m = *in;
+	/* a run without ranges may have no array yet (NULL + 0 is UB) */
+	struct gd_srange *r = run->n ? run->r + run->off : NULL, m = *in;
 	uint32_t i, j;
 
 	if (m.lo >= m.hi)
