@@ -131,7 +131,10 @@ static void in_parse(struct sub *s)
 				size_t used;
 				if (gd_sreader_next(&in->sr, base + in->rpos,
 				    r->len - in->rpos, 1, &f, &used) != 1) {
-					gd_err("%s: %s", in->name, in->sr.err);
+					gd_err("%s: %s%s", in->name, in->sr.err,
+					    in->sr.over_limit ? " bytes "
+					    "(GDsub_maxBlockSize, --max-block-size)" :
+					    "");
 					in_end(s, GD_EX_DATAERR);
 					return;
 				}
@@ -202,7 +205,9 @@ int sub_in_open(struct sub *s, const char *path)
 		}
 		in->name = path;
 	}
-	gd_sreader_init(&in->sr, GD_STREAM_MAX_PAYLOAD);
+	/* a frame's length is checked against our own limit before any
+	 * buffer grows for it (input.c peeks with the same bound) */
+	gd_sreader_init(&in->sr, (uint32_t)s->conf->sub_max_block);
 	if ((rc = uv_idle_init(&s->loop, &in->idle)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		if (fd != 0)
@@ -211,7 +216,7 @@ int sub_in_open(struct sub *s, const char *path)
 	}
 	in->idle.data = s;
 	in->in.data = s;
-	in->in.max_payload = GD_STREAM_MAX_PAYLOAD;
+	in->in.max_payload = in->sr.max_payload;
 	if ((rc = gd_input_start(&in->in, &s->loop, fd, '\n', 1u << 20,
 	    on_input)) != 0) {
 		gd_err("cannot start reading %s: %s", in->name, uv_strerror(rc));

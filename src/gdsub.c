@@ -14,6 +14,7 @@ static const char usage[] =
 "  -P, --pub HOST:PORT        a publisher (GDsub_pub, repeatable, required)\n"
 "      --retry-interval SECS  between connection attempts (default 1)\n"
 "      --max-retries N        attempts before giving up; -1 forever (default 10)\n"
+"      --max-block-size BYTES refuse larger blocks (default 1048576)\n"
 "      --name NAME            identity at the publishers (default derived)\n"
 "      --no-gd                receive only: no acknowledgement connection\n"
 "      --ctl PATH             control socket for gdack (default derived)\n"
@@ -45,7 +46,7 @@ static const char usage[] =
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
-	O_CONSEC, O_AUTH, O_QOS, O_LINGER };
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -53,6 +54,7 @@ static const struct option longopts[] = {
 	{ "pub", required_argument, NULL, 'P' },
 	{ "retry-interval", required_argument, NULL, O_RETRY },
 	{ "max-retries", required_argument, NULL, O_MAXRETRY },
+	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "no-gd", no_argument, NULL, O_NOGD },
 	{ "ctl", required_argument, NULL, O_CTL },
