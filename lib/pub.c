@@ -5,6 +5,7 @@
  * the end of the stream; signals. The parts are in pub_int.h. */
 #include "pub_int.h"
 #include "log.h"
+#include "loop.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -417,13 +418,6 @@ static int start(struct pub *p)
 	return 0;
 }
 
-static void walk_close(uv_handle_t *h, void *arg)
-{
-	(void)arg;
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
-}
-
 static int outcome(struct pub *p)
 {
 	const struct gd_deliver *d = &p->dv;
@@ -472,10 +466,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	free(p->replay.b);
 	if (p->journal)
 		gd_journal_close(&p->jn);
-	uv_walk(&p->loop, walk_close, NULL);
-	uv_run(&p->loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&p->loop) != 0)
-		gd_trace(1, "event loop closed with open handles");
+	(void)gd_loop_close(&p->loop);	/* says what was left open */
 	while (p->rq) {
 		struct gd_region *r = p->rq;
 		p->rq = r->next;
