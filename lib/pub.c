@@ -334,6 +334,7 @@ static int open_journal(struct pub *p)
 	}
 	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
 		gd_err("%s", p->jn.err);
+		gd_journal_close(&p->jn);	/* what it read, its path */
 		return GD_EX_IOERR;
 	}
 	p->journal = 1;
