@@ -357,6 +357,17 @@ static int start(struct pub *p)
 	char path[108];
 	int rc;
 
+	/* Signals first: once the port is open a script may send SIGTERM,
+	 * which must mean "drain and exit" and not the default death. The
+	 * callbacks run only in uv_run, once everything below is set up. */
+	if (uv_signal_init(&p->loop, &p->sigint) != 0 ||
+	    uv_signal_init(&p->loop, &p->sigterm) != 0) {
+		gd_err("cannot set up the event loop");
+		return GD_EX_FAIL;
+	}
+	p->sigint.data = p->sigterm.data = p;
+	uv_signal_start(&p->sigint, on_signal, SIGINT);
+	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
 	if ((rc = open_journal(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0)
@@ -382,19 +393,15 @@ static int start(struct pub *p)
 	    uv_timer_init(&p->loop, &p->ready_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->force_exit) != 0 ||
 	    uv_timer_init(&p->loop, &p->tick) != 0 ||
-	    uv_prepare_init(&p->loop, &p->prep) != 0 ||
-	    uv_signal_init(&p->loop, &p->sigint) != 0 ||
-	    uv_signal_init(&p->loop, &p->sigterm) != 0) {
+	    uv_prepare_init(&p->loop, &p->prep) != 0) {
 		gd_err("cannot set up the event loop");
 		return GD_EX_FAIL;
 	}
 	p->timer.data = p->ready_timer.data = p->force_exit.data = p;
-	p->tick.data = p->prep.data = p->sigint.data = p->sigterm.data = p;
+	p->tick.data = p->prep.data = p;
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
 	uv_prepare_start(&p->prep, on_prepare);
-	uv_signal_start(&p->sigint, on_signal, SIGINT);
-	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
 	if (p->opt.wait_ready == 2)
 		uv_timer_start(&p->ready_timer, on_ready_timeout,
 		    (uint64_t)(p->opt.wait_ready_s * 1000), 0);
