@@ -5,6 +5,8 @@
 #   make bench      throughput, latency and memory against peers
 #   make chaos      the delivery recipes under kill -9 and network faults
 #                   (CHAOS_BLOCKS, CHAOS_KILLS, CHAOS_SEED...: tests/chaos/chaos.py)
+#   make fuzz       libFuzzer targets, FUZZ_TIME seconds each (clang)
+#   make valgrind   core scenarios under valgrind (not part of check)
 #   make install    PREFIX=/usr/local DESTDIR=
 
 PREFIX ?= /usr/local
@@ -13,7 +15,12 @@ MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
 PKGS = libuv inih libcrypto
 
-ifeq ($(SANITIZE),1)
+ifeq ($(FUZZ),1)
+VARIANT = fuzz
+CC = clang
+OPT = -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+	-fno-omit-frame-pointer -fno-sanitize-recover=all
+else ifeq ($(SANITIZE),1)
 VARIANT = san
 OPT = -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 else ifeq ($(BENCH),1)
@@ -39,8 +46,12 @@ PROG_BIN = $(PROGS:%=$(BINDIR)/%)
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MANS = $(wildcard man/*.[0-9])
+# fuzz targets: tests/fuzz/fuzz_T.c; make check replays their corpora
+FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_BIN = $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
+FUZZ_TIME ?= 60
 
-.PHONY: all deps check demo bench chaos install uninstall clean lint-man
+.PHONY: all deps check demo bench chaos install uninstall clean lint-man fuzz valgrind
 all: deps $(PROG_BIN)
 
 # Installs missing Debian packages when root, else says how (mk/deps.sh).
@@ -59,14 +70,36 @@ $(BINDIR)/%: src/%.c $(BUILD)/libgdcore.a $(wildcard lib/*.h) | $(BINDIR)
 $(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libgdcore.a | $(BUILD)/tests
 	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/unit $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
 
+$(BUILD)/tests/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libgdcore.a | $(BUILD)/tests
+	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/fuzz -DFUZZ_TARGET='"$*"' \
+		-DFUZZ_TOP='"$(abspath .)"' tests/fuzz/replay.c $< \
+		$(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
+
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build/fuzz/libgdcore.a
+	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/fuzz -fsanitize=fuzzer $< \
+		build/fuzz/libgdcore.a -o $@ $(LDFLAGS_ALL) -fsanitize=fuzzer $(LIBS)
+
 $(BUILD)/lib $(BUILD)/tests $(BINDIR):
 	mkdir -p $@
 
 check: all
 	@sh mk/deps.sh check
-	@$(MAKE) --no-print-directory $(UNIT_BIN)
+	@$(MAKE) --no-print-directory $(UNIT_BIN) $(REPLAY_BIN)
 	@GDKIT_BIN=$(abspath $(BINDIR)) UNIT_DIR=$(abspath $(BUILD)/tests) \
-		sh tests/run.sh $(UNIT_BIN:$(BUILD)/tests/%=%)
+		sh tests/run.sh $(UNIT_BIN:$(BUILD)/tests/%=%) \
+		$(REPLAY_BIN:$(BUILD)/tests/%=%)
+
+# Each target for FUZZ_TIME seconds from its committed corpus; new inputs
+# stay in build/fuzz/corpus, crashes in build/fuzz/crash-*.
+fuzz:
+	@sh mk/deps.sh build
+	@$(MAKE) --no-print-directory FUZZ=1 $(FUZZ_TARGETS:%=build/fuzz/fuzz_%)
+	@sh tests/fuzz/run.sh $(FUZZ_TIME) $(FUZZ_TARGETS)
+
+# Core scenarios under valgrind; slow, so not part of check.
+valgrind: all
+	@sh mk/deps.sh check
+	@GDKIT_BIN=$(abspath $(BINDIR)) sh tests/valgrind.sh
 
 demo: all
 	@GDKIT_BIN=$(abspath $(BINDIR)) sh tests/demo.sh

@@ -65,6 +65,7 @@ static const struct key keys[] = {
 	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0 },
 	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0 },
 	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1, 0 },
+	{ "GDsub_maxBlockSize", "--max-block-size", S, K_INT, O(sub_max_block), 1, 1 << 30, NULL, 1, 0 },
 	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1, 0 },
 	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1, 0 },
 	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1, 0 },
@@ -89,6 +90,7 @@ void gd_conf_init(struct gd_conf *c, int family)
 	c->max_pending = 65536;
 	c->max_block = 1048576;
 	c->max_conns = 256;
+	c->sub_max_block = 1048576;
 	c->fsync = GD_FSYNC_BATCH;
 	c->discard_interval = 60;
 	c->send_timeout = 60;

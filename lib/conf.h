@@ -60,6 +60,7 @@ struct gd_conf {
 	int pubs_from_cli;	/* first -P replaces the file's list */
 	double retry_int;
 	int64_t max_retries;
+	int64_t sub_max_block;	/* GDsub_maxBlockSize */
 	char *name;
 	int64_t gd;
 	char *sub_ctl;

@@ -172,6 +172,11 @@ static int handler(void *user, const char *section, const char *name,
 		name = x->name;
 		value = x->value;
 	}
+	if (name[0] == '\0') {
+		fail(x, "a value without a key: the line starts with '=' "
+		    "(expected KEY=VALUE)");
+		return 1;
+	}
 	switch (gd_conf_set_named(x->c, name, value, why, sizeof(why))) {
 	case GD_CONF_UNKNOWN:
 		fail(x, "%.*s: unknown key",

@@ -224,7 +224,7 @@ static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
 		if (j->pending[i].len != UINT32_MAX)
 			j->pending[k++] = j->pending[i];
 	j->npending = k;
-	if (k > 1)
+	if (k > 1)	/* pending is NULL in a journal without blocks */
 		qsort(j->pending, k, sizeof(*j->pending), by_seq);
 	j->size = off;
 	return 0;

@@ -55,6 +55,21 @@ int gd_parse_id(const char *s, size_t len, uint64_t *out)
 	return 0;
 }
 
+int gd_parse_id_record(const char *rec, size_t len, uint64_t *id,
+    size_t *payload_off)
+{
+	/* 20 digits at most, then the TAB */
+	const char *tab = memchr(rec, '\t', len < 21 ? len : 21);
+	int e;
+
+	if (tab == NULL)
+		return -1;
+	if ((e = gd_parse_id(rec, (size_t)(tab - rec), id)) != 0)
+		return e;
+	*payload_off = (size_t)(tab - rec) + 1;
+	return 0;
+}
+
 int gd_parse_u64(const char *s, uint64_t *out)
 {
 	return gd_parse_u64n(s, strlen(s), out);

@@ -16,6 +16,12 @@ int gd_parse_u64(const char *s, uint64_t *out);
  * zero ("0001" would be reported as "1", matching no input line), -1 for
  * anything else that is not an ID. */
 int gd_parse_id(const char *s, size_t len, uint64_t *out);
+/* Split a gdpub --ids record, "ID<TAB>payload" without its delimiter:
+ * 0 with *id and *payload_off (the payload is rec[*payload_off .. len)),
+ * else what gd_parse_id says (-2: leading zeros) or -1 (no TAB within
+ * the first 21 bytes, no ID). Reads only rec[0 .. len). */
+int gd_parse_id_record(const char *rec, size_t len, uint64_t *id,
+    size_t *payload_off);
 /* decimal digits of v into buf (at least 20 bytes), no NUL; returns the
  * length. For hot paths where printf is too slow. */
 size_t gd_u64toa(char *buf, uint64_t v);

@@ -7,6 +7,7 @@
  * on_prepare, maybe_done, finish, on_signal, outcome, gd_pub_run. */
 #include "pub_int.h"
 #include "log.h"
+#include "loop.h"
 
 #include <inttypes.h>
 #include <signal.h>
@@ -217,6 +218,17 @@ static int start(struct pub *p)
 	char path[108], why[768];
 	int rc;
 
+	/* Signals first: once the port is open a script may send SIGTERM,
+	 * which must mean "drain and exit" and not the default death. The
+	 * callbacks run only in uv_run, once everything below is set up. */
+	if (uv_signal_init(&p->loop, &p->sigint) != 0 ||
+	    uv_signal_init(&p->loop, &p->sigterm) != 0) {
+		gd_err("cannot set up the event loop");
+		return GD_EX_FAIL;
+	}
+	p->sigint.data = p->sigterm.data = p;
+	uv_signal_start(&p->sigint, on_signal, SIGINT);
+	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
 	/* checked when the key was set; read here, as it is now */
 	if (p->conf->pub_auth != NULL &&
 	    gd_auth_load(p->conf->pub_auth, &p->key, why, sizeof(why)) != 0) {
@@ -249,19 +261,15 @@ static int start(struct pub *p)
 	    uv_timer_init(&p->loop, &p->ready_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->force_exit) != 0 ||
 	    uv_timer_init(&p->loop, &p->tick) != 0 ||
-	    uv_prepare_init(&p->loop, &p->prep) != 0 ||
-	    uv_signal_init(&p->loop, &p->sigint) != 0 ||
-	    uv_signal_init(&p->loop, &p->sigterm) != 0) {
+	    uv_prepare_init(&p->loop, &p->prep) != 0) {
 		gd_err("cannot set up the event loop");
 		return GD_EX_FAIL;
 	}
 	p->timer.data = p->ready_timer.data = p->force_exit.data = p;
-	p->tick.data = p->prep.data = p->sigint.data = p->sigterm.data = p;
+	p->tick.data = p->prep.data = p;
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
 	uv_prepare_start(&p->prep, on_prepare);
-	uv_signal_start(&p->sigint, on_signal, SIGINT);
-	uv_signal_start(&p->sigterm, on_signal, SIGTERM);
 	if (p->conf->cluster && (rc = pub_cluster_start(p)) != 0) {
 		p->finished = 1;
 		pub_finish(p);
@@ -289,13 +297,6 @@ static int start(struct pub *p)
 	gd_trace(1, "listening on %s, numSubs=%u, timeout=%gs", p->origin,
 	    p->needed, p->conf->timeout);
 	return 0;
-}
-
-static void walk_close(uv_handle_t *h, void *arg)
-{
-	(void)arg;
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
 }
 
 static int outcome(struct pub *p)
@@ -353,10 +354,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	gd_deliver_free(&p->dv);
 	pub_journal_free(p);
 	gd_qos_free(&p->qos);
-	uv_walk(&p->loop, walk_close, NULL);
-	uv_run(&p->loop, UV_RUN_DEFAULT);
-	if (uv_loop_close(&p->loop) != 0)
-		gd_trace(1, "event loop closed with open handles");
+	(void)gd_loop_close(&p->loop);	/* says what was left open */
 	while (p->rq) {
 		struct gd_region *r = p->rq;
 		p->rq = r->next;

@@ -116,9 +116,9 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 
 	p->line_no++;
 	if (p->opt.ids) {
-		const uint8_t *tab = memchr(rec, '\t', len < 22 ? len : 22);
-		if (tab == NULL || (e = gd_parse_id((const char *)rec,
-		    (size_t)(tab - rec), &id)) != 0) {
+		size_t off;
+		if ((e = gd_parse_id_record((const char *)rec, len, &id,
+		    &off)) != 0) {
 			pub_reject(p, "-", "malformed line %" PRIu64
 			    ": expected ID<TAB>payload with a decimal ID%s%s",
 			    p->line_no, e == -2 ? " without leading zeros" : "",
@@ -126,8 +126,8 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 			    "the ID its producer gave it)" : "");
 			return;
 		}
-		pl = tab + 1;
-		plen = len - (size_t)(tab + 1 - rec);
+		pl = rec + off;
+		plen = len - off;
 	} else {
 		id = p->next_id++;
 	}

@@ -95,6 +95,24 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 }
 
 /* One frame from a subscriber: 0, or -1 when the connection was closed. */
+/* A frame that is bad, or out of place (type: its type, 0 when it could
+ * not be read as a frame). Before a hello, the peer may not be a gdsub
+ * at all (a port scanner, a browser): say so rather than name it "?". */
+static void malformed(struct sconn *c, unsigned type)
+{
+	if (!c->hello && type == 0)
+		gd_err("connection from %s sent bytes that are not a gdkit wire "
+		    "frame (not a gdsub?); closing it", c->addr);
+	else if (!c->hello)
+		gd_err("connection from %s sent a frame of type %u before its "
+		    "handshake was done; closing it", c->addr, type);
+	else
+		gd_err("subscriber %s (%s) sent a malformed frame%s; closing "
+		    "its connection", c->name[0] ? c->name : "?", c->addr,
+		    type ? " (out of place)" : "");
+	pub_conn_close(c, NULL);
+}
+
 static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
 	struct gd_hello h;
@@ -135,9 +153,7 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		pub_conn_close(c, "unsubscribed");
 		return -1;
 	}
-	gd_err("subscriber %s (%s) sent a malformed frame; closing its connection",
-	    c->name[0] ? c->name : "?", c->addr);
-	pub_conn_close(c, NULL);
+	malformed(c, f->type);
 	return -1;
 }
 
@@ -183,9 +199,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
 		rc = -1;
 	if (rc < 0) {
-		gd_err("subscriber %s (%s) sent a malformed frame; closing its connection",
-		    c->name[0] ? c->name : "?", c->addr);
-		pub_conn_close(c, NULL);
+		malformed(c, 0);
 		pub_maybe_done(p);
 		return;
 	}

@@ -253,9 +253,11 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 	if (olen == 0 || olen > GD_STREAM_ORIGIN_MAX)
 		return fail(r, r->off, "origin length %zu is outside 1..%d",
 		    olen, GD_STREAM_ORIGIN_MAX);
-	if (plen > r->max_payload)
+	if (plen > r->max_payload) {
+		r->over_limit = 1;
 		return fail(r, r->off, "frame payload of %" PRIu32 " bytes is "
 		    "over the limit of %" PRIu32, plen, r->max_payload);
+	}
 	if (f->type != GD_SF_BLOCK && plen != 0)
 		return fail(r, r->off, "a frame of type %u carries a payload",
 		    f->type);

@@ -72,6 +72,7 @@ struct gd_sreader {
 	uint32_t max_payload;
 	int started;		/* a stream header was seen */
 	uint64_t frames, blocks;
+	int over_limit;		/* the last call failed on max_payload */
 	char err[200];		/* why the last call failed */
 	size_t why;		/* where in err the reason starts, past the offset */
 };

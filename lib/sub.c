@@ -5,6 +5,7 @@
  * maybe_done, finish, on_signal, outcome, gd_sub_run. */
 #include "sub_int.h"
 #include "log.h"
+#include "loop.h"
 #include "parse.h"
 
 #include <inttypes.h>
@@ -129,13 +130,6 @@ static void on_signal(uv_signal_t *h, int sig)
 		return;
 	}
 	sub_begin_close(s, sig == SIGINT ? "SIGINT" : "SIGTERM");
-}
-
-static void walk_close(uv_handle_t *h, void *arg)
-{
-	(void)arg;
-	if (!uv_is_closing(h))
-		uv_close(h, NULL);
 }
 
 /* The exit code once the loop has ended: blocks that could not be
@@ -277,9 +271,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 		uv_run(&s->loop, UV_RUN_DEFAULT);
 		rc = outcome(s);
 	}
-	uv_walk(&s->loop, walk_close, NULL);
-	uv_run(&s->loop, UV_RUN_DEFAULT);
-	uv_loop_close(&s->loop);
+	(void)gd_loop_close(&s->loop);	/* says what was left open */
 	for (i = 0; s->pc && i < s->npc; i++) {
 		gd_rbuf_free(&s->pc[i].rb);
 		gd_recv_free(&s->pc[i].rv);

@@ -16,7 +16,6 @@ struct gd_sub_opts {
 	uint64_t count;		/* -C: exit after this many unique blocks; 0 none */
 	double linger;		/* seconds to wait for acks once stdout closed */
 	const char *in;		/* -i FILE|-: read a framed stream, not TCP */
-	uint32_t max_block;	/* -i --max-block-size; 0: not given */
 };
 
 int gd_sub_run(const struct gd_conf *c, const struct gd_sub_opts *o);

@@ -128,7 +128,8 @@ static void on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
 	if (oversize)
 		snprintf(why, sizeof(why), "longer than %zu bytes, the armor of "
 		    "a frame of the largest payload (%" PRIu32 " bytes, "
-		    "--max-block-size)", in->in.line_max, in->armor_max);
+		    "GDsub_maxBlockSize, --max-block-size)", in->in.line_max,
+		    in->armor_max);
 	else if (gd_armor_decode(p, n, in->armor_max, &f, why,
 	    sizeof(why)) == 0) {
 		in->n_frames++;
@@ -196,7 +197,10 @@ static void in_parse(struct sub *s)
 				size_t used;
 				if (gd_sreader_next(&in->sr, base + in->rpos,
 				    r->len - in->rpos, 1, &f, &used) != 1) {
-					gd_err("%s: %s", in->name, in->sr.err);
+					gd_err("%s: %s%s", in->name, in->sr.err,
+					    in->sr.over_limit ? " bytes "
+					    "(GDsub_maxBlockSize, --max-block-size)" :
+					    "");
 					in_end(s, GD_EX_DATAERR);
 					return;
 				}
@@ -267,11 +271,11 @@ int sub_in_open(struct sub *s, const char *path)
 		}
 		in->name = path;
 	}
-	/* binary frames may be as large as the format allows unless told
-	 * otherwise (memory follows the bytes that came); lines need a bound,
-	 * since a chunk must hold the longest */
-	in->max_payload = s->opt.max_block ? s->opt.max_block :
-	    GD_STREAM_MAX_PAYLOAD;
+	/* a frame's length is checked against our own limit before any
+	 * buffer grows for it (input.c peeks with the same bound); an
+	 * armored line has the same bound on its frame's payload, so a chunk
+	 * holds the longest line */
+	in->max_payload = (uint32_t)s->conf->sub_max_block;
 	gd_sreader_init(&in->sr, in->max_payload);
 	if ((rc = uv_idle_init(&s->loop, &in->idle)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
@@ -282,8 +286,7 @@ int sub_in_open(struct sub *s, const char *path)
 	in->idle.data = s;
 	in->in.data = s;
 	in->in.max_payload = in->max_payload;
-	in->armor_max = s->opt.max_block ? s->opt.max_block :
-	    GD_ARMOR_MAX_PAYLOAD;
+	in->armor_max = in->max_payload;
 	in->in.line_max = gd_armor_line_max(in->armor_max);
 	if ((rc = gd_input_start(&in->in, &s->loop, fd, '\n', 1u << 20,
 	    on_input)) != 0) {

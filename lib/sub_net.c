@@ -242,12 +242,24 @@ void sub_net_resume(struct sub *s)
 			pc_read_start(&s->pc[i]);
 }
 
+/* Our own limit, or the publisher's once it announced a lower one: a
+ * frame's length is checked against it before the buffer grows for it. */
+static uint32_t block_limit(const struct sub *s, const struct sub_pub *pc)
+{
+	uint32_t limit = (uint32_t)s->conf->sub_max_block;
+
+	if (pc->max_block && pc->max_block < limit)
+		limit = pc->max_block;
+	return limit;
+}
+
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
 	struct sub_pub *pc = st->data;
 	struct sub *s = pc->s;
 	struct gd_frame f;
 	size_t used;
+	uint32_t limit = block_limit(s, pc);
 	int rc;
 
 	(void)buf;
@@ -258,8 +270,8 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	pc->rb.len += (size_t)nread;
 	while ((rc = gd_wire_next(pc->rb.buf + pc->rb.off,
-	    pc->rb.len - pc->rb.off, pc->max_block ? pc->max_block : (1u << 30),
-	    &f, &used)) == 1) {
+	    pc->rb.len - pc->rb.off, limit = block_limit(s, pc), &f,
+	    &used)) == 1) {
 		pc->rb.off += used;
 		if (f.type == GD_F_BLOCK && pc->state == SUB_PS_ACTIVE) {
 			struct gd_block b;
@@ -334,6 +346,18 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			rc = -1;
 			break;
 		}
+	}
+	if (rc < 0 && pc->rb.len - pc->rb.off >= GD_WIRE_HDR &&
+	    pc->rb.buf[pc->rb.off + 4] == GD_F_BLOCK &&
+	    gd_get32(pc->rb.buf + pc->rb.off) >= 24) {
+		/* not malformed but too large: reconnecting would only get
+		 * it again */
+		gd_err("publisher %s sent a block of %" PRIu32 " bytes, over "
+		    "the limit of %" PRIu32 " bytes (GDsub_maxBlockSize, "
+		    "--max-block-size); not read further", pc->addr,
+		    gd_get32(pc->rb.buf + pc->rb.off) - 24, limit);
+		sub_finish(s, GD_EX_DATAERR);
+		return;
 	}
 	if (rc < 0) {
 		gd_err("publisher %s sent a malformed frame; reconnecting", pc->addr);

@@ -14,6 +14,7 @@ static const char usage[] =
 "  -P, --pub HOST:PORT        a publisher (GDsub_pub, repeatable, required)\n"
 "      --retry-interval SECS  between connection attempts (default 1)\n"
 "      --max-retries N        attempts before giving up; -1 forever (default 10)\n"
+"      --max-block-size BYTES refuse larger blocks (default 1048576)\n"
 "      --name NAME            identity at the publishers (default derived)\n"
 "      --no-gd                receive only: no acknowledgement connection\n"
 "      --ctl PATH             control socket for gdack (default derived)\n"
@@ -33,8 +34,6 @@ static const char usage[] =
 "                             instead of TCP; acks still go to each block's\n"
 "                             publisher, which must be one of GDsub_pub;\n"
 "                             binary, or armored text lines (GDK1:...)\n"
-"      --max-block-size N     with -i: the largest payload of a frame\n"
-"                             (default: 1048576 armored, 2^30 binary)\n"
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
@@ -60,6 +59,7 @@ static const struct option longopts[] = {
 	{ "pub", required_argument, NULL, 'P' },
 	{ "retry-interval", required_argument, NULL, O_RETRY },
 	{ "max-retries", required_argument, NULL, O_MAXRETRY },
+	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "no-gd", no_argument, NULL, O_NOGD },
 	{ "ctl", required_argument, NULL, O_CTL },
@@ -73,7 +73,6 @@ static const struct option longopts[] = {
 	{ "count", required_argument, NULL, 'C' },
 	{ "linger", required_argument, NULL, O_LINGER },
 	{ "input", required_argument, NULL, 'i' },
-	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
 	{ "help", no_argument, NULL, 'h' },
@@ -84,7 +83,7 @@ static const struct option longopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0 };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -137,14 +136,6 @@ int main(int argc, char **argv)
 			}
 			opt.in = optarg;
 			break;
-		case O_MAXBLOCK:
-			if (gd_parse_i64(optarg, 1, 1 << 30, &n) != 0) {
-				gd_usage_err("invalid value '%s' for --max-block-size: expected an integer from 1 to 1073741824",
-				    optarg);
-				rc = GD_EX_USAGE;
-			}
-			opt.max_block = (uint32_t)n;
-			break;
 		case 'v':
 			verbose++;
 			break;
@@ -171,12 +162,6 @@ int main(int argc, char **argv)
 	if (conf.state && !conf.gd) {
 		gd_usage_err("cannot use --state (GDsub_state) with --no-gd "
 		    "(GDsub_gd=0): nothing is acknowledged");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (opt.max_block && opt.in == NULL) {
-		gd_usage_err("--max-block-size applies to -i only: over TCP the "
-		    "publisher bounds its blocks");
 		rc = GD_EX_USAGE;
 		goto out;
 	}

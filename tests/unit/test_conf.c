@@ -221,6 +221,7 @@ static const struct kv kvs[] = {
 	{ "GDsub_pub", "127.0.0.1:7001", NULL },
 	{ "GDsub_retryInt", "0.25", NULL },
 	{ "GDsub_maxRetries", "-1", NULL },
+	{ "GDsub_maxBlockSize", "4096", NULL },
 	{ "GDsub_name", "sub-a", NULL },
 	{ "GDsub_gd", "0", NULL },
 	{ "GDsub_ctl", "/tmp/gdsub.sock", NULL },

@@ -1,0 +1,156 @@
+/* The control socket's request side (lib/ctl.c): the bytes are what a
+ * client sends, written to a real gd_ctl_srv on a libuv loop, so the
+ * server's line splitting, its line-length limit, its reply cap and its
+ * half-close handling all run. The line callback is gdsub's and gdpub's
+ * grammar over lib/ code: "ack N" then N keys (gd_key_parse), "pending
+ * ARGS" (gd_ctl_pending_args), "hello", anything else an error. The run
+ * ends when the server has closed the connection (a hang is a finding);
+ * replies are flushed once per loop turn, from a prepare handle, as the
+ * programs do. */
+#include "fuzz.h"
+#include "ctl.h"
+#include "key.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+static uv_loop_t loop;
+static uv_prepare_t prep;
+static struct gd_ctl_srv srv;
+static int gone;
+
+static int on_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
+	char why[128], cell[64];
+	const char *args;
+	struct gd_ctl_pending_req pr;
+	int64_t n;
+	uint64_t i;
+
+	(void)user;
+	if (strlen(line) != len)	/* a NUL inside the line */
+		len = strlen(line);
+	if (cl->left > 0) {
+		size_t olen;
+		uint64_t id;
+		int fl;
+		if (gd_key_parse(line, len, &olen, &id, &fl) == 0)
+			cl->ok++;
+		else
+			cl->failed++;
+		if (--cl->left == 0)
+			gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
+			    cl->failed);
+		return 0;
+	}
+	if (strncmp(line, "ack ", 4) == 0) {
+		if (gd_parse_i64(line + 4, 0, GD_CTL_MAX_KEYS, &n) != 0) {
+			gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
+			return -1;
+		}
+		cl->ok = cl->failed = 0;
+		cl->left = (uint64_t)n;
+		if (n == 0)
+			gd_ctl_printf(cl, "ack 0 0\n");
+		return 0;
+	}
+	if (strncmp(line, "pending", 7) == 0 &&
+	    (line[7] == '\0' || line[7] == ' ')) {
+		args = line[7] ? line + 8 : "";
+		if (gd_ctl_pending_args(args, &pr, why, sizeof(why)) != 0) {
+			gd_ctl_printf(cl, "error %s\n", why);
+			return 0;
+		}
+		gd_ctl_printf(cl, "pending %" PRIu64 "\nid:n\tsort:s\n",
+		    pr.limit);
+		/* the reply cap (4 KiB here) replaces a long reply */
+		for (i = 0; i < pr.limit && i < 1000; i++)
+			gd_ctl_printf(cl, "%" PRIu64 "\t%s\n", i,
+			    gd_ctl_sort_name(pr.sort));
+		return 0;
+	}
+	if (strcmp(line, "hello") == 0) {
+		gd_ctl_printf(cl, "hello gdfuzz %d\n", GD_CTL_PROTO);
+		return 0;
+	}
+	gd_ctl_cell(cell, sizeof(cell), line);
+	gd_ctl_printf(cl, "error unknown request '%s'\n", cell);
+	return 0;
+}
+
+static void on_gone(void *user)
+{
+	(void)user;
+	gone = 1;
+}
+
+/* as gdpub and gdsub do: replies go out once per loop turn */
+static void on_prepare(uv_prepare_t *h)
+{
+	(void)h;
+	gd_ctl_flush(&srv);
+}
+
+static void setup(void)
+{
+	static int done;
+	const char *path;
+
+	if (done)
+		return;
+	done = 1;
+	path = fuzz_file("ctl.sock", NULL, 0);
+	if (uv_loop_init(&loop) != 0 ||
+	    gd_ctl_listen(&srv, &loop, path, on_line, NULL) != 0)
+		abort();
+	srv.on_gone = on_gone;
+	srv.reply_max = 4096;
+	uv_prepare_init(&loop, &prep);
+	uv_prepare_start(&prep, on_prepare);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sockaddr_un sa;
+	char sink[65536];
+	size_t off = 0;
+	int fd, spins = 0;
+
+	fuzz_once();
+	setup();
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", srv.path);
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) != 0)
+		abort();
+	gone = 0;
+	/* write what the socket takes, run the server, read its replies */
+	while (!gone) {
+		if (off < size) {
+			ssize_t w = send(fd, data + off, size - off, MSG_NOSIGNAL);
+			if (w > 0)
+				off += (size_t)w;
+			else if (w < 0 && errno != EAGAIN)
+				off = size;	/* the server closed on us */
+			if (off == size)
+				shutdown(fd, SHUT_WR);
+		} else if (size == 0 && spins == 0) {
+			shutdown(fd, SHUT_WR);
+		}
+		spins++;
+		uv_run(&loop, UV_RUN_NOWAIT);
+		while (recv(fd, sink, sizeof(sink), 0) > 0)
+			;
+		if (!gone && off == size)
+			uv_run(&loop, UV_RUN_ONCE);
+	}
+	close(fd);
+	/* let the closed client's handle go */
+	uv_run(&loop, UV_RUN_NOWAIT);
+	return 0;
+}
