@@ -1,6 +1,8 @@
-/* gdsub's acknowledgements: gdack's requests (one key each) checked
- * against the delivery rules of receive.c, a queue per publisher, and the
- * ack frames that carry the queue to each publisher in the prepare phase. */
+/* What gdsub sends its publishers: the acknowledgements (gdack's
+ * requests, one key each, checked against the delivery rules of
+ * receive.c, a queue per publisher, and the ack frames that carry the
+ * queue in the prepare phase), and the control frames of sub_net.c
+ * (hello, proof, confirm, bye). */
 #include "sub_int.h"
 #include "key.h"
 #include "log.h"
@@ -169,4 +171,65 @@ void sub_acks_flush(struct sub *s)
 		gd_trace(2, "sent %zu acknowledgements to %s", off, pc->addr);
 		pc->nqueued = 0;
 	}
+}
+
+/* ---- control frames ---- */
+
+static void free_write(uv_write_t *w, int status)
+{
+	(void)status;
+	free(w);	/* the frame follows the request in the same block */
+}
+
+/* A small control frame (BYE, or CONFIRM with its u64); a failure shows
+ * as the connection's loss. */
+void sub_send_small(struct sub_pub *pc, uint8_t type, int has_arg,
+    uint64_t arg)
+{
+	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + 8);
+	uv_buf_t b;
+	size_t n;
+
+	if (w == NULL)
+		return;
+	n = has_arg ? gd_wire_u64((uint8_t *)(w + 1), type, arg) :
+	    gd_wire_empty((uint8_t *)(w + 1), type);
+	b = uv_buf_init((char *)(w + 1), (unsigned)n);
+	if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write) != 0)
+		free(w);
+}
+
+static int send_ctrl(struct sub_pub *pc,
+    size_t (*make)(uint8_t *dst, const void *arg), const void *arg)
+{
+	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
+	uv_buf_t b;
+	int rc;
+
+	if (w == NULL)
+		return UV_ENOMEM;
+	b = uv_buf_init((char *)(w + 1), (unsigned)make((uint8_t *)(w + 1), arg));
+	if ((rc = uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write)) != 0)
+		free(w);
+	return rc;
+}
+
+static size_t make_hello(uint8_t *dst, const void *h)
+{
+	return gd_wire_hello(dst, h);
+}
+
+static size_t make_proof(uint8_t *dst, const void *mac)
+{
+	return gd_wire_proof(dst, mac);
+}
+
+int sub_send_hello(struct sub_pub *pc, const struct gd_hello *h)
+{
+	return send_ctrl(pc, make_hello, h);
+}
+
+int sub_send_proof(struct sub_pub *pc, const uint8_t mac[GD_AUTH_MAC])
+{
+	return send_ctrl(pc, make_proof, mac);
 }

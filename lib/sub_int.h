@@ -179,4 +179,12 @@ int sub_state_close(struct sub *s, int rc);
 int sub_ctl_listen(struct sub *s);
 void sub_ctl_close(struct sub *s);
 
+/* Control frames to a publisher (sub_acks.c): a small one (BYE, or
+ * CONFIRM with its u64; a failure shows as the connection's loss), the
+ * hello and the proof (0 or a libuv error). */
+void sub_send_small(struct sub_pub *pc, uint8_t type, int has_arg,
+    uint64_t arg);
+int sub_send_hello(struct sub_pub *pc, const struct gd_hello *h);
+int sub_send_proof(struct sub_pub *pc, const uint8_t mac[GD_AUTH_MAC]);
+
 #endif

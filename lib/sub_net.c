@@ -16,30 +16,6 @@
 
 #define SUB_HANDSHAKE_MS (2 * GD_HANDSHAKE_MS)
 
-static void free_write(uv_write_t *w, int status)
-{
-	(void)status;
-	free(w);	/* the frame follows the request in the same block */
-}
-
-/* A small control frame (BYE, or CONFIRM with its u64); a failure shows
- * as the connection's loss. */
-static void send_frame(struct sub_pub *pc, uint8_t type, int has_arg,
-    uint64_t arg)
-{
-	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + 8);
-	uv_buf_t b;
-	size_t n;
-
-	if (w == NULL)
-		return;
-	n = has_arg ? gd_wire_u64((uint8_t *)(w + 1), type, arg) :
-	    gd_wire_empty((uint8_t *)(w + 1), type);
-	b = uv_buf_init((char *)(w + 1), (unsigned)n);
-	if (uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write) != 0)
-		free(w);
-}
-
 static void pc_retry_cb(uv_timer_t *t)
 {
 	sub_net_start(t->data);
@@ -349,9 +325,13 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (rc < 0 && pc->rb.len - pc->rb.off >= GD_WIRE_HDR &&
 	    pc->rb.buf[pc->rb.off + 4] == GD_F_BLOCK &&
-	    gd_get32(pc->rb.buf + pc->rb.off) >= 24) {
-		/* not malformed but too large: reconnecting would only get
-		 * it again */
+	    gd_get32(pc->rb.buf + pc->rb.off) >= 24 &&
+	    (pc->max_block == 0 ||
+	    gd_get32(pc->rb.buf + pc->rb.off) - 24 <= pc->max_block)) {
+		/* within what the publisher said it sends, over our own
+		 * limit: not malformed but too large, and reconnecting would
+		 * only get it again. (Over the publisher's own limit it
+		 * cannot be a block of its: the stream is damaged.) */
 		gd_err("publisher %s sent a block of %" PRIu32 " bytes, over "
 		    "the limit of %" PRIu32 " bytes (GDsub_maxBlockSize, "
 		    "--max-block-size); not read further", pc->addr,
@@ -371,31 +351,6 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 /* Write one control frame made by make(dst, arg): 0, or a libuv error
  * (UV_ENOMEM). The frame follows the request in one allocation. */
-static int send_ctrl(struct sub_pub *pc,
-    size_t (*make)(uint8_t *dst, const void *arg), const void *arg)
-{
-	uv_write_t *w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_CTRL_MAX);
-	uv_buf_t b;
-	int rc;
-
-	if (w == NULL)
-		return UV_ENOMEM;
-	b = uv_buf_init((char *)(w + 1), (unsigned)make((uint8_t *)(w + 1), arg));
-	if ((rc = uv_write(w, (uv_stream_t *)&pc->h, &b, 1, free_write)) != 0)
-		free(w);
-	return rc;
-}
-
-static size_t make_hello(uint8_t *dst, const void *h)
-{
-	return gd_wire_hello(dst, h);
-}
-
-static size_t make_proof(uint8_t *dst, const void *mac)
-{
-	return gd_wire_proof(dst, mac);
-}
-
 /* The publisher's CHALLENGE: check its proof, send ours. */
 static void on_challenge(struct sub *s, struct sub_pub *pc,
     const struct gd_frame *f)
@@ -414,7 +369,7 @@ static void on_challenge(struct sub *s, struct sub_pub *pc,
 		handshake_failed(pc, "cannot compute the proof of the key");
 		return;
 	}
-	if ((rc = send_ctrl(pc, make_proof, mac)) != 0) {
+	if ((rc = sub_send_proof(pc, mac)) != 0) {
 		handshake_failed(pc, uv_strerror(rc));
 		return;
 	}
@@ -457,7 +412,7 @@ static void on_connect(uv_connect_t *req, int status)
 			s->conf->retry_count };
 		gd_qos_format(&q, h.qos, sizeof(h.qos));
 	}
-	if ((rc = send_ctrl(pc, make_hello, &h)) == UV_ENOMEM) {
+	if ((rc = sub_send_hello(pc, &h)) == UV_ENOMEM) {
 		gd_err("out of memory greeting publisher %s", pc->addr);
 		sub_finish(s, GD_EX_FAIL);
 		return;
@@ -588,7 +543,7 @@ void sub_net_shut(struct sub_pub *pc, int hard)
 		/* a clean exit unsubscribes explicitly (the publisher removes
 		 * the subscription at once, whatever its retryCount) */
 		if (!hard && pc->state == SUB_PS_ACTIVE)
-			send_frame(pc, GD_F_BYE, 0, 0);
+			sub_send_small(pc, GD_F_BYE, 0, 0);
 		pc->sreq.data = pc;
 		if (hard || pc->state != SUB_PS_ACTIVE || uv_shutdown(&pc->sreq,
 		    (uv_stream_t *)&pc->h, pc_shut) != 0)
@@ -607,6 +562,6 @@ void sub_net_confirm(struct sub *s)
 		if (!pc->confirm_due || pc->state != SUB_PS_ACTIVE)
 			continue;
 		pc->confirm_due = 0;
-		send_frame(pc, GD_F_CONFIRM, 1, pc->confirm_seq);
+		sub_send_small(pc, GD_F_CONFIRM, 1, pc->confirm_seq);
 	}
 }

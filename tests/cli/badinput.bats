@@ -263,8 +263,9 @@ print(got.hex())' "$@"
 }
 @test "protocol: an ack frame whose length is not a multiple of 16 closes the connection, logged" {
 	start_pub
-	# hello v2 gd=1 want=0 name "x", then a 17-byte ack frame
-	run send "$port" "0500000001000000020001007811000000040000000000000000000000000000000000000000"
+	# hello v3 gd=1 want=0 (no key, a zero nonce, run 1) name "x", then a
+	# 17-byte ack frame
+	run send "$port" "3200000001000000030001000000000000000000000000000000000000000000000000000000000000000000000000000100000000000000017811000000040000000000000000000000000000000000000000"
 	assert_success
 	stop_pub
 	assert_equal "$(cat rc)" 0
@@ -276,7 +277,7 @@ print(got.hex())' "$@"
 	assert_success
 	stop_pub
 	assert_equal "$(cat rc)" 0
-	grep -q "^gdpub: connection from 127.0.0.1:[0-9]*: unsupported protocol version 9 (this gdpub speaks 2); closing it$" pub.err
+	grep -q "^gdpub: refused subscriber 127.0.0.1:[0-9]*: it speaks protocol version 9, this gdpub 3 (a different gdkit version)$" pub.err
 }
 
 # a scripted publisher: answers gdsub's hello with a welcome (max_block
@@ -292,7 +293,7 @@ import os; os.rename(\"fakepub.port.tmp\", \"fakepub.port\")
 c, _ = s.accept(); s.close()
 c.recv(4096)
 origin = b\"127.0.0.1:1\"
-body = struct.pack(\"<HBBIIIQ\", 2, 1, 0, 0, maxb, 10000, 7) + origin
+body = struct.pack(\"<HBBIIIQ\", 3, 1, 0, 0, maxb, 10000, 7) + origin
 c.sendall(struct.pack(\"<IBBH\", len(body), 2, 0, 0) + body + rest)
 c.recv(4096)
 ' $1 $2"
@@ -307,14 +308,14 @@ c.recv(4096)
 	assert_equal "$status" 65
 	[[ "$stderr" == *"gdsub: publisher 127.0.0.1:$fport sent a block of 100 bytes, over the limit of 10 bytes (GDsub_maxBlockSize, --max-block-size); not read further"* ]]
 }
-@test "protocol: a publisher announcing a lower limit than gdsub's: its own limit is applied" {
+@test "protocol: a block over the limit the publisher announced cannot be its block: malformed, gdsub reconnects, then gives up (69)" {
 	fakepub 50 "7c00000003000000$(printf '%048x' 0)$(printf 'ab%.0s' $(seq 100))"
-	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$fport" --no-gd --max-retries 1
-	assert_equal "$status" 65
-	[[ "$stderr" == *"sent a block of 100 bytes, over the limit of 50 bytes"* ]]
+	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$fport" --no-gd --max-retries 1 --retry-interval 0.05
+	assert_equal "$status" 69
+	[[ "$stderr" == *"gdsub: publisher 127.0.0.1:$fport sent a malformed frame; reconnecting"* ]]
 }
 @test "protocol: a frame of unknown type from a publisher: malformed, gdsub reconnects, then gives up (69)" {
-	fakepub 1048576 "0000000009000000"
+	fakepub 1048576 "000000000c000000"
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$fport" --no-gd --max-retries 1 --retry-interval 0.05
 	assert_equal "$status" 69
 	[[ "$stderr" == *"gdsub: publisher 127.0.0.1:$fport sent a malformed frame; reconnecting"* ]]

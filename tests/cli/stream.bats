@@ -858,9 +858,8 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	assert_equal "$(tail -n 1 <<<"$stderr")" "gdinspect: mixed.txt: 1 of 168 armored lines were bad and skipped"
 }
 
-@test "armor: --armor without -o, --max-block-size without -i or decode are usage errors; a line over --max-block-size is skipped" {
+@test "armor: --armor without -o, gdinspect --max-block-size without decode are usage errors; a line over gdsub's --max-block-size is skipped" {
 	expect_usage gdpub "--armor needs -o: it armors the stream that -o writes" -- gdpub -p 7001 --armor
-	expect_usage gdsub "--max-block-size applies to -i only: over TCP the publisher bounds its blocks" -- gdsub -P 127.0.0.1:7001 --max-block-size 10
 	expect_usage gdinspect "--max-block-size applies to decode only, not to stats" -- gdinspect -p 7001 --max-block-size 10 stats
 	expect_usage gdsub "invalid value '0' for --max-block-size: expected an integer from 1 to 1073741824" -- gdsub -i - -P 127.0.0.1:7001 --max-block-size 0
 	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor > big.txt

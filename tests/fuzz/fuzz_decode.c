@@ -14,7 +14,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	fuzz_quiet_stdout();
 	path = fuzz_file("stream", data + 1, size - 1);
-	rc = gd_decode_file(path, data[0] & 1);
+	rc = gd_decode_file(path, data[0] & 1, 0);
 	if (rc != 0 && rc != GD_EX_DATAERR)
 		abort();	/* out of memory or stdout: not from this input */
 	if (gd_escape_preview(prev, data, size, GD_DECODE_PREVIEW) >=
