@@ -35,6 +35,16 @@ static void attempt_failed(struct sub_pub *pc, const char *why)
 	int64_t max = s->conf->max_retries;
 
 	pc->attempts++;
+	/* with -i the gdpub that writes the stream is usually started in
+	 * the same pipeline, and may not listen yet: a first refusal is no
+	 * news unless it is also the last attempt */
+	if (s->stream_in && pc->attempts == 1 && max != 0 && max != 1 &&
+	    strcmp(why, uv_strerror(UV_ECONNREFUSED)) == 0) {
+		gd_trace(1, "cannot connect to %s: %s (attempt 1; with -i the "
+		    "publisher may not listen yet)", pc->addr, why);
+		schedule_retry(pc);
+		return;
+	}
 	if (max < 0) {
 		gd_err("cannot connect to %s: %s (attempt %d)", pc->addr, why,
 		    pc->attempts);
