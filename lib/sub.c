@@ -184,6 +184,16 @@ static int start(struct sub *s)
 	size_t i;
 	int rc;
 
+	/* signals first: once the control socket is there a script may
+	 * send SIGTERM, which must mean "finish" and not the default death
+	 * (the callback runs only in uv_run, once all below is set up) */
+	if ((rc = uv_signal_init(&s->loop, &s->sigint)) != 0 ||
+	    (rc = uv_signal_init(&s->loop, &s->sigterm)) != 0)
+		goto uv_failed;
+	s->sigint.data = s->sigterm.data = s;
+	if ((rc = uv_signal_start(&s->sigint, on_signal, SIGINT)) != 0 ||
+	    (rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM)) != 0)
+		goto uv_failed;
 	if ((rc = sub_ctl_listen(s)) != 0)
 		return rc;
 	if (conf->state && (rc = sub_state_open(s)) != 0)
@@ -196,11 +206,9 @@ static int start(struct sub *s)
 	if ((rc = sub_out_open(s)) != 0)
 		return rc;
 	if ((rc = uv_prepare_init(&s->loop, &s->prep)) != 0 ||
-	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0 ||
-	    (rc = uv_signal_init(&s->loop, &s->sigint)) != 0 ||
-	    (rc = uv_signal_init(&s->loop, &s->sigterm)) != 0)
+	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0)
 		goto uv_failed;
-	s->prep.data = s->linger.data = s->sigint.data = s->sigterm.data = s;
+	s->prep.data = s->linger.data = s;
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;
@@ -220,9 +228,7 @@ static int start(struct sub *s)
 		pc->rv.stream = s->stream_in;
 		pc->rv.consecutive = conf->consecutive != 0;
 	}
-	if ((rc = uv_prepare_start(&s->prep, on_prepare)) != 0 ||
-	    (rc = uv_signal_start(&s->sigint, on_signal, SIGINT)) != 0 ||
-	    (rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM)) != 0)
+	if ((rc = uv_prepare_start(&s->prep, on_prepare)) != 0)
 		goto uv_failed;
 	if (s->stream_in && (rc = sub_in_open(s, s->opt.in)) != 0)
 		return rc;

@@ -164,10 +164,11 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
 	struct sub *s = user;
-	size_t i, wlen = strcspn(line, " ");
+	size_t i, wlen;
 
-	if (cl->left > 0)
+	if (cl->left > 0)	/* the hot path: a key of gdack's batch */
 		return ack_line(s, cl, line, len);
+	wlen = strcspn(line, " ");
 	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
 		const struct request *r = &requests[i];
 		if (strlen(r->name) == wlen && memcmp(line, r->name, wlen) == 0 &&
