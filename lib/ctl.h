@@ -26,6 +26,7 @@
 #include "conf.h"
 #include "dbuf.h"
 #include "wire.h"
+#include "fileio.h"	/* gd_write_all */
 
 #define GD_CTL_PROTO 2
 #define GD_CTL_LINE 1024
@@ -129,7 +130,5 @@ struct gd_lreader {
 /* Next line (newline stripped, NUL-terminated in place): 1, 0 at EOF,
  * -1 on error or a line longer than the buffer. */
 int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len);
-/* write all of buf; -1 on error */
-int gd_write_all(int fd, const void *buf, size_t len);
 
 #endif

@@ -133,18 +133,3 @@ int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)
 		r->len += (size_t)n;
 	}
 }
-
-int gd_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-	while (len > 0) {
-		ssize_t n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}

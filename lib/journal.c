@@ -1,6 +1,7 @@
 /* The publisher's write-ahead journal (see journal.h). Plain POSIX I/O:
  * records are appended in one write() per commit, synced by policy. */
 #include "journal.h"
+#include "fileio.h"
 #include "conf.h"
 #include "idmap.h"
 #include "stream.h"
@@ -22,25 +23,6 @@ static const uint8_t magic[8] = { 0x89, 'G', 'D', 'J', 0x0d, 0x0a, 0x1a, 0x0a };
 #define MAX_BODY (24u + GD_STREAM_MAX_PAYLOAD)
 
 /* The directory entry of a new or renamed file, on disk too. */
-static int sync_dir(const char *path)
-{
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	int fd, rc;
-
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 static void put_header(uint8_t *h, uint64_t epoch)
 {
 	memset(h, 0, GD_JOURNAL_HDR);
@@ -56,20 +38,6 @@ static int fail(struct gd_journal *j, const char *what)
 	snprintf(j->err, sizeof(j->err), "cannot %s journal '%s': %s", what,
 	    j->path, strerror(errno));
 	return -1;
-}
-
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t w = write(fd, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -1;
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
 }
 
 static int read_file(int fd, uint8_t **out, size_t *n)
@@ -279,8 +247,8 @@ static int open_journal(struct gd_journal *j, const char *path, int fsync,
 	if (st.st_size == 0) {	/* a new journal */
 		j->epoch = epoch;
 		put_header(h, epoch);
-		if (write_all(j->fd, h, sizeof(h)) != 0 || fdatasync(j->fd) != 0 ||
-		    sync_dir(path) != 0)
+		if (gd_write_all(j->fd, h, sizeof(h)) != 0 || fdatasync(j->fd) != 0 ||
+		    gd_sync_dir(path) != 0)
 			return fail(j, "write");
 		j->size = GD_JOURNAL_HDR;
 		return 0;
@@ -401,7 +369,7 @@ int gd_journal_sync(struct gd_journal *j, uint64_t now_ns)
 int gd_journal_commit(struct gd_journal *j, uint64_t now_ns)
 {
 	if (j->len > 0) {
-		if (write_all(j->fd, j->buf, j->len) != 0) {
+		if (gd_write_all(j->fd, j->buf, j->len) != 0) {
 			int e = errno;
 			/* a partial record at the end would read as a torn
 			 * tail: cut it so the file ends on a record */
@@ -435,7 +403,7 @@ int gd_journal_compact(struct gd_journal *j,
 		return fail(j, "rewrite");
 	memset(&t, 0, sizeof(t));
 	put_header(h, j->epoch);
-	rc = write_all(fd, h, sizeof(h));
+	rc = gd_write_all(fd, h, sizeof(h));
 	t.size = GD_JOURNAL_HDR;
 	if ((d = room(&t, REC_HDR + 16 + 4)) == NULL) {
 		errno = ENOMEM;
@@ -452,13 +420,13 @@ int gd_journal_compact(struct gd_journal *j,
 			errno = ENOMEM;
 			rc = -1;
 		} else if (t.len >= (1u << 20)) {
-			rc = write_all(fd, t.buf, t.len);
+			rc = gd_write_all(fd, t.buf, t.len);
 			t.size += t.len;
 			t.len = 0;
 		}
 	}
 	if (rc == 0 && t.len > 0) {
-		rc = write_all(fd, t.buf, t.len);
+		rc = gd_write_all(fd, t.buf, t.len);
 		t.size += t.len;
 	}
 	free(t.buf);
@@ -471,7 +439,7 @@ int gd_journal_compact(struct gd_journal *j,
 		errno = e;
 		return fail(j, "rewrite");
 	}
-	sync_dir(j->path);
+	gd_sync_dir(j->path);
 	close(j->fd);
 	j->fd = fd;
 	if (lseek(fd, 0, SEEK_END) < 0)

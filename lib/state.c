@@ -3,7 +3,7 @@
  * over the log; loaded at open. The ranges in memory are state_runs.c's. */
 #include "state.h"
 #include "state_int.h"
-#include "ctl.h"
+#include "fileio.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -169,26 +169,6 @@ static void put_header(uint8_t *p)
 	gd_put32(p + 12, gd_crc32c(0, p, 12));
 }
 
-/* Sync the directory so that a rename survives a crash. */
-static int sync_dir(const char *path)
-{
-	char dir[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	int fd, rc;
-
-	if (slash == NULL)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	if ((fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
-		return -1;
-	rc = fsync(fd);
-	close(fd);
-	return rc;
-}
-
 /* Rewrite the file as one snapshot of every run: written aside, synced,
  * then renamed over the log, which it replaces as our fd. */
 static int compact(struct gd_state *st, uint64_t now_ns)
@@ -226,7 +206,7 @@ static int compact(struct gd_state *st, uint64_t now_ns)
 		unlink(tmp);
 		return fail(st, "cannot write %s: %s", tmp, strerror(e));
 	}
-	if (sync_dir(st->path) != 0) {
+	if (gd_sync_dir(st->path) != 0) {
 		int e = errno;
 		close(fd);
 		return fail(st, "cannot sync its directory: %s", strerror(e));

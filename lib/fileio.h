@@ -1,0 +1,14 @@
+/* Blocking file writes the programs share: write everything, and sync a
+ * file's directory so that a create or rename survives a crash. */
+#ifndef GD_FILEIO_H
+#define GD_FILEIO_H
+
+#include <stddef.h>
+
+/* Write all of buf (EINTR retried); 0, or -1 with errno. */
+int gd_write_all(int fd, const void *buf, size_t len);
+/* fsync the directory that holds path ("." for a bare name); 0, or -1
+ * with errno. */
+int gd_sync_dir(const char *path);
+
+#endif
