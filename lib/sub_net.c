@@ -336,6 +336,7 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	if (rc < 0 && pc->rb.len - pc->rb.off >= GD_WIRE_HDR &&
 	    pc->rb.buf[pc->rb.off + 4] == GD_F_BLOCK &&
 	    gd_get32(pc->rb.buf + pc->rb.off) >= 24 &&
+	    gd_get32(pc->rb.buf + pc->rb.off) - 24 > limit &&
 	    (pc->max_block == 0 ||
 	    gd_get32(pc->rb.buf + pc->rb.off) - 24 <= pc->max_block)) {
 		/* within what the publisher said it sends, over our own
