@@ -322,6 +322,16 @@ c.recv(4096)
 	[[ "$stderr" == *"giving up on publisher 127.0.0.1:$fport after 1 attempt"* ]]
 }
 
+@test "protocol: a second welcome before a small block: malformed, gdsub reconnects (69), not 'a block over the limit'" {
+	# a welcome again (as a relay that duplicated bytes would send it),
+	# then a valid block of 1 byte
+	fakepub 1048576 "23000000020000000300010000000000000010001027000007000000000000003132372e302e302e313a31190000000300000001000000000000000100000000000000000000000000000078"
+	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$fport" --no-gd --max-retries 1 --retry-interval 0.05
+	assert_equal "$status" 69
+	[[ "$stderr" == *"gdsub: publisher 127.0.0.1:$fport sent a malformed frame; reconnecting"* ]]
+	[[ "$stderr" != *"over the limit"* ]]
+}
+
 # ctl REQUEST: send REQUEST (printf format) to the gdpub's control socket
 ctl() {
 	printf "$1" | socat -t 5 - "UNIX-CONNECT:$(gdinspect_sock)"

@@ -868,3 +868,17 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	assert_equal "$stderr" "gdsub: big.txt: line 2: bad armored line skipped: frame payload of 3000 bytes is over the limit of 100"
 	assert_equal "$(cut -f2 <<<"$output")" "$(printf 'x\ny')"
 }
+
+@test "gdsub -i: a first refused attempt to connect is traced at -v only; the later ones are reported" {
+	port=$(free_port)
+	: > empty.gds
+	run --separate-stderr timeout 20 gdsub -i empty.gds -P "127.0.0.1:$port" --max-retries 3 --retry-interval 0.05
+	assert_equal "$status" 69
+	assert_equal "$stderr" "$(printf 'gdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt 2 of 3)\ngdsub: cannot connect to 127.0.0.1:%s: connection refused (attempt 3 of 3)\ngdsub: giving up on publisher 127.0.0.1:%s after 3 attempts' "$port" "$port" "$port")"
+	run --separate-stderr timeout 20 gdsub -v -i empty.gds -P "127.0.0.1:$port" --max-retries 2 --retry-interval 0.05
+	assert_equal "$status" 69
+	[[ "$stderr" == *"cannot connect to 127.0.0.1:$port: connection refused (attempt 1; with -i the publisher may not listen yet)"* ]]
+	# without -i every attempt is reported
+	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries 2 --retry-interval 0.05
+	[[ "$stderr" == *"(attempt 1 of 2)"* ]]
+}
