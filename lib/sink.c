@@ -1,0 +1,311 @@
+/* gdack's sink file (see sink.h): append and sync, a torn last record cut
+ * at open, and the keys of the last records kept in a small hash table
+ * (the keys' bytes in one buffer) for the resends that may follow. */
+#define _GNU_SOURCE	/* memrchr */
+#include "sink.h"
+#include "key.h"
+#include "wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct gd_sink_key {
+	uint64_t hash;
+	uint32_t off;		/* in keys; a bucket is empty when len == 0 */
+	uint16_t len;		/* origin "/" id, flags aside */
+	uint16_t left;		/* copies at the tail not yet matched */
+};
+
+#define SCAN_CHUNK 65536
+
+static int fail(struct gd_sink *k, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static int fail(struct gd_sink *k, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(k->err, sizeof(k->err), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+static uint64_t hash(const char *p, size_t n)
+{
+	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
+
+	while (n-- > 0)
+		h = (h ^ (uint8_t)*p++) * 1099511628211ull;
+	return h;
+}
+
+/* The key of a record, flags aside: its origin, '/', its ID as written.
+ * Length, or 0 when the record starts with no key; *flags its flags. */
+static size_t record_key(const char *rec, size_t len, int *flags)
+{
+	const char *tab = memchr(rec, '\t', len);
+	size_t klen = tab ? (size_t)(tab - rec) : len, olen;
+	const char *slash;
+	uint64_t id;
+
+	if (gd_key_parse(rec, klen, &olen, &id, flags) != 0)
+		return 0;
+	/* the ID ends at the next '/' (the flags) or at the key's end */
+	slash = memchr(rec + olen + 1, '/', klen - olen - 1);
+	return slash ? (size_t)(slash - rec) : klen;
+}
+
+static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
+    size_t len, uint64_t h)
+{
+	uint32_t i = (uint32_t)h & k->mask;
+
+	for (;; i = (i + 1) & k->mask) {
+		struct gd_sink_key *e = &k->tab[i];
+		if (e->len == 0)
+			return e;
+		if (e->hash == h && e->len == len &&
+		    memcmp(k->keys + e->off, key, len) == 0)
+			return e;
+	}
+}
+
+/* Remember one tail key. 0, or -1 when out of memory. */
+static int remember(struct gd_sink *k, const char *key, size_t len)
+{
+	uint64_t h = hash(key, len);
+	struct gd_sink_key *e = find(k, key, len, h);
+
+	if (e->len != 0) {
+		if (e->left < UINT16_MAX)
+			e->left++;
+		return 0;
+	}
+	if (k->keylen + len > k->keycap) {
+		size_t ncap = k->keycap ? k->keycap * 2 : 4096;
+		char *nb;
+		while (ncap < k->keylen + len)
+			ncap *= 2;
+		if ((nb = realloc(k->keys, ncap)) == NULL)
+			return -1;
+		k->keys = nb;
+		k->keycap = ncap;
+	}
+	memcpy(k->keys + k->keylen, key, len);
+	e->hash = h;
+	e->off = (uint32_t)k->keylen;
+	e->len = (uint16_t)len;
+	e->left = 1;
+	k->keylen += len;
+	k->ntail++;
+	return 0;
+}
+
+/* The record that starts at off: read its key, if it has one. */
+static int tail_record(struct gd_sink *k, uint64_t off)
+{
+	char buf[GD_KEY_MAX + 1];
+	ssize_t r;
+	size_t n = 0, klen;
+	const char *end;
+	int flags;
+
+	while (n < sizeof(buf) && (r = pread(k->fd, buf + n, sizeof(buf) - n,
+	    (off_t)(off + n))) != 0) {
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return fail(k, "cannot read it: %s", strerror(errno));
+		}
+		n += (size_t)r;
+	}
+	if ((end = memchr(buf, k->delim, n)) != NULL)
+		n = (size_t)(end - buf);
+	if ((klen = record_key(buf, n, &flags)) == 0)
+		return 0;	/* not a key: nothing will repeat it */
+	if (remember(k, buf, klen) != 0)
+		return fail(k, "out of memory for the keys at its end");
+	return 0;
+}
+
+/* Read backwards from the end: each delimiter starts the record after it.
+ * Stops after tail records, or at the start of the file. */
+static int scan_tail(struct gd_sink *k, uint32_t tail)
+{
+	char *buf;
+	uint64_t pos;		/* bytes before pos not yet looked at */
+	uint32_t seen = 0;
+	int rc = 0;
+
+	if (k->size == 0 || tail == 0)
+		return 0;
+	if ((buf = malloc(SCAN_CHUNK)) == NULL)
+		return fail(k, "out of memory for the keys at its end");
+	/* the last byte is the last record's delimiter: not a start */
+	pos = k->size - 1;
+	while (rc == 0 && seen < tail && pos > 0) {
+		size_t n = pos > SCAN_CHUNK ? SCAN_CHUNK : (size_t)pos, got = 0;
+		uint64_t base = pos - n;
+		char *d;
+		while (rc == 0 && got < n) {
+			ssize_t r = pread(k->fd, buf + got, n - got,
+			    (off_t)(base + got));
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r <= 0)
+				rc = fail(k, "cannot read it: %s",
+				    r < 0 ? strerror(errno) : "it shrank");
+			else
+				got += (size_t)r;
+		}
+		while (rc == 0 && seen < tail &&
+		    (d = memrchr(buf, k->delim, n)) != NULL) {
+			rc = tail_record(k, base + (uint64_t)(d - buf) + 1);
+			seen++;
+			n = (size_t)(d - buf);
+		}
+		pos = base;	/* [base, base + n) holds no delimiter */
+	}
+	if (rc == 0 && seen < tail && pos == 0)	/* the file's first record */
+		rc = tail_record(k, 0);
+	free(buf);
+	return rc;
+}
+
+/* A last record without its delimiter was being written when gdack died:
+ * never acknowledged, it comes again. Cut it. */
+static int cut_torn(struct gd_sink *k)
+{
+	char buf[SCAN_CHUNK];
+	uint64_t pos = k->size, keep = 0;
+	char last;
+
+	if (k->size == 0)
+		return 0;
+	if (pread(k->fd, &last, 1, (off_t)(k->size - 1)) != 1)
+		return fail(k, "cannot read it: %s", strerror(errno));
+	if (last == k->delim)
+		return 0;
+	while (pos > 0) {
+		size_t n = pos > sizeof(buf) ? sizeof(buf) : (size_t)pos;
+		const char *d;
+		if (pread(k->fd, buf, n, (off_t)(pos - n)) != (ssize_t)n)
+			return fail(k, "cannot read it: %s", strerror(errno));
+		if ((d = memrchr(buf, k->delim, n)) != NULL) {
+			keep = pos - n + (uint64_t)(d - buf) + 1;
+			break;
+		}
+		pos -= n;
+	}
+	if (ftruncate(k->fd, (off_t)keep) != 0 || fsync(k->fd) != 0)
+		return fail(k, "cannot cut its torn last record: %s",
+		    strerror(errno));
+	k->torn_at = keep;
+	k->torn_bytes = k->size - keep;
+	k->size = keep;
+	return 0;
+}
+
+int gd_sink_open(struct gd_sink *k, const char *path, char delim,
+    uint32_t tail)
+{
+	struct stat st;
+	uint32_t cap = 16;
+
+	memset(k, 0, sizeof(*k));
+	k->delim = delim;
+	k->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+	if (k->fd < 0)
+		return fail(k, "%s", strerror(errno));
+	if (fstat(k->fd, &st) != 0) {
+		fail(k, "%s", strerror(errno));
+		goto bad;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fail(k, "not a regular file (a sink is appended to and read "
+		    "back when gdack starts again)");
+		goto bad;
+	}
+	if (flock(k->fd, LOCK_EX | LOCK_NB) != 0) {
+		fail(k, errno == EWOULDBLOCK ? "in use by another gdack" : "%s",
+		    strerror(errno));
+		goto bad;
+	}
+	k->size = (uint64_t)st.st_size;
+	while (cap < 2 * (uint64_t)tail && cap < (1u << 30))
+		cap *= 2;
+	if ((k->tab = calloc(cap, sizeof(*k->tab))) == NULL) {
+		fail(k, "out of memory for the keys at its end");
+		goto bad;
+	}
+	k->mask = cap - 1;
+	if (cut_torn(k) != 0 || scan_tail(k, tail) != 0)
+		goto bad;
+	return 0;
+bad:
+	gd_sink_close(k);
+	return -1;
+}
+
+int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len)
+{
+	struct gd_sink_key *e;
+	size_t klen;
+	int flags;
+
+	if (k->ntail == 0 || (klen = record_key(rec, len, &flags)) == 0 ||
+	    !(flags & GD_FL_RESENT))
+		return 0;
+	e = find(k, rec, klen, hash(rec, klen));
+	if (e->len == 0 || e->left == 0)
+		return 0;
+	e->left--;
+	k->skipped++;
+	return 1;
+}
+
+int gd_sink_write(struct gd_sink *k, const void *p, size_t n)
+{
+	const char *c = p;
+	size_t done = 0;
+	int e = 0;
+
+	while (done < n && e == 0) {
+		ssize_t r = write(k->fd, c + done, n - done);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			e = r < 0 ? errno : EIO;
+		else
+			done += (size_t)r;
+	}
+	if (e == 0 && n > 0 && fsync(k->fd) != 0)
+		e = errno;
+	if (e == 0) {
+		k->size += n;
+		return 0;
+	}
+	/* what was appended of this batch is not acknowledged: cut it, so
+	 * that it cannot be taken for a record already delivered */
+	(void)ftruncate(k->fd, (off_t)k->size);
+	return fail(k, "%s", strerror(e));
+}
+
+void gd_sink_close(struct gd_sink *k)
+{
+	if (k->fd >= 0)
+		close(k->fd);
+	k->fd = -1;
+	free(k->tab);
+	free(k->keys);
+	k->tab = NULL;
+	k->keys = NULL;
+}
