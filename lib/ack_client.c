@@ -4,11 +4,13 @@
  * nothing else to do. */
 #include "ack_client.h"
 #include "ctl.h"
+#include "dbuf.h"
 #include "endnote.h"
 #include "key.h"
 #include "log.h"
 #include "out.h"
 #include "parse.h"
+#include "sink.h"
 #include "stream.h"
 #include "wire.h"
 
@@ -30,6 +32,9 @@ struct ack {
 	size_t reqlen, reqcap;
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
+	struct gd_sink *sink;	/* --sink FILE, or NULL */
+	struct gd_dbuf sbuf;	/* this batch's records for the sink */
+	uint64_t sunacked;	/* records in the sink since the last answer */
 	double waited;		/* seconds of --wait spent connecting so far */
 	char note_path[PATH_MAX];	/* gdsub's end note (endnote.h) */
 	struct gd_endnote note;
@@ -368,9 +373,61 @@ static int run_frames(struct ack *a)
 	return rc;
 }
 
+/* One record of a batch: its key queued, and with --sink its bytes (and a
+ * delimiter, if the input's last record had none) for the sink, unless it
+ * is a resend of a record the sink already ends with. */
+static int take(struct ack *a, const char *rec, size_t len)
+{
+	if (add_record(a, rec, len) != 0)
+		return -1;
+	if (a->sink == NULL)
+		return 0;
+	if (gd_sink_repeat(a->sink, rec, len)) {
+		const char *tab = memchr(rec, '\t', len);
+		size_t klen = tab ? (size_t)(tab - rec) : len;
+		gd_trace(1, "%.*s: resent, already at the end of sink file "
+		    "'%s': acknowledged, not appended again",
+		    (int)(klen > 80 ? 80 : klen), rec, a->o->sink);
+		return 0;
+	}
+	if (gd_dbuf_add(&a->sbuf, rec, len) != 0 ||
+	    gd_dbuf_add(&a->sbuf, &a->o->delim, 1) != 0)
+		return -1;
+	a->sunacked++;
+	return 0;
+}
+
+/* The batch in buf[0, n): into the sink and synced, then acknowledged,
+ * then copied on with --tee. 0, or an exit code. */
+static int settle(struct ack *a, const char *buf, size_t n)
+{
+	int rc;
+
+	if (a->sink != NULL && a->sbuf.len > 0) {
+		if (gd_sink_write(a->sink, a->sbuf.buf, a->sbuf.len) != 0) {
+			gd_err("cannot write sink file '%s': %s; the %" PRIu64
+			    " record%s of this batch %s not acknowledged (the "
+			    "publisher resends or NACKs %s)", a->o->sink,
+			    a->sink->err, a->sunacked,
+			    gd_plural((double)a->sunacked),
+			    a->sunacked == 1 ? "was" : "were",
+			    a->sunacked == 1 ? "it" : "them");
+			return GD_EX_IOERR;
+		}
+		gd_dbuf_reset(&a->sbuf);
+	}
+	a->sunacked = 0;
+	if ((rc = exchange(a)) == 0)
+		tee(a, buf, n);
+	return rc;
+}
+
+/* Records on stdin, a batch per read (at most GD_SINK_BATCH records with
+ * --sink: see sink.h for why the batch is bounded). */
 static int run_stdin(struct ack *a)
 {
 	size_t cap = 1 << 20, len = 0;
+	size_t most = a->sink ? GD_SINK_BATCH : SIZE_MAX;
 	char *buf = malloc(cap);
 	int rc = 0, eof = 0;
 
@@ -379,11 +436,36 @@ static int run_stdin(struct ack *a)
 		return GD_EX_FAIL;
 	}
 	gd_pipe_grow(0);
-	while (!eof && rc == 0) {
+	while (rc == 0) {
+		size_t off = 0, nrec = 0;
 		ssize_t r;
-		size_t off = 0, done;
 		char *d;
 
+		while (nrec < most && (d = memchr(buf + off, a->o->delim,
+		    len - off)) != NULL) {
+			if (take(a, buf + off, (size_t)(d - (buf + off))) != 0) {
+				rc = GD_EX_FAIL;
+				break;
+			}
+			off = (size_t)(d - buf) + 1;
+			nrec++;
+		}
+		if (rc == 0 && eof && off < len && nrec < most) {
+			/* the last record, without its delimiter */
+			if (take(a, buf + off, len - off) != 0)
+				rc = GD_EX_FAIL;
+			off = len;
+		}
+		if (rc == GD_EX_FAIL)
+			gd_err("out of memory");
+		if (rc == 0 && off > 0)
+			rc = settle(a, buf, off);
+		memmove(buf, buf + off, len - off);
+		len -= off;
+		if (rc != 0 || (eof && len == 0))
+			break;
+		if (nrec == most)
+			continue;	/* more whole records may be held */
 		if (len == cap) {
 			char *nb = realloc(buf, cap * 2);
 			if (nb == NULL) {
@@ -398,75 +480,107 @@ static int run_stdin(struct ack *a)
 			rc = GD_EX_FAIL;
 			break;
 		}
-		if (r == 0)
-			eof = 1;
+		eof = r == 0;
 		len += (size_t)r;
-		while ((d = memchr(buf + off, a->o->delim, len - off)) != NULL) {
-			if (add_record(a, buf + off, (size_t)(d - (buf + off))) != 0) {
-				rc = GD_EX_FAIL;
-				break;
-			}
-			off = (size_t)(d - buf) + 1;
-		}
-		if (eof && off < len) {	/* last record without delimiter */
-			if (add_record(a, buf + off, len - off) != 0)
-				rc = GD_EX_FAIL;
-			off = len;
-		}
-		if (rc == 0)
-			rc = exchange(a);
-		done = off;
-		tee(a, buf, done);
-		memmove(buf, buf + done, len - done);
-		len -= done;
 	}
 	free(buf);
 	return rc;
 }
 
-int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
+/* Connect and acknowledge what the options name: 0, or an exit code. */
+static int run(struct ack *a)
 {
-	struct ack a;
-	char path[108];
-	int rc, i;
+	const struct gd_ack_opts *o = a->o;
+	int rc = 0, i;
 
-	memset(&a, 0, sizeof(a));
-	a.o = o;
-	if (o->ctl)
-		snprintf(path, sizeof(path), "%s", o->ctl);
-	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
-		return rc;
-	a.path = path;
-	(void)gd_endnote_path(path, a.note_path, sizeof(a.note_path));
 	/* Reading stdin, connect now, so that a gdsub with nothing left to
 	 * wait for (GD off) still waits for this gdack; but give up early
 	 * and quietly: input without keys (an empty stream) needs no gdsub,
 	 * which may have finished already. exchange() tries again at the
 	 * first key for the rest of --wait. Keys given as arguments connect
 	 * there alone, with the whole of --wait. */
-	a.fd = -1;
 	if (o->nkeys == 0) {
-		if ((rc = gd_ctl_trust(path, -1)) != 0)
+		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
 			return rc;
-		if (connect_rest(&a, START_WAIT, 1) >= 0 &&
-		    (rc = gd_ctl_trust(path, a.fd)) != 0) {
-			close(a.fd);
-			return rc;
-		}
+		if (connect_rest(a, START_WAIT, 1) >= 0 &&
+		    (rc = gd_ctl_trust(a->path, a->fd)) != 0)
+			return rc;	/* the fd is closed by the caller */
 	}
 	if (o->nkeys > 0) {
-		rc = 0;
 		for (i = 0; i < o->nkeys && rc == 0; i++)
-			rc = add_record(&a, o->keys[i], strlen(o->keys[i]));
+			rc = add_record(a, o->keys[i], strlen(o->keys[i]));
 		if (rc == 0)
-			rc = exchange(&a);
+			rc = exchange(a);
 	} else if (o->format == GD_ACK_FRAME) {
-		rc = run_frames(&a);
+		rc = run_frames(a);
 	} else {
-		rc = run_stdin(&a);
+		rc = run_stdin(a);
 	}
+	return rc;
+}
+
+/* --sink FILE: opened (its torn end cut, its last keys read) before
+ * anything is read or acknowledged. 0, or an exit code. */
+static int open_sink(struct ack *a)
+{
+	const char *path = a->o->sink;
+
+	if ((a->sink = malloc(sizeof(*a->sink))) == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	if (gd_sink_open(a->sink, path, a->o->delim, GD_SINK_TAIL) != 0) {
+		gd_err("cannot use sink file '%s': %s", path, a->sink->err);
+		free(a->sink);
+		a->sink = NULL;
+		return GD_EX_IOERR;
+	}
+	if (a->sink->torn_bytes > 0)
+		gd_warn("sink file '%s': a torn record at offset %" PRIu64 " (%"
+		    PRIu64 " byte%s, written when gdack was stopped, never "
+		    "acknowledged) was cut", path, a->sink->torn_at,
+		    a->sink->torn_bytes, gd_plural((double)a->sink->torn_bytes));
+	gd_trace(1, "sink file '%s': %" PRIu64 " bytes, %" PRIu32 " keys at "
+	    "its end", path, a->sink->size, a->sink->ntail);
+	return 0;
+}
+
+static void close_sink(struct ack *a)
+{
+	if (a->sink == NULL)
+		return;
+	if (a->sink->skipped > 0)
+		gd_info("%" PRIu64 " resent block%s already at the end of sink "
+		    "file '%s' %s acknowledged, not appended again",
+		    a->sink->skipped, gd_plural((double)a->sink->skipped),
+		    a->o->sink, a->sink->skipped == 1 ? "was" : "were");
+	gd_sink_close(a->sink);
+	free(a->sink);
+	a->sink = NULL;
+}
+
+int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
+{
+	struct ack a;
+	char path[108];
+	int rc;
+
+	memset(&a, 0, sizeof(a));
+	a.o = o;
+	a.fd = -1;
+	if (o->ctl)
+		snprintf(path, sizeof(path), "%s", o->ctl);
+	else if ((rc = gd_ctl_path_sub(c, path, sizeof(path))) != 0)
+		return rc;
+	a.path = path;
+	(void)gd_endnote_path(path, a.note_path, sizeof(a.note_path));
+	gd_dbuf_init_sized(&a.sbuf, 1 << 20, SIZE_MAX / 2);
+	if (o->sink == NULL || (rc = open_sink(&a)) == 0)
+		rc = run(&a);
 	if (a.fd >= 0)
 		close(a.fd);
+	close_sink(&a);
+	gd_dbuf_free(&a.sbuf);
 	free(a.req);
 	gd_endnote_free(&a.note);
 	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64

@@ -16,6 +16,7 @@ struct gd_ack_opts {
 	const char *ctl;	/* --ctl, or NULL to derive from the config */
 	char delim;		/* '\n', or '\0' with -0 */
 	int tee;		/* copy input to stdout after acknowledging */
+	const char *sink;	/* --sink FILE: append before acknowledging */
 	double wait;		/* seconds to wait for gdsub's socket */
 	char **keys;		/* keys given as arguments */
 	int nkeys;

@@ -6,7 +6,8 @@
 #include <string.h>
 
 static const char usage[] =
-"usage: gdack [-c FILE] [--ctl PATH] [-f line|frame|status] [-0] [--tee] [KEY ...]\n"
+"usage: gdack [-c FILE] [--ctl PATH] [-f line|frame|status] [-0] [--tee]\n"
+"             [--sink FILE] [KEY ...]\n"
 "Acknowledge each block whose key (HOST:PORT/ID) starts a line on stdin,\n"
 "or the keys given as arguments, through the gdsub started with the same\n"
 "config and options.\n"
@@ -20,6 +21,9 @@ static const char usage[] =
 "                        status lines, the key of each ACK (cascades)\n"
 "  -0, --null            records end with NUL instead of newline\n"
 "      --tee             copy the input to stdout once acknowledged\n"
+"      --sink FILE       append each record to FILE, synced, before its\n"
+"                        acknowledgement; started again, do not append a\n"
+"                        resent block FILE already ends with (exactly once)\n"
 "      --wait SECS       wait this long for gdsub (default 10)\n"
 "  -v, --verbose         report counts on stderr\n"
 "  -q, --quiet           errors only\n"
@@ -28,7 +32,7 @@ static const char usage[] =
 "\n"
 "See gdack(1), gdsub(1), gdkit(7).\n";
 
-enum { O_CTL = 256, O_NAME, O_TEE, O_WAIT };
+enum { O_CTL = 256, O_NAME, O_TEE, O_WAIT, O_SINK };
 
 static const char shortopts[] = ":c:P:f:0vqhV";
 static const struct option longopts[] = {
@@ -39,6 +43,7 @@ static const struct option longopts[] = {
 	{ "format", required_argument, NULL, 'f' },
 	{ "null", no_argument, NULL, '0' },
 	{ "tee", no_argument, NULL, O_TEE },
+	{ "sink", required_argument, NULL, O_SINK },
 	{ "wait", required_argument, NULL, O_WAIT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -89,6 +94,13 @@ int main(int argc, char **argv)
 		case O_TEE:
 			opt.tee = 1;
 			break;
+		case O_SINK:
+			if (optarg[0] == '\0') {
+				gd_usage_err("invalid value '' for --sink: expected a file name");
+				rc = GD_EX_USAGE;
+			}
+			opt.sink = optarg;
+			break;
 		case O_WAIT:
 			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.wait) != 0) {
 				gd_usage_err("invalid value '%s' for --wait: expected seconds",
@@ -127,6 +139,19 @@ int main(int argc, char **argv)
 	if (opt.format == GD_ACK_FRAME && optind < argc) {
 		gd_usage_err("unexpected argument '%s': with -f frame the stream "
 		    "is read on stdin", argv[optind]);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.sink != NULL && opt.format != GD_ACK_LINE) {
+		gd_usage_err("--sink cannot be combined with -f %s: the sink "
+		    "holds the records of -f line (or -0)",
+		    opt.format == GD_ACK_FRAME ? "frame" : "status");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.sink != NULL && optind < argc) {
+		gd_usage_err("unexpected argument '%s': with --sink the records "
+		    "are read on stdin", argv[optind]);
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# gdack --sink FILE: the pipeline's records appended and synced before
+# their acknowledgement; a restarted pipeline acknowledges the resent
+# blocks the file already ends with instead of appending them again; a
+# torn last record is cut; every refusal and a write failure.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# ids FILE: the IDs of the keys in FILE, in order
+ids() {
+	cut -f1 "$1" | sed 's|/r$||; s|.*/||'
+}
+
+@test "gdack --sink: every block appended once, before its acknowledgement; all ACKed" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini 2> sub.err | tee seen.txt | gdack -c s.ini --sink out.txt 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
+	run --separate-stderr timeout 30 bash -c "seq 1 3000 | sed 's/^/block /' | gdpub -p $port -n 1 --wait-ready=20"
+	assert_success
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 3000 ]
+	wait_until 20 file_is pipe.rc "0 0 0"
+	cmp out.txt seen.txt
+	assert_equal "$(ids out.txt | tr '\n' ' ')" "$(seq 1 3000 | tr '\n' ' ')"
+	assert_equal "$(cat ack.err)" ""
+}
+
+@test "gdack --sink started again: a torn last record is cut; resent blocks the file ends with are acknowledged, not appended again; the rest are appended" {
+	port=$(free_port)
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	spawn "seq 1 20 | gdpub -p $port -n 1 -t 1 --resend 10 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	# a first pipeline got blocks 1..10 and died: its sink holds 1..5 and
+	# the start of 6, none acknowledged
+	timeout 20 gdsub -c s.ini -C 10 --linger 0 > first.txt 2> first.err
+	[ "$(nlines first.txt)" -eq 10 ]
+	head -n 5 first.txt > out.txt
+	whole=$(stat -c %s out.txt)
+	sed -n 6p first.txt | head -c 12 >> out.txt
+	run --separate-stderr timeout 30 bash -c "gdsub -c s.ini 2> sub.err | gdack -c s.ini --sink out.txt"
+	assert_success
+	wait_until 20 file_is pub.rc 0
+	[ "$(grep -c '^ACK ' pub.out)" -eq 20 ]
+	# each block once, 1..5 from the first pipeline, whole
+	assert_equal "$(ids out.txt | sort -n | tr '\n' ' ')" "$(seq 1 20 | tr '\n' ' ')"
+	assert_equal "$(cut -f2 out.txt | sort -n | tr '\n' ' ')" "$(seq 1 20 | tr '\n' ' ')"
+	assert_equal "$(head -n 5 out.txt)" "$(head -n 5 first.txt)"
+	assert_equal "$stderr" "gdack: warning: sink file 'out.txt': a torn record at offset $whole (12 bytes, written when gdack was stopped, never acknowledged) was cut
+gdack: 5 resent blocks already at the end of sink file 'out.txt' were acknowledged, not appended again"
+}
+
+@test "gdack --sink refusals: with -f frame or status, with keys, empty; a file that cannot be used is exit 74 naming it" {
+	expect_usage gdack "--sink cannot be combined with -f frame: the sink holds the records of -f line (or -0)" -- gdack -P 127.0.0.1:1 --sink x -f frame
+	expect_usage gdack "--sink cannot be combined with -f status: the sink holds the records of -f line (or -0)" -- gdack -P 127.0.0.1:1 --sink x -f status
+	expect_usage gdack "unexpected argument '127.0.0.1:1/1': with --sink the records are read on stdin" -- gdack -P 127.0.0.1:1 --sink x 127.0.0.1:1/1
+	expect_usage gdack "invalid value '' for --sink: expected a file name" -- gdack -P 127.0.0.1:1 --sink ''
+	[ ! -e x ]
+	expect_fail 74 "gdack: cannot use sink file 'nosuch/x': No such file or directory" -- gdack -P 127.0.0.1:1 --sink nosuch/x
+	expect_fail 74 "gdack: cannot use sink file '/dev/null': not a regular file (a sink is appended to and read back when gdack starts again)" -- gdack -P 127.0.0.1:1 --sink /dev/null
+	mkdir d
+	expect_fail 74 "gdack: cannot use sink file 'd': Is a directory" -- gdack -P 127.0.0.1:1 --sink d
+	# a second gdack on the same sink would break the rule: refused
+	: > out.txt
+	spawn "exec flock out.txt sleep 60"
+	wait_until 10 bash -c '! flock -n out.txt true'
+	expect_fail 74 "gdack: cannot use sink file 'out.txt': in use by another gdack" -- gdack -P 127.0.0.1:1 --sink out.txt
+}
+
+@test "gdack --sink that cannot be written: exit 74 naming the file; the batch is not acknowledged and its blocks are NACKed, none ACKed and missing" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	# 60 blocks, fewer than gdpub's first window: all go out at once
+	spawn "seq 1 60 | sed 's/\$/ padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding/' |
+		gdpub -p $port -n 1 -t 2 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	# a file size limit stands for a full disk: past 4 KiB writes fail
+	run --separate-stderr timeout 30 bash -c "gdsub -c s.ini --linger 1 2> sub.err |
+		{ trap '' XFSZ; ulimit -f 4; exec gdack -c s.ini --sink out.txt; }"
+	assert_failure 74
+	[[ "$stderr" =~ ^"gdack: cannot write sink file 'out.txt': File too large; the "[0-9]+" records of this batch were not acknowledged (the publisher resends or NACKs them)"$ ]]
+	wait_until 20 file_is pub.rc 1
+	[ "$(stat -c %s out.txt)" -le 4096 ]
+	# whole lines only (what failed was cut back), each ACKed; everything
+	# else NACKed
+	[ -z "$(tail -c 1 out.txt | tr -d '\n')" ]
+	ids out.txt | sort -n > in_sink
+	grep '^ACK ' pub.out | cut -d' ' -f2 | sort -n > acked
+	grep '^NACK ' pub.out | cut -d' ' -f2 | sort -n > nacked
+	cmp in_sink acked
+	[ "$(sort -n acked nacked | tr '\n' ' ')" = "$(seq 1 60 | tr '\n' ' ')" ]
+	[ "$(nlines nacked)" -gt 0 ]
+}
