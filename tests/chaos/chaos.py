@@ -13,8 +13,8 @@ random (DROP, a probability per relayed chunk). Then
 got, and the recipe's targets are checked:
 
   exactly-once   gdpub -n 1 --resend 255 --journal J; gdsub --state S
-                 (--dedup id); sink: gdack --tee (what the pipeline
-                 finished and acknowledged)        target R = 1, UR = 1
+                 (--dedup id); sink: gdack --sink F (one file for every
+                 pipeline run)                     target R = 1, UR = 1
   at-least-once  gdpub -n 1 --resend 255; gdsub --dedup none; sink:
                  a tee before gdack (the work stage)        target R = 1
   at-most-once   gdpub -n 1 (no resend); gdsub; sink: gdack --tee
@@ -36,21 +36,22 @@ not read, and gdpub itself loses what it had read but not recorded.
   at-most-once   goes on after the last line it wrote whole: what gdpub
                  had not yet published is lost, nothing is repeated.
 Where the exactly-once sink sits decides what a kill of gdack costs:
-gdack --tee copies a line on only once gdsub has confirmed its
-acknowledgement (gdack(1)), so a gdack killed while it waits for that
-confirmation leaves its last request acknowledged (gdsub has recorded it,
-gdpub ACKs it) and never copied: those blocks are missing from the sink.
-A sink before gdack (the work stage) would show the opposite, the blocks
-in the pipeline at the kill written again by the restarted gdsub. The
-harness counts such a loss as a missed target, and says so when every
-lost block was ACKed, in no more runs of consecutive IDs than gdack
-kills: "the gdack --tee window".
+gdack --sink appends a record and syncs it before asking for its
+acknowledgement, so a kill loses none; the blocks appended but not yet
+acknowledged come again, flagged r, and the restarted gdack finds their
+keys at the end of the file and acknowledges them without appending
+them again (sink.h). gdack --tee instead copies after the
+acknowledgement (it loses the blocks of a gdack killed between the two:
+the at-most-once sink), and a tee before gdack repeats them (the
+at-least-once sink).
 The subscriber pipeline is one unit: when gdsub or gdack is killed the
 other stage loses its peer (gdack's socket to gdsub, gdsub's standard
 output), so the harness kills the rest of the pipeline too and starts
-it again whole. Each pipeline run writes its own sink file; a line cut
+it again whole. Each pipeline run of at-least-once and at-most-once
+writes its own sink file, exactly-once's all append to one; a line cut
 short by a kill (a torn last line) is not counted as received, and the
-number of such lines is printed.
+number of such lines is printed (gdack --sink cuts its own when it
+starts again, with a warning in ack.N.err).
 
 Environment (or options): CHAOS_BLOCKS (100000), CHAOS_KILLS (21),
 CHAOS_CUTS (10), CHAOS_DROP (0.002), CHAOS_RATE (blocks/s fed, 6000),
@@ -271,7 +272,6 @@ class Recipe:
             sub += ["--state", self.p("sub.state")]
         if self.name == "alo":
             sub += ["--dedup", "none"]
-        sink = open(self.p("sink.%d" % k), "wb")
         serr = open(self.p("sub.%d.err" % k), "wb")
         aerr = open(self.p("ack.%d.err" % k), "wb")
         s = subprocess.Popen(sub, stdout=subprocess.PIPE, stderr=serr)
@@ -286,12 +286,18 @@ class Recipe:
                                  stderr=aerr)
             t.stdout.close()
             self.pipe = [s, a, t]
-        else:
-            a = subprocess.Popen(ack + ["--tee"], stdin=s.stdout, stdout=sink,
+        elif self.name == "eo":
+            a = subprocess.Popen(ack + ["-v", "--sink", self.p("sink.eo")],
+                                 stdin=s.stdout, stdout=subprocess.DEVNULL,
                                  stderr=aerr)
             s.stdout.close()
             self.pipe = [s, a]
-        sink.close()
+        else:
+            with open(self.p("sink.%d" % k), "wb") as sink:
+                a = subprocess.Popen(ack + ["--tee"], stdin=s.stdout,
+                                     stdout=sink, stderr=aerr)
+            s.stdout.close()
+            self.pipe = [s, a]
         self.say("pipeline #%d started: gdsub pid %d, gdack pid %d" % (k, s.pid, a.pid))
 
     def stop_pipe(self):
@@ -429,9 +435,11 @@ class Recipe:
         with open(self.p("sent"), "w") as f:
             f.write("".join("%d\n" % i for i in range(1, n + 1)))
         torn = 0
+        sinks = ["sink.eo"] if self.name == "eo" else \
+            ["sink.%d" % k for k in range(1, self.npipe + 1)]
         with open(self.p("seen"), "wb") as f:
-            for k in range(1, self.npipe + 1):
-                lines, t = whole_lines(self.p("sink.%d" % k))
+            for name in sinks:
+                lines, t = whole_lines(self.p(name))
                 torn += t
                 for l in lines:
                     f.write(l + b"\n")
@@ -452,31 +460,39 @@ class Recipe:
                 if w and w[0].decode() in st:
                     st[w[0].decode()] += 1
         self.status = st
-        # exactly-once: blocks missing from the sink that gdpub ACKed, in
-        # runs of consecutive IDs no more than the gdack kills, are the
-        # window of gdack --tee (it copies a line on only once gdsub has
-        # confirmed its acknowledgement: a gdack killed while it waits for
-        # that confirmation leaves its last request acknowledged, never
-        # copied)
-        self.tee_window = None
-        if self.name == "eo" and m["lost"]:
-            got = set()
-            for l in open(self.p("seen"), "rb"):
-                f = l.split(b"\t", 1)
-                if len(f) == 2 and f[1].startswith(b"p"):
-                    got.add(int(f[1][1:]))
-            lost = sorted(set(range(1, n + 1)) - got)
-            acked = set()
-            for k in range(1, self.npub + 1):
-                for l in whole_lines(self.p("status.%d" % k))[0]:
-                    w = l.split()
-                    if len(w) >= 2 and w[0] == b"ACK":
-                        acked.add(int(w[1]))
-            runs = 1 + sum(1 for a, b in zip(lost, lost[1:]) if b != a + 1)
-            self.lost_runs = runs
-            if all(i in acked for i in lost) and runs <= self.kills["gdack"]:
-                self.tee_window = (len(lost), runs, lost[0], lost[-1])
         return m
+
+    def which(self):
+        """Which IDs were lost and which came twice, in runs of
+        consecutive IDs, and whether gdpub ACKed the lost ones: what a
+        missed target needs looked at first."""
+        n = self.h.blocks
+        seen = {}
+        for l in open(self.p("seen"), "rb"):
+            f = l.split(b"\t", 1)
+            if len(f) == 2 and f[1].startswith(b"p"):
+                i = int(f[1][1:])
+                seen[i] = seen.get(i, 0) + 1
+        acked = set()
+        for k in range(1, self.npub + 1):
+            for l in whole_lines(self.p("status.%d" % k))[0]:
+                w = l.split()
+                if len(w) >= 2 and w[0] == b"ACK":
+                    acked.add(int(w[1]))
+
+        def runs(ids):
+            out, start = [], None
+            for a, b in zip(ids, ids[1:] + [None]):
+                start = a if start is None else start
+                if b != a + 1:
+                    out.append("%d" % a if start == a else "%d..%d" % (start, a))
+                    start = None
+            return ", ".join(out[:10]) + (" ..." if len(out) > 10 else "")
+        lost = [i for i in range(1, n + 1) if i not in seen]
+        dup = sorted(i for i, c in seen.items() if c > 1)
+        return "lost %s (%d of them ACKed); twice or more %s" % (
+            runs(lost) or "none", sum(1 for i in lost if i in acked),
+            runs(dup) or "none")
 
 
 class Harness:
@@ -542,10 +558,8 @@ class Harness:
                    r.elapsed, target, "met" if good else "MISSED"), flush=True)
             for x in problems:
                 print("chaos: %s: %s" % (r.mode, x), flush=True)
-            if r.tee_window:
-                print("chaos: %s: the %d lost blocks (%d runs of consecutive IDs, %d..%d) were all ACKed: "
-                      "acknowledged by a gdack killed before its --tee copy (the gdack --tee window)" %
-                      ((r.mode,) + r.tee_window), flush=True)
+            if not good and (lost or dup):
+                print("chaos: %s: %s" % (r.mode, r.which()), flush=True)
             if not good:
                 print("chaos: %s: events (also in %s):" % (r.mode, r.dir))
                 for e in r.events[-40:]:
