@@ -14,6 +14,13 @@
 #                      always; none: no journal, the baseline of the same run);
 #                      name gdkit_journal_FSYNC. Extra as 1to1, plus fs (the
 #                      journal's file system type: fsync is free on tmpfs).
+#   gdkit.sh sink      1to1 with the pipeline's output kept in a file, SINK
+#                      says how: tee (gdack --tee > file, the baseline of the
+#                      same run), sink (gdack --sink file: appended and
+#                      synced before the acknowledgement), eo (the whole
+#                      exactly-once recipe of gdkit(7): gdpub --journal,
+#                      gdsub --state, gdack --sink); name gdkit_sink_SINK.
+#                      Extra as 1to1, plus fs (the file system of the files).
 #   gdkit.sh stream    stream mode: gdpub -n 1 -o - | gdsub -i - | gdack, the
 #                      acks back over TCP; N blocks; seconds from the first
 #                      input byte until gdpub exited after the last ACK.
@@ -52,12 +59,13 @@ case "$mode" in
 1to1) BENCH_NAME=gdkit_1to1 ;;
 stream) BENCH_NAME=gdkit_stream ;;
 journal) BENCH_NAME=gdkit_journal_${FSYNC:-batch} ;;
+sink) BENCH_NAME=gdkit_sink_${SINK:-sink} ;;
 fanout) BENCH_NAME=gdkit_fanout${SUBS:-4} ;;
 latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 *)
-    echo "usage: gdkit.sh 1to1|journal|stream|fanout|latency|memory|pending" >&2
+    echo "usage: gdkit.sh 1to1|journal|sink|stream|fanout|latency|memory|pending" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -114,7 +122,12 @@ CONF
 
 # start_pipeline K [STAGE...]: gdsub -c sK.ini [| STAGE] | gdack -c sK.ini in the
 # background, each program under GNU time; PIPES gets the subshell's PID.
+# SUB_EXTRA, ACK_EXTRA: more options of gdsub and gdack; ACK_OUT: gdack's
+# standard output.
 PIPES=()
+SUB_EXTRA=()
+ACK_EXTRA=()
+ACK_OUT=/dev/null
 start_pipeline() {
     local k=$1
     shift
@@ -127,8 +140,9 @@ start_pipeline() {
         ) 2> "$dir/pipe$k.err" &
     else
         ( trap - EXIT INT TERM
-          "$TIME" -f "$TF" -o "$dir/sub$k.time" "$BIN/gdsub" -c "$dir/s$k.ini" \
-            | "$TIME" -f "$TF" -o "$dir/ack$k.time" "$BIN/gdack" -c "$dir/s$k.ini" > /dev/null
+          "$TIME" -f "$TF" -o "$dir/sub$k.time" "$BIN/gdsub" -c "$dir/s$k.ini" "${SUB_EXTRA[@]}" \
+            | "$TIME" -f "$TF" -o "$dir/ack$k.time" "$BIN/gdack" -c "$dir/s$k.ini" \
+                "${ACK_EXTRA[@]}" > "$ACK_OUT"
         ) 2> "$dir/pipe$k.err" &
     fi
     PIPES+=("$!")
@@ -290,6 +304,23 @@ run_journal() {
     esac
     RUN_EXTRA=("fs=$(stat -f -c %T "$dir")")
     run_throughput 1
+}
+
+# --- 1->1 with the output in a file: what gdack --sink and the recipe cost -------
+run_sink() {
+    case "${SINK:-sink}" in
+    tee) ACK_EXTRA=(--tee); ACK_OUT=$dir/out ;;
+    sink) ACK_EXTRA=(--sink "$dir/out") ;;
+    eo) ACK_EXTRA=(--sink "$dir/out")
+        SUB_EXTRA=(--state "$dir/s.state")
+        PUB_EXTRA=(--journal "$dir/pub.journal") ;;
+    *) bench_fail "SINK must be tee, sink or eo (got '$SINK')" ;;
+    esac
+    RUN_EXTRA=("fs=$(stat -f -c %T "$dir")")
+    run_throughput 1
+    local lines
+    lines=$(wc -l < "$dir/out")
+    (( lines == N )) || bench_fail "the sink file has $lines lines, want $N"
 }
 
 # --- stream mode: the blocks through a pipe, the acks over TCP ---------------------
@@ -482,6 +513,7 @@ trap gd_exit EXIT
 case "$mode" in
 1to1) run_throughput 1 ;;
 journal) run_journal ;;
+sink) run_sink ;;
 stream) run_stream ;;
 fanout) run_throughput "$SUBS" ;;
 latency) run_latency ;;

@@ -25,6 +25,9 @@
 #                          RSS of each program (GNU time)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
+#   gdkit_sink_<S>         gdkit_1to1 with the output in a file: gdack --tee >
+#                          file (tee), gdack --sink file (sink), the whole
+#                          exactly-once recipe (eo: --journal, --state, --sink)
 #   gdkit_fanout4          the same with 4 pipelines, every block acked by all 4
 #   gdkit_latency          10,000 blocks paced at 1,000/s (pace.py), publish->ACK
 #                          p50/p90/p99/max from gdinspect stats
@@ -123,6 +126,7 @@ say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
+for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
 repeat gdkit_fanout4 env SUBS=4 bash "$g" fanout
 repeat gdkit_latency bash "$g" latency
