@@ -223,3 +223,47 @@ readme_block() {
 	# the ssh variation is the same pipeline with ssh in place of sh -c
 	readme_block 3 | grep -q "ssh subhost 'gdsub -i - -P pubhost:$port | gdack -P pubhost:$port --tee'"
 }
+
+# recipe N: the commands of the Nth display of gdkit(7) DELIVERY MODES as
+# rendered, one a line, the prompt removed
+recipe() {
+	mandoc -Tascii "$MANDIR/gdkit.7" | col -bx |
+		sed -n '/^DELIVERY MODES/,/^MULTISEND CLUSTER/p' |
+		awk -v n="$1" '/^ +\$ / { if (!in_d) { d++; in_d = 1 } if (d == n) { sub(/^ +\$ /, ""); print } next } { in_d = 0 }'
+}
+
+@test "gdkit(7) DELIVERY MODES: each recipe works when pasted (work = sed, input = 200 lines); exactly once leaves each block once in the sink file" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local n name
+	for n in 1 2 3; do
+		name=r$n
+		mkdir "$name"
+		port=$(free_port)
+		printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > "$name/pub.ini"
+		printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > "$name/s.ini"
+		seq 1 200 > "$name/input"
+		recipe "$n" | sed "s/| work |/| sed -u 's|\$| done|' |/; s/| work &\$/| sed -u 's|\$| done|' > work.out \&/" > "$name/recipe.sh"
+		echo wait >> "$name/recipe.sh"
+		cat "$name/recipe.sh"
+		# at least one gdsub and one gdpub in each, and nothing left of 'work'
+		grep -q '^gdsub -c s.ini' "$name/recipe.sh"
+		grep -q '^gdpub -c pub.ini' "$name/recipe.sh"
+		! grep -qw work "$name/recipe.sh"
+		(cd "$name" && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
+		[ "$(grep -c '^ACK ' "$name/status.txt")" -eq 200 ]
+	done
+	# at most once: the work stage after gdack got every block
+	[ "$(nlines r1/work.out)" -eq 200 ]
+	# exactly once: the sink holds each block once, as the work stage left it
+	assert_equal "$(cut -f2- r3/out.txt | tr '\n' ' ')" "$(seq 1 200 | sed 's/$/ done/' | tr '\n' ' ')"
+	[ -e r3/pub.journal ]
+	[ -e r3/s.state ]
+	# the measuring display works too
+	port=$(free_port)
+	mkdir m
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > m/pub.ini
+	printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > m/s.ini
+	{ recipe 4; echo wait; } > m/recipe.sh
+	(cd m && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
+	grep -q 'exactly-once' m/recipe.out
+}
