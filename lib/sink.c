@@ -3,6 +3,7 @@
  * (the keys' bytes in one buffer) for the resends that may follow. */
 #define _GNU_SOURCE	/* memrchr */
 #include "sink.h"
+#include "fileio.h"
 #include "key.h"
 #include "wire.h"
 
@@ -240,6 +241,11 @@ int gd_sink_open(struct gd_sink *k, const char *path, char delim,
 		goto bad;
 	}
 	k->size = (uint64_t)st.st_size;
+	/* a file just created must still be there after a crash */
+	if (k->size == 0 && gd_sync_dir(path) != 0) {
+		fail(k, "cannot sync its directory: %s", strerror(errno));
+		goto bad;
+	}
 	while (cap < 2 * (uint64_t)tail && cap < (1u << 30))
 		cap *= 2;
 	if ((k->tab = calloc(cap, sizeof(*k->tab))) == NULL) {

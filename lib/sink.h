@@ -4,12 +4,13 @@
  * file's end, so that a resent block already there is acknowledged
  * without being appended a second time.
  *
- * Why the end of the file is enough: gdack asks for at most
- * GD_SINK_BATCH keys at a time, and asks again only once gdsub has
- * answered; gdsub records what it acknowledges in its state file before
- * the acknowledgements leave, in the loop turn that answered. So at a kill
- * at most the last two batches can be unknown to both the publisher and
- * gdsub's state, and come again (flagged r); records before them cannot. */
+ * Why the end of the file is enough: gdack appends a batch of at most
+ * GD_SINK_BATCH records, asks for their acknowledgement, and appends the
+ * next only once gdsub has answered; gdsub writes what it acknowledges to
+ * its state file before its answer leaves (both in the loop's prepare
+ * phase, the state first: sub.c). So at a kill only the last batch can be
+ * unknown to both the publisher and gdsub's state and come again (flagged
+ * r); the end kept is two batches, a margin. */
 #ifndef GD_SINK_H
 #define GD_SINK_H
 
