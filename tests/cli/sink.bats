@@ -11,17 +11,31 @@ ids() {
 	cut -f1 "$1" | sed 's|/r$||; s|.*/||'
 }
 
-@test "gdack --sink: every block appended once, before its acknowledgement; all ACKed" {
+@test "gdack --sink: every block appended once, before its acknowledgement; all ACKed; --tee still copies after" {
 	port=$(free_port)
 	sub_conf s.ini "$port"
-	spawn "gdsub -c s.ini 2> sub.err | tee seen.txt | gdack -c s.ini --sink out.txt 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
+	spawn "gdsub -c s.ini 2> sub.err | tee seen.txt | gdack -c s.ini --sink out.txt --tee > tee.txt 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
 	run --separate-stderr timeout 30 bash -c "seq 1 3000 | sed 's/^/block /' | gdpub -p $port -n 1 --wait-ready=20"
 	assert_success
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 3000 ]
 	wait_until 20 file_is pipe.rc "0 0 0"
 	cmp out.txt seen.txt
+	cmp tee.txt seen.txt
 	assert_equal "$(ids out.txt | tr '\n' ' ')" "$(seq 1 3000 | tr '\n' ' ')"
 	assert_equal "$(cat ack.err)" ""
+}
+
+@test "gdack -0 --sink: NUL-terminated records, newlines in payloads, kept whole" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini -0 2> sub.err | tee seen.bin | gdack -c s.ini -0 --sink out.bin 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
+	run --separate-stderr timeout 30 bash -c "printf 'one\nline two\0three\0' | gdpub -p $port -n 1 -0 --wait-ready=20"
+	assert_success
+	assert_output "$(printf 'READY\nACK 1\nACK 2')"
+	wait_until 20 file_is pipe.rc "0 0 0"
+	cmp out.bin seen.bin
+	[ "$(tr -cd '\0' < out.bin | wc -c)" -eq 2 ]
+	assert_equal "$(tr '\0' '|' < out.bin)" "$(printf '127.0.0.1:%s/1\tone\nline two|127.0.0.1:%s/2\tthree|' "$port" "$port")"
 }
 
 @test "gdack --sink started again: a torn last record is cut; resent blocks the file ends with are acknowledged, not appended again; the rest are appended" {
