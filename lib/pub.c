@@ -125,12 +125,66 @@ void pub_finish(struct pub *p)
 	pub_net_close(p);
 	uv_close((uv_handle_t *)&p->timer, NULL);
 	uv_close((uv_handle_t *)&p->ready_timer, NULL);
+	uv_close((uv_handle_t *)&p->end_timer, NULL);
 	uv_close((uv_handle_t *)&p->idle, NULL);
 	uv_close((uv_handle_t *)&p->sigint, NULL);
 	uv_close((uv_handle_t *)&p->sigterm, NULL);
 	pub_cluster_close(p);
 	gd_ctl_close(&p->ctl);
 	gd_input_stop(&p->in);
+}
+
+/* ---- the end of the stream ----
+ *
+ * A subscriber answers the end with BYE before it closes. One whose
+ * connection is lost before that may not have had the end (a connection
+ * cut at the wrong moment): gdpub waits a little for it to connect again,
+ * and tells it the end then (pub_hs.c), rather than leave it retrying a
+ * publisher that is gone until its maxRetries, and exiting 69 after a
+ * stream that was delivered whole. */
+
+static int end_waiting(struct pub *p)
+{
+	const struct sconn *c;
+
+	if (p->end_lost > 0)
+		return 1;
+	for (c = p->conns; c; c = c->next)
+		if (c->end_sent && !c->closing)
+			return 1;
+	return 0;
+}
+
+static void end_done(struct pub *p)
+{
+	if (!p->ending)
+		return;
+	p->ending = 0;
+	uv_timer_stop(&p->end_timer);
+	pub_finish(p);
+}
+
+static void on_end_linger(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+
+	gd_trace(1, "%u subscriber%s lost the connection before the end of "
+	    "the stream reached %s, and did not connect again within %d ms",
+	    p->end_lost, gd_plural((double)p->end_lost),
+	    p->end_lost == 1 ? "it" : "them", PUB_END_LINGER_MS);
+	end_done(p);
+}
+
+void pub_end_closed(struct pub *p, const struct sconn *c, int bye)
+{
+	if (!p->ending || !c->end_sent)
+		return;
+	if (!bye)
+		p->end_lost++;	/* it may not have had the end */
+	else if (c->end_late && p->end_lost > 0)
+		p->end_lost--;	/* one that had lost it has it now */
+	if (!end_waiting(p))
+		end_done(p);
 }
 
 /* Input ended and nothing is pending: the last floor, the end of the
@@ -152,6 +206,18 @@ void pub_maybe_done(struct pub *p)
 	}
 	p->sink->end(p);
 	pub_net_end(p);
+	{
+		struct sconn *c;
+		for (c = p->conns; c; c = c->next)
+			if (c->hello && !c->closing && !c->refused)
+				c->end_sent = 1;
+	}
+	/* (after a second signal, exit at once) */
+	if (p->sigs < 2 && end_waiting(p)) {
+		p->ending = 1;
+		uv_timer_start(&p->end_timer, on_end_linger, PUB_END_LINGER_MS, 0);
+		return;
+	}
 	pub_finish(p);
 }
 
@@ -201,6 +267,10 @@ static void on_signal(uv_signal_t *h, int sig)
 	struct pub *p = h->data;
 	const char *name = sig == SIGINT ? "SIGINT" : "SIGTERM";
 
+	if (p->ending) {	/* the stream has ended: stop waiting */
+		end_done(p);
+		return;
+	}
 	if (++p->sigs >= 2) {
 		stop_now(p, name, sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
 		return;
@@ -259,6 +329,7 @@ static int start(struct pub *p)
 		return rc;
 	if (uv_timer_init(&p->loop, &p->timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->ready_timer) != 0 ||
+	    uv_timer_init(&p->loop, &p->end_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->force_exit) != 0 ||
 	    uv_timer_init(&p->loop, &p->tick) != 0 ||
 	    uv_prepare_init(&p->loop, &p->prep) != 0) {
@@ -266,6 +337,7 @@ static int start(struct pub *p)
 		return GD_EX_FAIL;
 	}
 	p->timer.data = p->ready_timer.data = p->force_exit.data = p;
+	p->end_timer.data = p;
 	p->tick.data = p->prep.data = p;
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */

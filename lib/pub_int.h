@@ -61,6 +61,9 @@ struct sconn {
 	int queued;			/* writes wait in its own queue: ordered,
 					 * or GDpub_sendQueueSizeMax */
 	int counted;			/* its loss is already a failure */
+	int end_sent;			/* told the stream ended */
+	int end_late;			/* ... once it connected again after */
+	int bye;			/* it said BYE */
 	int shut_wanted;
 	unsigned nwrites;		/* uv_writes outstanding */
 	struct cseg *qh, *qt;		/* its own queue */
@@ -144,6 +147,12 @@ struct pub {
 
 	/* lifecycle */
 	int eof, ready, finished, sigs, stop_code, warned_few;
+	/* the end told, gdpub waits (at most PUB_END_LINGER_MS) for each
+	 * subscriber's BYE, and for one that lost its connection before it
+	 * had the end to connect again and be told (pub.c) */
+	int ending;
+	unsigned end_lost;
+	uv_timer_t end_timer;
 	uint64_t now;			/* monotonic ns, per callback */
 	uint64_t t_start;
 
@@ -156,7 +165,11 @@ struct pub {
 static inline int pub_gd(const struct pub *p) { return p->needed > 0; }
 
 /* pub.c */
+#define PUB_END_LINGER_MS 3000
 void pub_maybe_done(struct pub *p);
+/* A connection told the end closed (bye: it said BYE first): once none
+ * is left and none lost the end, the run is over. */
+void pub_end_closed(struct pub *p, const struct sconn *c, int bye);
 /* Write the journal's records before any block they record is sent:
  * 0, or -1 (journal I/O error: gdpub is stopping, send nothing). */
 int pub_journal_commit(struct pub *p);

@@ -63,6 +63,7 @@ void pub_conn_close(struct sconn *c, const char *why)
 		c->next->pprev = c->pprev;
 	uv_close((uv_handle_t *)&c->h, conn_closed);
 	pub_backlog_recheck(p);
+	pub_end_closed(p, c, c->bye);
 }
 
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
@@ -144,7 +145,9 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 			pub_pump(c);
 		return 0;
 	case GD_F_BYE:
-		/* an explicit unsubscribe: removed whatever retryCount says */
+		/* an explicit unsubscribe: removed whatever retryCount says
+		 * (and, after the end, the sign that the end arrived) */
+		c->bye = 1;
 		if (c->qs != NULL) {
 			gd_qos_remove(&p->qos, c->qs, p->now,
 			    "unsubscribed (gdsub exited)");

@@ -390,6 +390,8 @@ void pub_send_end(struct sconn *c)
 	b->len = gd_wire_empty(b->data, GD_F_END);
 	pub_conn_send(c, b);
 	gd_bcast_unref(b);
+	c->end_sent = 1;
+	c->end_late = c->p->ending;
 }
 
 static void tcp_end(struct pub *p)

@@ -83,6 +83,23 @@ static void pc_close(struct sub_pub *pc)
 	uv_close((uv_handle_t *)&pc->h, pc_closed);
 }
 
+static void pc_shut(uv_shutdown_t *req, int status);
+
+/* The publisher ended its stream: say BYE, which tells it the end
+ * arrived (a publisher waits for it before it exits, pub.c), then close
+ * once that is written. */
+static void pc_bye(struct sub_pub *pc)
+{
+	if (!pc->h_open || uv_is_closing((uv_handle_t *)&pc->h))
+		return;
+	pc->reading = 0;
+	uv_read_stop((uv_stream_t *)&pc->h);
+	sub_send_small(pc, GD_F_BYE, 0, 0);
+	pc->sreq.data = pc;
+	if (uv_shutdown(&pc->sreq, (uv_stream_t *)&pc->h, pc_shut) != 0)
+		pc_close(pc);
+}
+
 /* The handshake failed: close, and count the attempt (the retry timer,
  * which was its deadline, goes back to retrying). */
 static void handshake_failed(struct sub_pub *pc, const char *why)
@@ -323,7 +340,7 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			gd_trace(1, "publisher %s ended its stream", pc->addr);
 			pc->state = SUB_PS_ENDED;
 			s->nended++;
-			pc_close(pc);
+			pc_bye(pc);
 			if (s->nended == s->npc && !s->stream_in)
 				sub_begin_close(s, NULL);
 			sub_in_kick(s);

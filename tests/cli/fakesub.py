@@ -8,7 +8,8 @@ usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   follows the commands appended to CMDFILE, one a line:
   "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are),
   "confirm SEQ" (reliability=ordered), "stall" (stop reading the socket),
-  "resume", "bye", "quit". Exits at "quit", at the publisher's end or at
+  "resume", "bye", "quit". Exits at "quit", at the publisher's end (said
+  BYE to, as gdsub does) or at
   its refusal ("refused WHY"); when the publisher closes the connection it
   says "closed" and connects again (every 50 ms, for up to 20 s).
   $FAKESUB_QOS: QoS lines sent in the hello, ';'-separated; $FAKESUB_RUN:
@@ -74,6 +75,12 @@ while not done:
                 ev.write("floor %d\n" % struct.unpack_from("<Q", body)[0])
             elif t == 6:
                 ev.write("end\n")
+                # as gdsub does: BYE says the end arrived
+                try:
+                    s.setblocking(True)
+                    s.sendall(struct.pack("<IBBH", 0, 7, 0, 0))
+                except OSError:
+                    pass
                 done = True
             elif t == 11:
                 ev.write("refused %s\n" % body.decode("latin-1"))

@@ -132,6 +132,18 @@ setup_file() {
 	assert_equal "$(grep -v -E -e "$early" sub.err)" "gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting"
 }
 
+@test "the end of the stream lost with its connection: gdsub connects again and gdpub, still waiting for its BYE, tells it the end; both sides exit 0" {
+	port=$(free_port)
+	relay --drop-before-type 6 --dir down
+	pipeline
+	publish 50 -t 5
+	once 50
+	# without gdpub waiting, gdsub would retry a publisher that is gone
+	# until --max-retries (20 s here) and exit 69
+	wait_until 10 file_is s.rc "0 0"
+	grep -q '^relay: connection [0-9]*: dropped (before a frame of type 6 at byte [0-9]* down)$' relay.err
+}
+
 @test "random drops either way (seeded), at-least-once (--dedup none): every block written at least once, every block ACKed" {
 	port=$(free_port)
 	relay --drop-random 0.05 --dir both --seed 42

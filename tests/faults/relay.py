@@ -20,9 +20,14 @@ Faults (byte offsets count per connection and per direction, from 0):
   --split            send every chunk in --dir one byte per write
   --dup-at N         send the chunk holding byte N in --dir twice
   --corrupt-at N     flip the bits of byte N in --dir (XOR 0xff)
+  --drop-before-type T
+                     read --dir as gdkit wire frames (u32 length, u8 type,
+                     3 bytes, body) and close the connection just before
+                     the first frame of type T (6: the end of the stream),
+                     delivering what came before it
   --dir up|down|both which direction the faults above apply to (down)
   --conns K          the byte-offset faults (drop-after, dup-at,
-                     corrupt-at) hit the first K connections that reach
+                     corrupt-at, drop-before-type) hit the first K connections that reach
                      the target only, so a peer that reconnects gets
                      through (default 1; 0: all)
   --reset            drop with a TCP reset (SO_LINGER 0) instead of a FIN
@@ -105,10 +110,35 @@ class Conn:
         threading.Thread(target=self.pump, args=(self.target, self.client, "down"),
                          daemon=True).start()
 
+    def frame_cut(self, st, b):
+        """--drop-before-type: where in chunk b the first frame of the
+        type starts (0 when its header began in an earlier chunk), or
+        None. st carries the framing across chunks: [header bytes so
+        far, body bytes still to come]."""
+        want = self.relay.a.drop_before_type
+        i = 0
+        while i < len(b):
+            if st[1] > 0:
+                take = min(st[1], len(b) - i)
+                st[1] -= take
+                i += take
+                continue
+            start = i - len(st[0])
+            need = 8 - len(st[0])
+            st[0] += b[i:i + need]
+            i += min(need, len(b) - i)
+            if len(st[0]) == 8:
+                length = struct.unpack("<I", st[0][:4])[0]
+                if st[0][4] == want:
+                    return max(start, 0)
+                st[0], st[1] = b"", length
+        return None
+
     def pump(self, src, dst, d):
         a = self.relay.a
         hit = a.dir in (d, "both")
         off = 0
+        fst = [b"", 0]
         rng = self.relay.rng
         try:
             while not self.closed:
@@ -129,9 +159,18 @@ class Conn:
                     b = b[:i] + bytes([b[i] ^ 0xFF]) + b[i + 1:]
                     log("connection %d: corrupted byte %d %s" % (self.n, a.corrupt_at, d))
                 cut = None
+                why = None
                 if self.faulty and a.drop_after is not None and off >= a.drop_after:
                     cut = a.drop_after - start
                     b = b[:cut]
+                    why = "after %d bytes %s" % (a.drop_after, d)
+                if self.faulty and a.drop_before_type is not None:
+                    at = self.frame_cut(fst, b)
+                    if at is not None and (cut is None or at < cut):
+                        cut = at
+                        b = b[:cut]
+                        why = "before a frame of type %d at byte %d %s" % (
+                            a.drop_before_type, start + cut, d)
                 if a.delay:
                     time.sleep(a.delay)
                 if a.split:
@@ -143,7 +182,7 @@ class Conn:
                     dst.sendall(b)
                     log("connection %d: duplicated %d bytes at %d %s" % (self.n, len(b), start, d))
                 if cut is not None:
-                    self.drop("after %d bytes %s" % (a.drop_after, d))
+                    self.drop(why)
                     return
                 if a.drop_random:
                     with self.relay.rlock:
@@ -216,6 +255,7 @@ def main():
     p.add_argument("--split", action="store_true")
     p.add_argument("--dup-at", type=int)
     p.add_argument("--corrupt-at", type=int)
+    p.add_argument("--drop-before-type", type=int)
     p.add_argument("--dir", choices=("up", "down", "both"), default="down")
     p.add_argument("--conns", type=int, default=1)
     p.add_argument("--reset", action="store_true")
