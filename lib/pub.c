@@ -110,6 +110,7 @@ static void on_prepare(uv_prepare_t *h)
 	}
 	p->sink->flush(p);
 	gd_out_flush(&p->status);
+	pub_journal_settle(p);	/* committed with the next turn's records */
 	gd_ctl_flush(&p->ctl);
 }
 
@@ -196,7 +197,10 @@ void pub_maybe_done(struct pub *p)
 		return;
 	p->finished = 1;
 	/* nothing pending: the journal shrinks to its header (and the
-	 * highest id and index), unless a replay was cut short */
+	 * highest id and index), unless a replay was cut short; once the
+	 * status lines are out (else at the end, pub_journal_end) */
+	gd_out_flush(&p->status);
+	pub_journal_settle(p);
 	if (p->journal && pub_journal_commit(p) == 0 &&
 	    p->replay.next >= p->replay.n)
 		pub_journal_compact(p);
@@ -416,6 +420,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	}
 	if ((rc = start(p)) == 0) {
 		uv_run(&p->loop, UV_RUN_DEFAULT);
+		pub_journal_end(p);
 		gd_status_clear();
 		rc = outcome(p);
 	}

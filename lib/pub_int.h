@@ -111,6 +111,11 @@ struct pub {
 	struct gd_snapshot snap;
 	struct gd_journal jn;		/* GDpub_journal, when journal */
 	int journal, journal_failed;
+	/* resolutions whose status lines are not all written yet: recorded
+	 * once they are (pub_journal_settle), so that a kill never leaves a
+	 * block resolved in the journal and its ACK or NACK unsaid */
+	struct pub_jres { uint64_t id, seq; uint32_t len; int acked; } *jres;
+	size_t njres, capjres;
 	struct {			/* the journal's pending blocks, sent
 					 * again before new input */
 		struct gd_jblock *b;
@@ -180,8 +185,14 @@ void pub_journal_failed(struct pub *p);
 int pub_journal_open(struct pub *p);
 /* Record an ACK or NACK. */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
-/* Rewrite the journal to what is pending (a failure is a warning). */
+/* The status lines so far are written: record their resolutions. */
+void pub_journal_settle(struct pub *p);
+/* Rewrite the journal to what is pending (a failure is a warning); not
+ * while resolutions wait for their status lines. */
 void pub_journal_compact(struct pub *p);
+/* After the loop, status written: the last resolutions, and the journal
+ * emptied when nothing is pending. */
+void pub_journal_end(struct pub *p);
 void pub_journal_free(struct pub *p);
 /* Close every handle: the run is over (pub.c). */
 void pub_finish(struct pub *p);

@@ -38,12 +38,48 @@ int pub_journal_open(struct pub *p)
 	return 0;
 }
 
+/* A resolution waits for its status line: recorded first, a kill between
+ * the two would lose the ACK or NACK for good (the restarted gdpub knows
+ * the block resolved and says nothing); recorded after, the block is sent
+ * again and resolved again, its status line written then. */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 {
-	if (p->journal && !p->journal_failed &&
-	    gd_journal_resolved(&p->jn, e->id, gd_deliver_seq(&p->dv, e),
-	    e->len, acked) != 0)
-		pub_journal_failed(p);
+	struct pub_jres *r;
+
+	if (!p->journal || p->journal_failed)
+		return;
+	if (p->njres == p->capjres) {
+		size_t ncap = p->capjres ? p->capjres * 2 : 1024;
+		struct pub_jres *n = realloc(p->jres, ncap * sizeof(*n));
+		if (n == NULL) {
+			gd_err("out of memory recording a resolution in the journal");
+			pub_journal_failed(p);
+			return;
+		}
+		p->jres = n;
+		p->capjres = ncap;
+	}
+	r = &p->jres[p->njres++];
+	r->id = e->id;
+	r->seq = gd_deliver_seq(&p->dv, e);
+	r->len = e->len;
+	r->acked = acked;
+}
+
+void pub_journal_settle(struct pub *p)
+{
+	size_t i;
+
+	if (p->njres == 0 || p->journal_failed ||
+	    gd_out_backlog(&p->status) > 0)
+		return;
+	for (i = 0; i < p->njres; i++)
+		if (gd_journal_resolved(&p->jn, p->jres[i].id, p->jres[i].seq,
+		    p->jres[i].len, p->jres[i].acked) != 0) {
+			pub_journal_failed(p);
+			return;
+		}
+	p->njres = 0;
 }
 
 void pub_journal_failed(struct pub *p)
@@ -108,14 +144,32 @@ void pub_journal_compact(struct pub *p)
 {
 	struct walk w = { p, p->dv.pend.head, p->replay.next };
 
+	/* the rewrite keeps only what is pending: it would record the
+	 * waiting resolutions before their status lines are out */
+	if (p->njres > 0)
+		return;
 	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
 		gd_warn("%s; the journal keeps growing", p->jn.err);
 	else
 		gd_trace(1, "journal rewritten: %" PRIu64 " bytes", p->jn.size);
 }
 
+void pub_journal_end(struct pub *p)
+{
+	if (!p->journal || p->journal_failed)
+		return;
+	pub_journal_settle(p);	/* the status output is closed, all written */
+	if (p->njres > 0 || pub_journal_commit(p) != 0)
+		return;
+	if (p->dv.pend.count == 0 && p->replay.next >= p->replay.n &&
+	    p->eof && !pub_held(p))
+		pub_journal_compact(p);
+}
+
 void pub_journal_free(struct pub *p)
 {
+	free(p->jres);
+	p->jres = NULL;
 	if (p->replay.c != NULL)
 		gd_chunk_unref(&p->in, p->replay.c);
 	free(p->replay.b);

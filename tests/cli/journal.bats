@@ -125,5 +125,39 @@ for l in sys.stdin:
 	# 40 MB went through, at most 1000 blocks pending: the file stays under
 	# 2 x their records + 16 MiB
 	[ "$max" -lt $((17 * 1024 * 1024)) ]
+	# resolutions are recorded once their status lines are out: within
+	# a loop turn or a tick of them
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 1 ]"
 	assert_equal "$(jrows j.gdj)" 1
+}
+
+@test "kill -9 while the last status lines wait to be written (stdout not read): after the restart every block has its ACK line, none is written twice" {
+	port=$(free_port)
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	spawn "gdsub -c s.ini 2> s1.err | gdack -c s.ini --tee > s.out 2> a1.err; echo \${PIPESTATUS[*]} > s1.rc"
+	seq 1 200000 > in.txt
+	# gdpub's stdout: a pipe whose reader is stopped, so that some 2 MB of
+	# ACK lines outgrow it and wait inside gdpub
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < in.txt 2> p1.err' |
+		{ echo \$BASHPID > cat.pid; kill -STOP \$BASHPID; exec cat > st1; }"
+	wait_until 10 test -s pub.pid
+	wait_until 10 test -s cat.pid
+	pub=$(cat pub.pid)
+	cat_pid=$(cat cat.pid)
+	# every block acknowledged and the stream ended: the subscriber is done
+	wait_until 60 file_is s1.rc "0 0"
+	[ "$(nlines s.out)" -eq 200000 ]
+	kill -KILL "$pub"
+	kill -CONT "$cat_pid"
+	wait_until 10 bash -c "! kill -0 $cat_pid 2>/dev/null"
+	[ "$(grep -c '^ACK' st1)" -lt 200000 ]
+	# the journal still has what was not said: sent again, acknowledged
+	# again from the state file (not written again), said now
+	spawn "gdsub -c s.ini 2> s2.err | gdack -c s.ini --tee > s2.out 2> a2.err"
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 60 --journal j.gdj --wait-ready=20 < /dev/null
+	assert_success
+	{ cat st1; printf '%s\n' "$output"; } | awk '$1 == "ACK" { print $2 }' | sort -n | uniq > said
+	assert_equal "$(wc -l < said)" 200000
+	assert_equal "$(head -n 1 said) $(tail -n 1 said)" "1 200000"
+	[ "$(nlines s2.out)" -eq 0 ]
 }
