@@ -453,13 +453,26 @@ class Recipe:
         except (ValueError, IndexError):
             raise SystemExit("chaos: gdinspect measure failed: %s" % out.stderr)
         self.m = m
-        st = {"ACK": 0, "NACK": 0, "REJECT": 0}
+        # status lines: the IDs each outcome was said for, and the lines
+        # that said one again (a gdpub killed after a status line and
+        # before its journal recorded the outcome sends the block again
+        # and says it twice; never none)
+        ids = {"ACK": set(), "NACK": set(), "REJECT": set()}
+        again = 0
         for k in range(1, self.npub + 1):
             for l in whole_lines(self.p("status.%d" % k))[0]:
                 w = l.split()
-                if w and w[0].decode() in st:
-                    st[w[0].decode()] += 1
-        self.status = st
+                if len(w) >= 2 and w[0].decode() in ids:
+                    seen = ids[w[0].decode()]
+                    i = int(w[1])
+                    again += i in seen
+                    seen.add(i)
+        self.status = {o: len(v) for o, v in ids.items()}
+        self.said_again = again
+        if self.name == "eo":
+            unsaid = n - len(ids["ACK"] | ids["NACK"])
+            if unsaid:
+                self.unexpected.append("%d blocks have no ACK or NACK line" % unsaid)
         return m
 
     def which(self):
@@ -551,11 +564,11 @@ class Harness:
             k = r.kills
             print("chaos: %-13s R=%.6f UR=%.6f  sent %d, received %d, unique %d, lost %d, "
                   "duplicates %d, torn %d; kills gdpub %d gdsub %d gdack %d, cuts %d, relay drops %d; "
-                  "status ACK %d NACK %d REJECT %d; %.1fs  target %s: %s" %
+                  "status ACK %d NACK %d REJECT %d (IDs; %d said again); %.1fs  target %s: %s" %
                   (r.mode, R, UR, m["sent"], m["received"], m["unique"], lost, dup,
                    r.torn, k["gdpub"], k["gdsub"], k["gdack"], r.cuts,
                    relay_drops(r), r.status["ACK"], r.status["NACK"], r.status["REJECT"],
-                   r.elapsed, target, "met" if good else "MISSED"), flush=True)
+                   r.said_again, r.elapsed, target, "met" if good else "MISSED"), flush=True)
             for x in problems:
                 print("chaos: %s: %s" % (r.mode, x), flush=True)
             if not good and (lost or dup):

@@ -15,7 +15,7 @@ bats_require_minimum_version 1.5.0
 	printf '%s\n' "$output" "$stderr"
 	assert_success
 	assert_line --index 0 --regexp '^chaos: CHAOS_SEED=[0-9]+ CHAOS_BLOCKS=5000 '
-	assert_line --regexp '^chaos: exactly-once +R=1\.000000 UR=1\.000000 .* lost 0, duplicates 0, .*status ACK 5000 NACK 0 REJECT 0;.*target R = 1, UR = 1: met$'
+	assert_line --regexp '^chaos: exactly-once +R=1\.000000 UR=1\.000000 .* lost 0, duplicates 0, .*status ACK 5000 NACK 0 REJECT 0 \(IDs; .*target R = 1, UR = 1: met$'
 	assert_line --regexp '^chaos: at-least-once +R=1\.000000 .* lost 0, .*target R = 1: met$'
 	assert_line --regexp '^chaos: at-most-once +R=[01]\.[0-9]+ UR=1\.000000 .* duplicates 0, .*target UR = 1: met$'
 	assert_line --regexp 'every target met$'
