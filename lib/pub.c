@@ -99,8 +99,6 @@ static void on_prepare(uv_prepare_t *h)
 		gd_ctl_flush(&p->ctl);
 		return;
 	}
-	if (p->journal && gd_journal_bloated(&p->jn))
-		pub_journal_compact(p);
 	if (p->sink->readers(p) && !p->finished) {
 		uint64_t f = gd_deliver_floor(&p->dv);
 		if (f != p->floor_sent) {
@@ -111,6 +109,9 @@ static void on_prepare(uv_prepare_t *h)
 	p->sink->flush(p);
 	gd_out_flush(&p->status);
 	pub_journal_settle(p);	/* committed with the next turn's records */
+	/* here, where no resolution waits (when the status lines are out) */
+	if (p->journal && !p->journal_failed && gd_journal_bloated(&p->jn))
+		pub_journal_compact(p);
 	gd_ctl_flush(&p->ctl);
 }
 
