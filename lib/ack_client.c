@@ -34,7 +34,6 @@ struct ack {
 	int tee_broken;
 	struct gd_sink *sink;	/* --sink FILE, or NULL */
 	struct gd_dbuf sbuf;	/* this batch's records for the sink */
-	uint64_t sunacked;	/* records in the sink since the last answer */
 	double waited;		/* seconds of --wait spent connecting so far */
 	char note_path[PATH_MAX];	/* gdsub's end note (endnote.h) */
 	struct gd_endnote note;
@@ -93,8 +92,10 @@ static int status_key(struct ack *a, const char *rec, size_t len,
 	return (int)(len - (size_t)(k - rec));
 }
 
-/* Queue the key at the start of one record; count what cannot be sent. */
-static int add_record(struct ack *a, const char *rec, size_t len)
+/* Queue the key at the start of one record; count what cannot be sent.
+ * *resent (if not NULL): the key is flagged r. */
+static int add_record(struct ack *a, const char *rec, size_t len,
+    int *resent)
 {
 	const char *tab;
 	size_t klen, olen;
@@ -120,6 +121,8 @@ static int add_record(struct ack *a, const char *rec, size_t len)
 		a->failed++;
 		return 0;
 	}
+	if (resent != NULL)
+		*resent = (flags & GD_FL_RESENT) != 0;
 	if (flags & GD_FL_SNAPSHOT) {
 		a->skipped++;	/* snapshot blocks are never acknowledged */
 		return 0;
@@ -378,11 +381,13 @@ static int run_frames(struct ack *a)
  * is a resend of a record the sink already ends with. */
 static int take(struct ack *a, const char *rec, size_t len)
 {
-	if (add_record(a, rec, len) != 0)
+	int resent = 0;
+
+	if (add_record(a, rec, len, &resent) != 0)
 		return -1;
 	if (a->sink == NULL)
 		return 0;
-	if (gd_sink_repeat(a->sink, rec, len)) {
+	if (resent && gd_sink_repeat(a->sink, rec, len)) {
 		const char *tab = memchr(rec, '\t', len);
 		size_t klen = tab ? (size_t)(tab - rec) : len;
 		gd_trace(1, "%.*s: resent, already at the end of sink file "
@@ -393,7 +398,6 @@ static int take(struct ack *a, const char *rec, size_t len)
 	if (gd_dbuf_add(&a->sbuf, rec, len) != 0 ||
 	    gd_dbuf_add(&a->sbuf, &a->o->delim, 1) != 0)
 		return -1;
-	a->sunacked++;
 	return 0;
 }
 
@@ -406,17 +410,15 @@ static int settle(struct ack *a, const char *buf, size_t n)
 	if (a->sink != NULL && a->sbuf.len > 0) {
 		if (gd_sink_write(a->sink, a->sbuf.buf, a->sbuf.len) != 0) {
 			gd_err("cannot write sink file '%s': %s; the %" PRIu64
-			    " record%s of this batch %s not acknowledged (the "
+			    " key%s of this batch %s not acknowledged (the "
 			    "publisher resends or NACKs %s)", a->o->sink,
-			    a->sink->err, a->sunacked,
-			    gd_plural((double)a->sunacked),
-			    a->sunacked == 1 ? "was" : "were",
-			    a->sunacked == 1 ? "it" : "them");
+			    a->sink->err, a->nreq, gd_plural((double)a->nreq),
+			    a->nreq == 1 ? "was" : "were",
+			    a->nreq == 1 ? "it" : "them");
 			return GD_EX_IOERR;
 		}
 		gd_dbuf_reset(&a->sbuf);
 	}
-	a->sunacked = 0;
 	if ((rc = exchange(a)) == 0)
 		tee(a, buf, n);
 	return rc;
@@ -508,7 +510,7 @@ static int run(struct ack *a)
 	}
 	if (o->nkeys > 0) {
 		for (i = 0; i < o->nkeys && rc == 0; i++)
-			rc = add_record(a, o->keys[i], strlen(o->keys[i]));
+			rc = add_record(a, o->keys[i], strlen(o->keys[i]), NULL);
 		if (rc == 0)
 			rc = exchange(a);
 	} else if (o->format == GD_ACK_FRAME) {

@@ -3,6 +3,7 @@
  * gdinspect is ctl_client.c. See ctl.h for the protocol. */
 #define _GNU_SOURCE	/* struct ucred */
 #include "ctl.h"
+#include "hash.h"
 #include "log.h"
 #include "parse.h"
 
@@ -16,16 +17,6 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
-
-static uint64_t fnv1a(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ull;
-	}
-	return h;
-}
 
 void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz)
 {
@@ -127,7 +118,7 @@ int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz)
 {
 	char name[1024], h[20];
 	gd_sub_identity(c, name, sizeof(name));
-	snprintf(h, sizeof(h), "%016llx", (unsigned long long)fnv1a(name));
+	snprintf(h, sizeof(h), "%016llx", (unsigned long long)gd_fnv1a(name, strlen(name)));
 	return set_path(buf, sz, c->sub_ctl, "sub-%s.sock", h);
 }
 

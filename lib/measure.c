@@ -4,6 +4,7 @@
  * compared by their ID. Lines become 64-bit hashes, sorted and merged. */
 #include "measure.h"
 #include "dbuf.h"
+#include "hash.h"
 #include "key.h"
 #include "log.h"
 #include "parse.h"
@@ -30,16 +31,6 @@ static void list_init(struct list *l)
 	memset(l, 0, sizeof(*l));
 	gd_dbuf_init_sized(&l->hb, 4096 * sizeof(uint64_t),
 	    MAX_LINES * sizeof(uint64_t));
-}
-
-static uint64_t fnv(const char *s, size_t n)
-{
-	uint64_t h = 0xcbf29ce484222325ull;
-	while (n--) {
-		h ^= (unsigned char)*s++;
-		h *= 0x100000001b3ull;
-	}
-	return h;
 }
 
 /* One entry per non-empty line: the key (origin/id) or the ID. */
@@ -110,9 +101,9 @@ static int load(const char *path, struct list *l, int by_id, int pass)
 		}
 		if (by_id || !it.is_key) {
 			char num[24];
-			h = fnv(num, gd_u64toa(num, it.id));
+			h = gd_fnv1a(num, gd_u64toa(num, it.id));
 		} else {
-			h = fnv(it.key, it.keylen) ^ (it.id * 0x9E3779B97F4A7C15ull);
+			h = gd_fnv1a(it.key, it.keylen) ^ (it.id * 0x9E3779B97F4A7C15ull);
 		}
 		if ((add = gd_dbuf_add(&l->hb, &h, sizeof(h))) != GD_DBUF_OK) {
 			if (add == GD_DBUF_TOOBIG)

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE	/* memrchr */
 #include "sink.h"
 #include "fileio.h"
+#include "hash.h"
 #include "key.h"
 #include "wire.h"
 
@@ -39,15 +40,6 @@ static int fail(struct gd_sink *k, const char *fmt, ...)
 	return -1;
 }
 
-static uint64_t hash(const char *p, size_t n)
-{
-	uint64_t h = 1469598103934665603ull;	/* FNV-1a */
-
-	while (n-- > 0)
-		h = (h ^ (uint8_t)*p++) * 1099511628211ull;
-	return h;
-}
-
 /* The key of a record, flags aside: its origin, '/', its ID as written.
  * Length, or 0 when the record starts with no key; *flags its flags. */
 static size_t record_key(const char *rec, size_t len, int *flags)
@@ -74,7 +66,7 @@ static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
 		if (e->len == 0)
 			return e;
 		if (e->hash == h && e->len == len &&
-		    memcmp(k->keys + e->off, key, len) == 0)
+		    memcmp(k->keys.buf + e->off, key, len) == 0)
 			return e;
 	}
 }
@@ -82,7 +74,7 @@ static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
 /* Remember one tail key. 0, or -1 when out of memory. */
 static int remember(struct gd_sink *k, const char *key, size_t len)
 {
-	uint64_t h = hash(key, len);
+	uint64_t h = gd_fnv1a(key, len);
 	struct gd_sink_key *e = find(k, key, len, h);
 
 	if (e->len != 0) {
@@ -90,22 +82,12 @@ static int remember(struct gd_sink *k, const char *key, size_t len)
 			e->left++;
 		return 0;
 	}
-	if (k->keylen + len > k->keycap) {
-		size_t ncap = k->keycap ? k->keycap * 2 : 4096;
-		char *nb;
-		while (ncap < k->keylen + len)
-			ncap *= 2;
-		if ((nb = realloc(k->keys, ncap)) == NULL)
-			return -1;
-		k->keys = nb;
-		k->keycap = ncap;
-	}
-	memcpy(k->keys + k->keylen, key, len);
+	e->off = (uint32_t)k->keys.len;
+	if (gd_dbuf_add(&k->keys, key, len) != GD_DBUF_OK)
+		return -1;
 	e->hash = h;
-	e->off = (uint32_t)k->keylen;
 	e->len = (uint16_t)len;
 	e->left = 1;
-	k->keylen += len;
 	k->ntail++;
 	return 0;
 }
@@ -137,92 +119,103 @@ static int tail_record(struct gd_sink *k, uint64_t off)
 	return 0;
 }
 
-/* Read backwards from the end: each delimiter starts the record after it.
- * Stops after tail records, or at the start of the file. */
-static int scan_tail(struct gd_sink *k, uint32_t tail)
-{
+/* Reading the file backwards for delimiters, a chunk at a time: buf
+ * holds the bytes [base, base + n). */
+struct back {
 	char *buf;
-	uint64_t pos;		/* bytes before pos not yet looked at */
-	uint32_t seen = 0;
-	int rc = 0;
+	uint64_t base;
+	size_t n;
+};
 
-	if (k->size == 0 || tail == 0)
-		return 0;
-	if ((buf = malloc(SCAN_CHUNK)) == NULL)
-		return fail(k, "out of memory for the keys at its end");
-	/* the last byte is the last record's delimiter: not a start */
-	pos = k->size - 1;
-	while (rc == 0 && seen < tail && pos > 0) {
-		size_t n = pos > SCAN_CHUNK ? SCAN_CHUNK : (size_t)pos, got = 0;
-		uint64_t base = pos - n;
-		char *d;
-		while (rc == 0 && got < n) {
-			ssize_t r = pread(k->fd, buf + got, n - got,
-			    (off_t)(base + got));
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r <= 0)
-				rc = fail(k, "cannot read it: %s",
-				    r < 0 ? strerror(errno) : "it shrank");
-			else
-				got += (size_t)r;
+/* Where the last delimiter before pos is: 0 (*at set), 1 when there is
+ * none, -1 when the file cannot be read (err set). */
+static int delim_before(struct gd_sink *k, struct back *b, uint64_t pos,
+    uint64_t *at)
+{
+	while (pos > 0) {
+		const char *d;
+		if (pos <= b->base || pos > b->base + b->n) {
+			size_t n = pos > SCAN_CHUNK ? SCAN_CHUNK : (size_t)pos;
+			ssize_t r;
+			b->base = pos - n;
+			b->n = 0;
+			while (b->n < n) {
+				r = pread(k->fd, b->buf + b->n, n - b->n,
+				    (off_t)(b->base + b->n));
+				if (r < 0 && errno == EINTR)
+					continue;
+				if (r <= 0)
+					return fail(k, "cannot read it: %s",
+					    r < 0 ? strerror(errno) : "it shrank");
+				b->n += (size_t)r;
+			}
 		}
-		while (rc == 0 && seen < tail &&
-		    (d = memrchr(buf, k->delim, n)) != NULL) {
-			rc = tail_record(k, base + (uint64_t)(d - buf) + 1);
-			seen++;
-			n = (size_t)(d - buf);
+		if ((d = memrchr(b->buf, k->delim, (size_t)(pos - b->base))) != NULL) {
+			*at = b->base + (uint64_t)(d - b->buf);
+			return 0;
 		}
-		pos = base;	/* [base, base + n) holds no delimiter */
+		pos = b->base;
 	}
-	if (rc == 0 && seen < tail && pos == 0)	/* the file's first record */
-		rc = tail_record(k, 0);
-	free(buf);
-	return rc;
+	return 1;
 }
 
 /* A last record without its delimiter was being written when gdack died:
  * never acknowledged, it comes again. Cut it. */
-static int cut_torn(struct gd_sink *k)
+static int cut_torn(struct gd_sink *k, struct back *b)
 {
-	char buf[SCAN_CHUNK];
-	uint64_t pos = k->size, keep = 0;
-	char last;
+	uint64_t keep = 0, at;
+	int rc;
 
 	if (k->size == 0)
 		return 0;
-	if (pread(k->fd, &last, 1, (off_t)(k->size - 1)) != 1)
-		return fail(k, "cannot read it: %s", strerror(errno));
-	if (last == k->delim)
+	if ((rc = delim_before(k, b, k->size, &at)) < 0)
+		return -1;
+	if (rc == 0)
+		keep = at + 1;
+	if (keep == k->size)
 		return 0;
-	while (pos > 0) {
-		size_t n = pos > sizeof(buf) ? sizeof(buf) : (size_t)pos;
-		const char *d;
-		if (pread(k->fd, buf, n, (off_t)(pos - n)) != (ssize_t)n)
-			return fail(k, "cannot read it: %s", strerror(errno));
-		if ((d = memrchr(buf, k->delim, n)) != NULL) {
-			keep = pos - n + (uint64_t)(d - buf) + 1;
-			break;
-		}
-		pos -= n;
-	}
 	if (ftruncate(k->fd, (off_t)keep) != 0 || fsync(k->fd) != 0)
 		return fail(k, "cannot cut its torn last record: %s",
 		    strerror(errno));
 	k->torn_at = keep;
 	k->torn_bytes = k->size - keep;
 	k->size = keep;
+	b->n = 0;	/* what it read is gone */
 	return 0;
+}
+
+/* The keys of the last tail records: each delimiter starts the record
+ * after it (the last byte ends the last record), the file the first. */
+static int scan_tail(struct gd_sink *k, struct back *b, uint32_t tail)
+{
+	uint64_t pos = k->size, at;
+	uint32_t seen;
+	int rc = 0;
+
+	if (k->size == 0)
+		return 0;
+	pos = k->size - 1;
+	for (seen = 0; seen < tail && rc == 0; seen++) {
+		if ((rc = delim_before(k, b, pos, &at)) < 0)
+			return -1;
+		if (rc == 1)	/* none before: the file's first record */
+			return tail_record(k, 0);
+		rc = tail_record(k, at + 1);
+		pos = at;
+	}
+	return rc;
 }
 
 int gd_sink_open(struct gd_sink *k, const char *path, char delim,
     uint32_t tail)
 {
 	struct stat st;
+	struct back b = { NULL, 0, 0 };
 	uint32_t cap = 16;
 
 	memset(k, 0, sizeof(*k));
 	k->delim = delim;
+	gd_dbuf_init(&k->keys, (size_t)tail * GD_KEY_MAX);
 	k->fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
 	if (k->fd < 0)
 		return fail(k, "%s", strerror(errno));
@@ -253,10 +246,16 @@ int gd_sink_open(struct gd_sink *k, const char *path, char delim,
 		goto bad;
 	}
 	k->mask = cap - 1;
-	if (cut_torn(k) != 0 || scan_tail(k, tail) != 0)
+	if ((b.buf = malloc(SCAN_CHUNK)) == NULL) {
+		fail(k, "out of memory for the keys at its end");
 		goto bad;
+	}
+	if (cut_torn(k, &b) != 0 || scan_tail(k, &b, tail) != 0)
+		goto bad;
+	free(b.buf);
 	return 0;
 bad:
+	free(b.buf);
 	gd_sink_close(k);
 	return -1;
 }
@@ -270,7 +269,7 @@ int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len)
 	if (k->ntail == 0 || (klen = record_key(rec, len, &flags)) == 0 ||
 	    !(flags & GD_FL_RESENT))
 		return 0;
-	e = find(k, rec, klen, hash(rec, klen));
+	e = find(k, rec, klen, gd_fnv1a(rec, klen));
 	if (e->len == 0 || e->left == 0)
 		return 0;
 	e->left--;
@@ -280,25 +279,13 @@ int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len)
 
 int gd_sink_write(struct gd_sink *k, const void *p, size_t n)
 {
-	const char *c = p;
-	size_t done = 0;
-	int e = 0;
+	int e;
 
-	while (done < n && e == 0) {
-		ssize_t r = write(k->fd, c + done, n - done);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			e = r < 0 ? errno : EIO;
-		else
-			done += (size_t)r;
-	}
-	if (e == 0 && n > 0 && fsync(k->fd) != 0)
-		e = errno;
-	if (e == 0) {
+	if (gd_write_all(k->fd, p, n) == 0 && (n == 0 || fsync(k->fd) == 0)) {
 		k->size += n;
 		return 0;
 	}
+	e = errno;
 	/* what was appended of this batch is not acknowledged: cut it, so
 	 * that it cannot be taken for a record already delivered */
 	(void)ftruncate(k->fd, (off_t)k->size);
@@ -311,7 +298,6 @@ void gd_sink_close(struct gd_sink *k)
 		close(k->fd);
 	k->fd = -1;
 	free(k->tab);
-	free(k->keys);
 	k->tab = NULL;
-	k->keys = NULL;
+	gd_dbuf_free(&k->keys);
 }

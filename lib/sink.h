@@ -14,6 +14,8 @@
 #ifndef GD_SINK_H
 #define GD_SINK_H
 
+#include "dbuf.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -31,8 +33,7 @@ struct gd_sink {
 	uint64_t skipped;		/* resends found there, not appended */
 	struct gd_sink_key *tab;	/* open addressing, mask + 1 buckets */
 	uint32_t mask;
-	char *keys;			/* the keys' bytes, one after another */
-	size_t keylen, keycap;
+	struct gd_dbuf keys;		/* the keys' bytes, one after another */
 	char err[256];
 };
 
