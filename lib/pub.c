@@ -211,14 +211,10 @@ void pub_maybe_done(struct pub *p)
 	}
 	p->sink->end(p);
 	pub_net_end(p);
-	{
-		struct sconn *c;
-		for (c = p->conns; c; c = c->next)
-			if (c->hello && !c->closing && !c->refused)
-				c->end_sent = 1;
-	}
 	/* (after a second signal, exit at once) */
 	if (p->sigs < 2 && end_waiting(p)) {
+		gd_trace(1, "the stream has ended: waiting up to %d ms for the "
+		    "subscribers to say they have the end", PUB_END_LINGER_MS);
 		p->ending = 1;
 		uv_timer_start(&p->end_timer, on_end_linger, PUB_END_LINGER_MS, 0);
 		return;

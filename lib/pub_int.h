@@ -10,6 +10,7 @@
 #include "bcast.h"
 #include "cluster.h"
 #include "ctl.h"
+#include "dbuf.h"
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
@@ -114,8 +115,7 @@ struct pub {
 	/* resolutions whose status lines are not all written yet: recorded
 	 * once they are (pub_journal_settle), so that a kill never leaves a
 	 * block resolved in the journal and its ACK or NACK unsaid */
-	struct pub_jres { uint64_t id, seq; uint32_t len; int acked; } *jres;
-	size_t njres, capjres;
+	struct gd_dbuf jres;		/* struct pub_jres, one after another */
 	struct {			/* the journal's pending blocks, sent
 					 * again before new input */
 		struct gd_jblock *b;
@@ -183,7 +183,14 @@ void pub_journal_failed(struct pub *p);
 /* Open GDpub_journal (if set): the run and the ids it continues; 0 or an
  * exit code. */
 int pub_journal_open(struct pub *p);
-/* Record an ACK or NACK. */
+/* An ACK or NACK waiting for its status line to be written. */
+struct pub_jres {
+	uint64_t id, seq;
+	uint32_t len;
+	int acked;
+};
+#define PUB_JRES_MAX (256u << 20)	/* bytes of them: ~11 million */
+/* Record an ACK or NACK (once its status line is written). */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
 /* The status lines so far are written: record their resolutions. */
 void pub_journal_settle(struct pub *p);

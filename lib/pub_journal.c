@@ -7,7 +7,9 @@
 #include "log.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The journal: the run it continues, what is pending in it. */
 int pub_journal_open(struct pub *p)
@@ -21,6 +23,7 @@ int pub_journal_open(struct pub *p)
 		    "off nothing is pending to journal");
 		return GD_EX_USAGE;
 	}
+	gd_dbuf_init(&p->jres, PUB_JRES_MAX);
 	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
 		gd_err("%s", p->jn.err);
 		return GD_EX_IOERR;
@@ -44,42 +47,40 @@ int pub_journal_open(struct pub *p)
  * again and resolved again, its status line written then. */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 {
-	struct pub_jres *r;
+	struct pub_jres r;
+	int rc;
 
 	if (!p->journal || p->journal_failed)
 		return;
-	if (p->njres == p->capjres) {
-		size_t ncap = p->capjres ? p->capjres * 2 : 1024;
-		struct pub_jres *n = realloc(p->jres, ncap * sizeof(*n));
-		if (n == NULL) {
-			gd_err("out of memory recording a resolution in the journal");
-			pub_journal_failed(p);
-			return;
-		}
-		p->jres = n;
-		p->capjres = ncap;
+	memset(&r, 0, sizeof(r));
+	r.id = e->id;
+	r.seq = gd_deliver_seq(&p->dv, e);
+	r.len = e->len;
+	r.acked = acked;
+	if ((rc = gd_dbuf_add(&p->jres, &r, sizeof(r))) != GD_DBUF_OK) {
+		snprintf(p->jn.err, sizeof(p->jn.err), "journal '%s': %s",
+		    p->conf->journal, rc == GD_DBUF_NOMEM ? "out of memory "
+		    "for the outcomes waiting for their status lines" :
+		    "too many outcomes waiting for their status lines "
+		    "(standard output is not read)");
+		pub_journal_failed(p);
 	}
-	r = &p->jres[p->njres++];
-	r->id = e->id;
-	r->seq = gd_deliver_seq(&p->dv, e);
-	r->len = e->len;
-	r->acked = acked;
 }
 
 void pub_journal_settle(struct pub *p)
 {
-	size_t i;
+	const struct pub_jres *r = (const struct pub_jres *)p->jres.buf;
+	size_t i, n = p->jres.len / sizeof(*r);
 
-	if (p->njres == 0 || p->journal_failed ||
-	    gd_out_backlog(&p->status) > 0)
+	if (n == 0 || p->journal_failed || gd_out_backlog(&p->status) > 0)
 		return;
-	for (i = 0; i < p->njres; i++)
-		if (gd_journal_resolved(&p->jn, p->jres[i].id, p->jres[i].seq,
-		    p->jres[i].len, p->jres[i].acked) != 0) {
+	for (i = 0; i < n; i++)
+		if (gd_journal_resolved(&p->jn, r[i].id, r[i].seq, r[i].len,
+		    r[i].acked) != 0) {
 			pub_journal_failed(p);
 			return;
 		}
-	p->njres = 0;
+	gd_dbuf_reset(&p->jres);
 }
 
 void pub_journal_failed(struct pub *p)
@@ -146,7 +147,7 @@ void pub_journal_compact(struct pub *p)
 
 	/* the rewrite keeps only what is pending: it would record the
 	 * waiting resolutions before their status lines are out */
-	if (p->njres > 0)
+	if (p->jres.len > 0)
 		return;
 	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
 		gd_warn("%s; the journal keeps growing", p->jn.err);
@@ -159,7 +160,7 @@ void pub_journal_end(struct pub *p)
 	if (!p->journal || p->journal_failed)
 		return;
 	pub_journal_settle(p);	/* the status output is closed, all written */
-	if (p->njres > 0 || pub_journal_commit(p) != 0)
+	if (p->jres.len > 0 || pub_journal_commit(p) != 0)
 		return;
 	if (p->dv.pend.count == 0 && p->replay.next >= p->replay.n &&
 	    p->eof && !pub_held(p))
@@ -168,8 +169,7 @@ void pub_journal_end(struct pub *p)
 
 void pub_journal_free(struct pub *p)
 {
-	free(p->jres);
-	p->jres = NULL;
+	gd_dbuf_free(&p->jres);
 	if (p->replay.c != NULL)
 		gd_chunk_unref(&p->in, p->replay.c);
 	free(p->replay.b);

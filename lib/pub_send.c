@@ -407,16 +407,21 @@ static void tcp_end(struct pub *p)
 	pub_tcp_flush(p);
 }
 
-/* Connections that carry only acknowledgements (gdsub -i) learn of the
- * end too, so they do not try to reconnect to a publisher that is gone. */
+/* After the sink's end (the blocks' connections had it in their
+ * stream): connections that carry only acknowledgements (gdsub -i) learn
+ * of the end too, so they do not try to reconnect to a publisher that is
+ * gone; and every connection told is one whose BYE gdpub waits for. */
 void pub_net_end(struct pub *p)
 {
 	struct sconn *c, *n;
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->hello && !c->want_data && !c->closing)
+		if (!c->hello || c->closing || c->refused)
+			continue;
+		if (!c->want_data)
 			pub_send_end(c);
+		c->end_sent = 1;
 	}
 }
 

@@ -85,9 +85,9 @@ static void pc_close(struct sub_pub *pc)
 
 static void pc_shut(uv_shutdown_t *req, int status);
 
-/* The publisher ended its stream: say BYE, which tells it the end
- * arrived (a publisher waits for it before it exits, pub.c), then close
- * once that is written. */
+/* Say BYE and close once it is written: at the end of the publisher's
+ * stream (a publisher waits for it before it exits, pub.c), and at a
+ * clean exit (it unsubscribes at once, whatever its retryCount). */
 static void pc_bye(struct sub_pub *pc)
 {
 	if (!pc->h_open || uv_is_closing((uv_handle_t *)&pc->h))
@@ -567,16 +567,11 @@ void sub_net_shut(struct sub_pub *pc, int hard)
 	uv_close((uv_handle_t *)&pc->retry, NULL);
 	if (pc->state == SUB_PS_RESOLVING)
 		uv_cancel((uv_req_t *)&pc->gai);
-	if (pc->h_open && !uv_is_closing((uv_handle_t *)&pc->h)) {
-		/* a clean exit unsubscribes explicitly (the publisher removes
-		 * the subscription at once, whatever its retryCount) */
-		if (!hard && pc->state == SUB_PS_ACTIVE)
-			sub_send_small(pc, GD_F_BYE, 0, 0);
-		pc->sreq.data = pc;
-		if (hard || pc->state != SUB_PS_ACTIVE || uv_shutdown(&pc->sreq,
-		    (uv_stream_t *)&pc->h, pc_shut) != 0)
-			pc_close(pc);
-	}
+	if (!hard && pc->state == SUB_PS_ACTIVE)
+		pc_bye(pc);
+	else if (hard || pc->state != SUB_PS_ENDED)
+		pc_close(pc);
+	/* (ended: pc_bye is closing it, once its BYE is written) */
 }
 
 void sub_net_confirm(struct sub *s)

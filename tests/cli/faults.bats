@@ -144,6 +144,31 @@ setup_file() {
 	grep -q '^relay: connection [0-9]*: dropped (before a frame of type 6 at byte [0-9]* down)$' relay.err
 }
 
+@test "the end lost and the subscriber not back: gdpub waits 3 s for it, says so at -v, exits 0; SIGTERM ends that wait at once" {
+	port=$(free_port)
+	relay --drop-before-type 6 --dir down --conns 0
+	# a subscriber that would try again only after 10 s
+	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 10 2> sub.err | gdack -P 127.0.0.1:$rport > /dev/null 2> ack.err"
+	run --separate-stderr timeout 30 bash -c "seq 1 5 | gdpub -p $port -n 1 -v --wait-ready=20"
+	assert_success
+	assert_equal "$(grep -c '^ACK' <<<"$output")" 5
+	[[ "$stderr" == *"gdpub: the stream has ended: waiting up to 3000 ms for the subscribers to say they have the end"* ]]
+	[[ "$stderr" == *"gdpub: 1 subscriber lost the connection before the end of the stream reached it, and did not connect again within 3000 ms"* ]]
+	# again, and a SIGTERM while gdpub waits: it ends at once, without
+	# the line above (which would come 3 s later, had it waited)
+	kill -KILL -- "-${BG_PIDS[1]}"
+	seq 1 5 > in5
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -v --wait-ready=20 < in5 > st2 2> p2.err'; echo \$? > p2.rc"
+	wait_until 10 listening "$port"
+	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 10 2> sub2.err | gdack -P 127.0.0.1:$rport > /dev/null 2> ack2.err"
+	wait_until 20 has_line p2.err 'the stream has ended: waiting up to 3000 ms'
+	kill -TERM "$(cat pub.pid)"
+	wait_until 10 test -s p2.rc
+	assert_equal "$(cat p2.rc)" 0
+	assert_equal "$(grep -c '^ACK' st2)" 5
+	! grep -q 'did not connect again' p2.err
+}
+
 @test "random drops either way (seeded), at-least-once (--dedup none): every block written at least once, every block ACKed" {
 	port=$(free_port)
 	relay --drop-random 0.05 --dir both --seed 42
