@@ -20,12 +20,25 @@
 
 struct gd_sink_key {
 	uint64_t hash;
+	uint64_t plen;		/* the record's bytes after its key field */
+	uint64_t phash;		/* and the hash of the first PRINT_BYTES */
 	uint32_t off;		/* in keys; a bucket is empty when len == 0 */
 	uint16_t len;		/* origin "/" id, flags aside */
 	uint16_t left;		/* copies at the tail not yet matched */
 };
 
+/* A record as the sink tells records apart: its key (flags aside), and
+ * what follows the key field: its length and the hash of its start. A
+ * block published again under the same ID with other contents is not
+ * taken for the earlier one. */
+struct print {
+	size_t klen;
+	uint64_t plen, phash;
+	int flags;
+};
+
 #define SCAN_CHUNK 65536
+#define PRINT_BYTES 4096
 
 static int fail(struct gd_sink *k, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -40,24 +53,36 @@ static int fail(struct gd_sink *k, const char *fmt, ...)
 	return -1;
 }
 
-/* The key of a record, flags aside: its origin, '/', its ID as written.
- * Length, or 0 when the record starts with no key; *flags its flags. */
-static size_t record_key(const char *rec, size_t len, int *flags)
+/* The print of a record of reclen bytes, of which rec holds the first
+ * have (at least its key field and PRINT_BYTES more, when it has them).
+ * 0, or -1 when the record starts with no key. */
+static int record_print(const char *rec, size_t have, uint64_t reclen,
+    struct print *pr)
 {
-	const char *tab = memchr(rec, '\t', len);
-	size_t klen = tab ? (size_t)(tab - rec) : len, olen;
+	const char *tab = memchr(rec, '\t', have);
+	size_t kf = tab ? (size_t)(tab - rec) : have, olen, n;
 	const char *slash;
 	uint64_t id;
 
-	if (gd_key_parse(rec, klen, &olen, &id, flags) != 0)
-		return 0;
+	if (gd_key_parse(rec, kf, &olen, &id, &pr->flags) != 0)
+		return -1;
 	/* the ID ends at the next '/' (the flags) or at the key's end */
-	slash = memchr(rec + olen + 1, '/', klen - olen - 1);
-	return slash ? (size_t)(slash - rec) : klen;
+	slash = memchr(rec + olen + 1, '/', kf - olen - 1);
+	pr->klen = slash ? (size_t)(slash - rec) : kf;
+	pr->plen = reclen - kf;
+	n = have - kf < PRINT_BYTES ? have - kf : PRINT_BYTES;
+	pr->phash = gd_fnv1a(rec + kf, n);
+	return 0;
+}
+
+static uint64_t print_hash(const char *key, const struct print *pr)
+{
+	return gd_fnv1a(key, pr->klen) ^ (pr->phash * 0x9E3779B97F4A7C15ull) ^
+	    pr->plen;
 }
 
 static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
-    size_t len, uint64_t h)
+    const struct print *pr, uint64_t h)
 {
 	uint32_t i = (uint32_t)h & k->mask;
 
@@ -65,17 +90,20 @@ static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
 		struct gd_sink_key *e = &k->tab[i];
 		if (e->len == 0)
 			return e;
-		if (e->hash == h && e->len == len &&
-		    memcmp(k->keys.buf + e->off, key, len) == 0)
+		if (e->hash == h && e->len == pr->klen &&
+		    e->plen == pr->plen && e->phash == pr->phash &&
+		    memcmp(k->keys.buf + e->off, key, pr->klen) == 0)
 			return e;
 	}
 }
 
-/* Remember one tail key. 0, or -1 when out of memory. */
-static int remember(struct gd_sink *k, const char *key, size_t len)
+/* Remember the print of one record at the end. 0, or -1 when out of
+ * memory. */
+static int remember(struct gd_sink *k, const char *key, const struct print *pr)
 {
-	uint64_t h = gd_fnv1a(key, len);
-	struct gd_sink_key *e = find(k, key, len, h);
+	uint64_t h = print_hash(key, pr);
+	struct gd_sink_key *e = find(k, key, pr, h);
+	size_t len = pr->klen;
 
 	if (e->len != 0) {
 		if (e->left < UINT16_MAX)
@@ -86,35 +114,35 @@ static int remember(struct gd_sink *k, const char *key, size_t len)
 	if (gd_dbuf_add(&k->keys, key, len) != GD_DBUF_OK)
 		return -1;
 	e->hash = h;
+	e->plen = pr->plen;
+	e->phash = pr->phash;
 	e->len = (uint16_t)len;
 	e->left = 1;
 	k->ntail++;
 	return 0;
 }
 
-/* The record that starts at off: read its key, if it has one. */
-static int tail_record(struct gd_sink *k, uint64_t off)
+/* The record [off, end) (end: its delimiter): remember its print, if it
+ * starts with a key. */
+static int tail_record(struct gd_sink *k, uint64_t off, uint64_t end)
 {
-	char buf[GD_KEY_MAX + 1];
-	ssize_t r;
-	size_t n = 0, klen;
-	const char *end;
-	int flags;
+	char buf[GD_KEY_MAX + 1 + PRINT_BYTES];
+	size_t want = end - off < sizeof(buf) ? (size_t)(end - off) :
+	    sizeof(buf), n = 0;
+	struct print pr;
 
-	while (n < sizeof(buf) && (r = pread(k->fd, buf + n, sizeof(buf) - n,
-	    (off_t)(off + n))) != 0) {
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return fail(k, "cannot read it: %s", strerror(errno));
-		}
+	while (n < want) {
+		ssize_t r = pread(k->fd, buf + n, want - n, (off_t)(off + n));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return fail(k, "cannot read it: %s",
+			    r < 0 ? strerror(errno) : "it shrank");
 		n += (size_t)r;
 	}
-	if ((end = memchr(buf, k->delim, n)) != NULL)
-		n = (size_t)(end - buf);
-	if ((klen = record_key(buf, n, &flags)) == 0)
+	if (record_print(buf, n, end - off, &pr) != 0)
 		return 0;	/* not a key: nothing will repeat it */
-	if (remember(k, buf, klen) != 0)
+	if (remember(k, buf, &pr) != 0)
 		return fail(k, "out of memory for the keys at its end");
 	return 0;
 }
@@ -199,8 +227,8 @@ static int scan_tail(struct gd_sink *k, struct back *b, uint32_t tail)
 		if ((rc = delim_before(k, b, pos, &at)) < 0)
 			return -1;
 		if (rc == 1)	/* none before: the file's first record */
-			return tail_record(k, 0);
-		rc = tail_record(k, at + 1);
+			return tail_record(k, 0, pos);
+		rc = tail_record(k, at + 1, pos);
 		pos = at;
 	}
 	return rc;
@@ -263,13 +291,12 @@ bad:
 int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len)
 {
 	struct gd_sink_key *e;
-	size_t klen;
-	int flags;
+	struct print pr;
 
-	if (k->ntail == 0 || (klen = record_key(rec, len, &flags)) == 0 ||
-	    !(flags & GD_FL_RESENT))
+	if (k->ntail == 0 || record_print(rec, len, len, &pr) != 0 ||
+	    !(pr.flags & GD_FL_RESENT))
 		return 0;
-	e = find(k, rec, klen, gd_fnv1a(rec, klen));
+	e = find(k, rec, &pr, print_hash(rec, &pr));
 	if (e->len == 0 || e->left == 0)
 		return 0;
 	e->left--;

@@ -1,7 +1,8 @@
 /* Unit tests of lib/sink.c, gdack's sink file: appends, the torn last
  * record cut at open, the keys read back from the end (bounded, records
  * longer than the scan buffer, NUL records), which records count as
- * repeats (resent, key at the end, each match used once), the lock and
+ * repeats (resent, key and contents at the end, each match used once;
+ * the same ID with other contents is no repeat), the lock and
  * the refusals. Files in a temporary directory. */
 #include "sink.h"
 #include "unit.h"
@@ -67,14 +68,18 @@ TEST(repeats_are_resends_of_keys_at_the_end)
 
 	put("tail", f, sizeof(f) - 1);
 	ASSERT_EQ(gd_sink_open(&k, at("tail"), '\n', GD_SINK_TAIL), 0);
-	ASSERT_EQ(k.ntail, 4);	/* h:1/1, h:1/2 (twice), [::1]:7/3, @cl/4 */
+	/* h:1/1, h:1/2 twice with other contents, [::1]:7/3, @cl/4 */
+	ASSERT_EQ(k.ntail, 5);
 	ASSERT_EQ(rep(&k, "h:1/1\ta"), 0);	/* not resent: a new block */
+	ASSERT_EQ(rep(&k, "h:1/1/r\tother"), 0);	/* the ID again, new */
+	ASSERT_EQ(rep(&k, "h:1/1/r\tab"), 0);
+	ASSERT_EQ(rep(&k, "h:1/1/r"), 0);
 	ASSERT_EQ(rep(&k, "h:1/1/r\ta"), 1);
 	ASSERT_EQ(rep(&k, "h:1/1/r\ta"), 0);	/* one copy at the end: used */
 	ASSERT_EQ(rep(&k, "h:1/2/r\tb"), 1);
-	ASSERT_EQ(rep(&k, "h:1/2/r\tb"), 1);	/* two copies */
 	ASSERT_EQ(rep(&k, "h:1/2/r\tb"), 0);
-	ASSERT_EQ(rep(&k, "[::1]:7/3/r"), 1);	/* a key alone, no TAB */
+	ASSERT_EQ(rep(&k, "h:1/2/r\tb again"), 1);
+	ASSERT_EQ(rep(&k, "[::1]:7/3/r\tc"), 1);
 	ASSERT_EQ(rep(&k, "@cl/4/rs\td"), 1);	/* resent snapshot */
 	ASSERT_EQ(rep(&k, "h:2/1/r\ta"), 0);	/* another publisher */
 	ASSERT_EQ(rep(&k, "h:1/11/r\ta"), 0);	/* another ID */
@@ -129,7 +134,7 @@ TEST(tail_is_bounded)
 	ASSERT_EQ(rep(&k, line), 1);
 	snprintf(line, sizeof(line), "h:1/90/r\tpayload 90");
 	ASSERT_EQ(rep(&k, line), 0);	/* before the last 10 */
-	ASSERT_EQ(rep(&k, "h:1/100/r"), 1);
+	ASSERT_EQ(rep(&k, "h:1/100/r\tpayload 100"), 1);
 	gd_sink_close(&k);
 }
 
@@ -152,9 +157,21 @@ TEST(records_longer_than_the_scan_buffer)
 	free(f);
 	ASSERT_EQ(gd_sink_open(&k, at("big"), '\n', GD_SINK_TAIL), 0);
 	ASSERT_EQ(k.ntail, 3);
-	ASSERT_EQ(rep(&k, "h:1/1/r"), 1);	/* the file's first record */
-	ASSERT_EQ(rep(&k, "h:1/2/r"), 1);
-	ASSERT_EQ(rep(&k, "h:1/3/r"), 1);
+	ASSERT_EQ(rep(&k, "h:1/1/r\tfirst"), 1);	/* the file's first record */
+	ASSERT_EQ(rep(&k, "h:1/3/r\tlast"), 1);
+	/* the long one: its length and its first bytes */
+	f = malloc(big + 64);
+	ASSERT(f != NULL);
+	if (f != NULL) {
+		n = (size_t)sprintf(f, "h:1/2/r\t");
+		memset(f + n, 'x', big);
+		ASSERT_EQ(gd_sink_repeat(&k, f, n + big - 1), 0);	/* shorter */
+		f[n] = 'y';
+		ASSERT_EQ(gd_sink_repeat(&k, f, n + big), 0);	/* other start */
+		f[n] = 'x';
+		ASSERT_EQ(gd_sink_repeat(&k, f, n + big), 1);
+		free(f);
+	}
 	gd_sink_close(&k);
 }
 
@@ -167,9 +184,9 @@ TEST(nul_records)
 	ASSERT_EQ(gd_sink_open(&k, at("nul"), '\0', GD_SINK_TAIL), 0);
 	ASSERT_U64(k.torn_bytes, 7);	/* "h:1/3\tc" had no NUL */
 	ASSERT_EQ(k.ntail, 2);
-	ASSERT_EQ(rep(&k, "h:1/1/r"), 1);
-	ASSERT_EQ(rep(&k, "h:1/2/r"), 1);
-	ASSERT_EQ(rep(&k, "h:1/3/r"), 0);
+	ASSERT_EQ(gd_sink_repeat(&k, "h:1/1/r\ta\nstill a", 17), 1);
+	ASSERT_EQ(rep(&k, "h:1/2/r\tb"), 1);
+	ASSERT_EQ(rep(&k, "h:1/3/r\tc"), 0);
 	gd_sink_close(&k);
 }
 
