@@ -22,7 +22,8 @@ struct key {
 	double min, max;
 	const char *const *enums;
 	int supported;		/* 0: refused with "not supported yet" unless default */
-	int none_ok;		/* string whose default is "none" */
+	int none_ok;		/* string whose default is "none"; an
+				 * integer that may be "auto" (0) */
 };
 
 static const char *const fsync_names[] = { "always", "batch", "never", NULL };
@@ -44,6 +45,7 @@ static const struct key keys[] = {
 	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1, 0 },
 	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1, 0 },
 	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1, 0 },
+	{ "GDpub_window", "--window", P, K_INT, O(window), 1, 1 << 24, NULL, 1, 1 },
 	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1, 0 },
 	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 255, NULL, 1, 0 },
 	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1, 0 },
@@ -183,9 +185,14 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 
 	switch (k->type) {
 	case K_INT:
+		if (k->none_ok && strcmp(v, "auto") == 0) {
+			*(int64_t *)p = 0;
+			return 0;
+		}
 		if (gd_parse_i64(v, (int64_t)k->min, (int64_t)k->max, &iv) != 0) {
-			snprintf(why, whysz, "expected an integer from %.0f to %.0f",
-			    k->min, k->max);
+			snprintf(why, whysz, "expected an integer from %.0f to "
+			    "%.0f%s", k->min, k->max, k->none_ok ? " or 'auto'" :
+			    "");
 			return -1;
 		}
 		if (!k->supported && iv != *(int64_t *)p)

@@ -36,6 +36,7 @@ struct gd_conf {
 	char *bind;
 	char *host;
 	int64_t max_pending;
+	int64_t window;		/* GDpub_window; 0: auto */
 	int64_t max_block;
 	int64_t resend;
 	int64_t snapshot;

@@ -5,7 +5,16 @@
  * copy they name (ID and sequence index); a block whose deadline passes is
  * sent again (GDpub_resend) or NACKed; an ACK or NACK resolves it. Every
  * resolution and every resend goes through the caller's ops, the one
- * place a journal or a cluster hooks in. */
+ * place a journal or a cluster hooks in.
+ *
+ * Pipelines are FIFO: when a GD subscriber acknowledges a block, every
+ * block sent to it before that one has either been acknowledged too or
+ * will never be (a stage dropped it). A block every connected GD
+ * subscriber has passed over so (or that none of them owes: sent while it
+ * was away) is no sign of congestion: it holds no place in the window and
+ * its expiry does not shrink it; it waits for its deadline like any
+ * other, then is sent again or NACKed. Only first copies move the mark: a
+ * copy sent again may be acknowledged at once by a gdsub that had it. */
 #ifndef GD_DELIVER_H
 #define GD_DELIVER_H
 
@@ -14,6 +23,8 @@
 #include "hist.h"
 #include "pending.h"
 #include "window.h"
+
+#define GD_DV_SLOTS 32		/* GD_MAX_SUBS: one bit of acked each */
 
 struct gd_deliver_ops {
 	/* send the pending block e again (same id and seq, flag resent) */
@@ -32,14 +43,22 @@ struct gd_deliver {
 	unsigned resend;	/* GDpub_resend */
 	uint64_t next_seq;	/* the next sequence index, from 1 */
 	uint64_t n_pub, n_ack, n_nack, n_resent, n_late;
+	/* why blocks were NACKed at their deadline */
+	uint64_t n_nack_absent, n_nack_passed, n_nack_slow;
 	struct gd_hist lat;	/* last send -> ACK, microseconds */
+	uint32_t live;		/* connected GD slots, one bit each */
+	uint64_t hi[GD_DV_SLOTS];	/* per slot: the last first copy it
+					 * acknowledged was sent then */
+	uint64_t b_delay;	/* longest send -> ACK in this ack batch */
 };
 
 enum { GD_DV_OK = 0, GD_DV_NOMEM = -1, GD_DV_PENDING = -2 };
 
+/* window: GDpub_window, 0 for the adaptive window */
 int gd_deliver_init(struct gd_deliver *d, unsigned needed,
     uint64_t timeout_ns, unsigned resend, uint32_t max_pending,
-    uint64_t now, const struct gd_deliver_ops *ops, void *ctx);
+    uint32_t window, uint64_t now, const struct gd_deliver_ops *ops,
+    void *ctx);
 void gd_deliver_free(struct gd_deliver *d);
 
 /* A new block: *seq is its sequence index. With GD it becomes pending
@@ -70,18 +89,25 @@ static inline uint64_t gd_deliver_deadline(const struct gd_deliver *d)
 {
 	return gd_pending_deadline(&d->pend);
 }
-/* Input must wait: the window is full. */
+/* Blocks the connected GD subscribers still owe (in the window). */
+static inline uint32_t gd_deliver_inflight(const struct gd_deliver *d)
+{
+	return d->pend.count - d->pend.npassed;
+}
+/* Input must wait: the window is full, or GDpub_maxPending blocks are
+ * pending (passed over or not). */
 static inline int gd_deliver_full(const struct gd_deliver *d)
 {
-	return d->needed > 0 && d->pend.count >= gd_window_size(&d->win);
+	return d->needed > 0 && (d->pend.count >= d->win.max ||
+	    gd_deliver_inflight(d) >= gd_window_size(&d->win));
 }
 /* A few times a second: the window's periodic check. */
 void gd_deliver_tick(struct gd_deliver *d, uint64_t now);
-/* GD slot bit changed owner: the acks it gave no longer count. */
-static inline void gd_deliver_slot_reset(struct gd_deliver *d, unsigned bit)
-{
-	gd_pending_clear_bit(&d->pend, bit);
-}
+/* GD slot bit connected; takeover: it changed owner, so the acks it gave
+ * no longer count. */
+void gd_deliver_slot_up(struct gd_deliver *d, unsigned bit, int takeover);
+/* GD slot bit disconnected: it owes nothing until it is back. */
+void gd_deliver_slot_down(struct gd_deliver *d, unsigned bit);
 /* Every sequence index below this is resolved (the subscribers' floor). */
 uint64_t gd_deliver_floor(struct gd_deliver *d);
 /* NACK every pending block now (a second signal). */

@@ -9,7 +9,7 @@ int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint)
 {
 	memset(p, 0, sizeof(*p));
 	p->timeout_ns = timeout_ns;
-	p->head = p->tail = p->free_head = GD_NONE;
+	p->head = p->tail = p->free_head = p->pcur = GD_NONE;
 	if (hint < 64)
 		hint = 64;
 	p->nbits = 1024;
@@ -124,6 +124,11 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 	else
 		p->head = s;
 	p->tail = s;
+	e->ord = p->ords++;
+	if (e->ord < p->pass)
+		p->npassed++;
+	else if (p->pcur == GD_NONE)
+		p->pcur = s;
 	bit_set(p, seq, 1);
 	p->top = seq + 1;
 	p->count++;
@@ -133,6 +138,11 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 static void unlink_slot(struct gd_pending *p, uint32_t s)
 {
 	struct gd_pend *e = &p->e[s];
+
+	if (e->ord < p->pass)
+		p->npassed--;
+	if (p->pcur == s)
+		p->pcur = e->next;
 	if (e->prev != GD_NONE)
 		p->e[e->prev].next = e->next;
 	else
@@ -159,14 +169,33 @@ void gd_pending_touch(struct gd_pending *p, uint32_t s, uint64_t now_ns)
 {
 	struct gd_pend *e = &p->e[s];
 
-	e->sent_ns = now_ns;
-	if (p->tail == s)
-		return;
 	unlink_slot(p, s);
+	e->sent_ns = now_ns;
 	e->next = GD_NONE;
 	e->prev = p->tail;
-	p->e[p->tail].next = s;
+	if (p->tail != GD_NONE)
+		p->e[p->tail].next = s;
+	else
+		p->head = s;
 	p->tail = s;
+	e->ord = p->ords++;
+	if (e->ord < p->pass)
+		p->npassed++;
+	else if (p->pcur == GD_NONE)
+		p->pcur = s;
+}
+
+void gd_pending_pass(struct gd_pending *p, uint64_t pass)
+{
+	if (pass < p->pass) {
+		p->pcur = p->head;
+		p->npassed = 0;
+	}
+	p->pass = pass;
+	while (p->pcur != GD_NONE && p->e[p->pcur].ord < pass) {
+		p->npassed++;
+		p->pcur = p->e[p->pcur].next;
+	}
 }
 
 void gd_pending_clear_bit(struct gd_pending *p, unsigned bit)

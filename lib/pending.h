@@ -2,7 +2,11 @@
  * with its acks, deadline and resend count. O(1) per block: a hash from id
  * to slot, a deadline-ordered list (one timeout for all, so appending keeps
  * it sorted and a resend moves the block to the tail), and a bitmap by
- * sequence index that yields the floor (oldest unresolved index). */
+ * sequence index that yields the floor (oldest unresolved index). Every
+ * send (first or again) is numbered, so the blocks last sent before a
+ * given send (the pass mark) are a prefix of the deadline list: the table
+ * counts them, with a cursor past them, so the caller can leave out of
+ * its window the blocks every subscriber has passed over (deliver.h). */
 #ifndef GD_PENDING_H
 #define GD_PENDING_H
 
@@ -11,19 +15,20 @@
 
 #include "idmap.h"
 
-/* 4-byte aligned 64-bit fields let the entry pack to 44 bytes */
+/* 4-byte aligned 64-bit fields let the entry pack to 52 bytes */
 typedef uint64_t gd_u64a4 __attribute__((aligned(4)));
 
 struct gd_pend {
 	gd_u64a4 id;		/* first: the idmap key */
 	gd_u64a4 sent_ns;	/* last (re)send; deadline = sent_ns + timeout */
+	gd_u64a4 ord;		/* the number of that send */
 	uint32_t acked;		/* one bit per GD subscriber slot (GD_MAX_SUBS) */
 	uint32_t len;
 	uint32_t off;		/* payload offset in the owner's buffer */
 	uint32_t owner_res;	/* owner (caller's buffer tag, 24 bits), resends */
 	uint32_t prev, next;	/* deadline list; next links free slots */
 	uint32_t seq32;		/* low bits of the sequence index */
-};				/* 44 bytes: the budget is 64 per pending block */
+};				/* 52 bytes: the budget is 64 per pending block */
 
 #define GD_PEND_MAX_OWNER ((1u << 24) - 1)
 #define GD_PEND_MAX_RESENDS 255
@@ -58,6 +63,11 @@ struct gd_pending {
 	uint64_t nbits;		/* power of two */
 	uint64_t cursor;	/* no pending seq below this */
 	uint64_t top;		/* highest seq added + 1 */
+	uint64_t ords;		/* sends numbered so far */
+	/* blocks last sent before send number pass: npassed of them, all
+	 * ahead of pcur (the first sent since, GD_NONE when none was) */
+	uint64_t pass;
+	uint32_t pcur, npassed;
 };
 
 int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint);
@@ -111,6 +121,14 @@ static inline uint32_t gd_pending_expired(const struct gd_pending *p,
 void gd_pending_touch(struct gd_pending *p, uint32_t slot, uint64_t now_ns);
 /* Clear GD slot bit from every pending block (a slot changed owner). */
 void gd_pending_clear_bit(struct gd_pending *p, unsigned bit);
+/* Move the pass mark to send number pass: O(blocks it passes) when it
+ * moves forward, O(passed) when back (a subscriber came). */
+void gd_pending_pass(struct gd_pending *p, uint64_t pass);
+static inline int gd_pending_passed(const struct gd_pending *p,
+    const struct gd_pend *e)
+{
+	return e->ord < p->pass;
+}
 /* Oldest sequence index still pending, or next_seq when none is. */
 uint64_t gd_pending_floor(struct gd_pending *p, uint64_t next_seq);
 

@@ -319,6 +319,7 @@ static int start(struct pub *p)
 		return rc;
 	if (gd_deliver_init(&p->dv, p->needed, (uint64_t)(p->conf->timeout *
 	    1e9), (unsigned)p->conf->resend, (uint32_t)p->conf->max_pending,
+	    (uint32_t)p->conf->window,
 	    p->now, &deliver_ops, p) != 0 || gd_snapshot_init(&p->snap,
 	    (uint32_t)p->conf->snapshot) != 0) {
 		gd_err("out of memory");
@@ -372,6 +373,35 @@ static int start(struct pub *p)
 	return 0;
 }
 
+/* Why blocks were NACKed, in one line without -v: the count of each
+ * cause gdpub saw at their deadlines, and the likeliest named. */
+static void nack_summary(const struct pub *p)
+{
+	const struct gd_deliver *d = &p->dv;
+	uint64_t a = d->n_nack_absent, ps = d->n_nack_passed,
+	    sl = d->n_nack_slow, o;
+	const char *why;
+
+	if (d->n_nack == 0)
+		return;
+	o = d->n_nack - a - ps - sl;	/* at a stop, or by the cluster */
+	if (ps >= a && ps >= sl && ps >= o)
+		why = "the pipelines passed them over (a later block was "
+		    "acknowledged: a stage dropped them; a stage must write a "
+		    "line for each line it reads, see gdpub(1) FLOW CONTROL)";
+	else if (a >= sl && a >= o)
+		why = "fewer than numSubs GD subscribers were connected";
+	else if (sl >= o)
+		why = "the pipelines did not acknowledge them within "
+		    "GDpub_timeout (slower than the timeout allows)";
+	else
+		why = "gdpub was stopped, or the cluster gave them up";
+	gd_warn("%" PRIu64 " of %" PRIu64 " blocks NACKed, most because %s: "
+	    "%" PRIu64 " passed over, %" PRIu64 " with subscribers missing, "
+	    "%" PRIu64 " late (GDpub_timeout=%gs), %" PRIu64 " otherwise",
+	    d->n_nack, d->n_pub, why, ps, a, sl, p->conf->timeout, o);
+}
+
 static int outcome(struct pub *p)
 {
 	const struct gd_deliver *d = &p->dv;
@@ -382,6 +412,7 @@ static int outcome(struct pub *p)
 	gd_trace(1, "published %" PRIu64 ", ACK %" PRIu64 ", NACK %" PRIu64
 	    ", REJECT %" PRIu64 ", resent %" PRIu64, d->n_pub, d->n_ack,
 	    d->n_nack, p->n_reject, d->n_resent);
+	nack_summary(p);
 	if (p->stop_code)
 		return p->stop_code;
 	return d->n_nack || p->n_reject ? GD_EX_FAIL : GD_EX_OK;

@@ -66,9 +66,9 @@ static int admit(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		st = GD_ACK_NONE;
 	else if ((st = gd_slots_admit(&p->slots, c->name, &c->slot,
 	    &takeover)) == GD_ACK_OK) {
-		/* the slot's acks so far were a departed subscriber's */
-		if (takeover)
-			gd_deliver_slot_reset(&p->dv, (unsigned)c->slot);
+		/* on a takeover, the slot's acks so far were a departed
+		 * subscriber's */
+		gd_deliver_slot_up(&p->dv, (unsigned)c->slot, takeover);
 		p->slot_conn[c->slot] = c;
 		p->ngd++;
 		gd_trace(1, "subscriber %s (%s) connected: GD slot %d, %u of %u",

@@ -49,6 +49,9 @@ void pub_conn_close(struct sconn *c, const char *why)
 		p->slot_conn[c->slot] = NULL;
 		gd_slots_leave(&p->slots, c->slot);
 		p->ngd--;
+		/* what it owed is no longer in the window */
+		gd_deliver_slot_down(&p->dv, (unsigned)c->slot);
+		pub_kick(p);
 	}
 	/* a GD subscriber leaving mid-stream is why blocks will be NACKed */
 	if (why && c->slot >= 0 && !p->finished)
@@ -79,8 +82,7 @@ static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		gd_deliver_ack(&p->dv, (unsigned)c->slot, id, seq, p->now);
 	}
 	gd_deliver_acks_done(&p->dv, before, p->now);
-	if (p->dv.pend.count < before)
-		pub_kick(p);
+	pub_kick(p);	/* resolved, or passed over: room in the window */
 }
 
 static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)

@@ -1,64 +1,83 @@
 /* The publisher's adaptive in-flight window (see window.h). */
 #include "window.h"
 
-static void halve(struct gd_window *w, uint64_t now)
+static void cut(struct gd_window *w, double to, uint64_t now)
 {
-	w->w /= 2;
-	if (w->w < 1)
-		w->w = 1;
+	if (w->fixed)
+		return;
+	if (to < w->w)
+		w->w = to < 1 ? 1 : to;
 	w->last_cut = now;
 }
 
 void gd_window_init(struct gd_window *w, uint64_t timeout_ns, uint32_t max,
-    uint64_t now)
+    uint32_t fixed, uint64_t now)
 {
 	w->max = max ? max : 1;
-	w->w = GD_WINDOW_INIT < w->max ? GD_WINDOW_INIT : w->max;
+	w->fixed = fixed > 0;
+	if (fixed > 0)
+		w->w = fixed < w->max ? fixed : w->max;
+	else
+		w->w = GD_WINDOW_INIT < w->max ? GD_WINDOW_INIT : w->max;
 	w->timeout_ns = timeout_ns;
-	w->target_ns = timeout_ns / 4;
+	w->target_ns = timeout_ns / 8;
 	w->r_start = now;
 	w->r_acks = 0;
+	w->r_delay = 0;
 	w->r_inflight = 0;
 	w->last_cut = 0;
 	w->rate = 0;
+	w->delay = 0;
 }
 
 /* End the round: move toward rate x target. */
 static void round_end(struct gd_window *w, uint64_t now, uint32_t inflight)
 {
 	double want, el = (double)(now - w->r_start);
+	/* the blocks acknowledged waited too long: the queues ahead of the
+	 * pipelines are longer than the rate can drain within the target */
+	int late = w->r_delay > 2 * w->target_ns;
 
 	w->rate = (double)w->r_acks * 1e9 / el;
+	w->delay = w->r_delay;
 	want = w->rate * ((double)w->target_ns / 1e9);
 	/* a round in which the window was not the limit says nothing about
 	 * how far the pipelines could go: no growth from it */
 	if (want > w->w && 2 * (double)w->r_inflight < w->w)
 		want = w->w;
+	if (late && want > w->w)
+		want = w->w;
 	if (want > 2 * w->w)
 		want = 2 * w->w;
-	if (want < w->w / 2)
+	if (want < w->w / 2 && !late)
 		want = w->w / 2;
 	if (want > w->max)
 		want = w->max;
 	if (want < 1)
 		want = 1;
-	w->w = want;
+	if (!w->fixed)
+		w->w = want;
+	if (late)
+		w->last_cut = now;
 	w->r_start = now;
 	w->r_acks = 0;
+	w->r_delay = 0;
 	w->r_inflight = inflight;
 }
 
 void gd_window_acked(struct gd_window *w, uint64_t now, uint32_t n,
-    uint32_t inflight)
+    uint32_t inflight, uint64_t delay_ns)
 {
 	uint64_t el;
 
 	w->r_acks += n;
 	if (inflight > w->r_inflight)
 		w->r_inflight = inflight;
+	if (delay_ns > w->r_delay)
+		w->r_delay = delay_ns;
 	el = now - w->r_start;
 	if (el < GD_WINDOW_ROUND_NS || (w->r_acks < GD_WINDOW_ROUND_ACKS &&
-	    el < w->target_ns))
+	    el < w->target_ns && w->r_delay <= 2 * w->target_ns))
 		return;
 	round_end(w, now, inflight > n ? inflight - n : 0);
 }
@@ -67,7 +86,7 @@ void gd_window_expired(struct gd_window *w, uint64_t now)
 {
 	/* a wave of expiries from one burst counts once */
 	if (now - w->last_cut >= GD_WINDOW_ROUND_NS)
-		halve(w, now);
+		cut(w, w->w / 2, now);
 }
 
 void gd_window_check(struct gd_window *w, uint64_t now, uint64_t oldest_ns,
@@ -80,7 +99,8 @@ void gd_window_check(struct gd_window *w, uint64_t now, uint64_t oldest_ns,
 			w->r_inflight = inflight;
 		round_end(w, now, inflight);
 	}
-	if (oldest_ns != 0 && now - oldest_ns > w->timeout_ns / 2 &&
+	if (oldest_ns != 0 && now > oldest_ns &&
+	    now - oldest_ns > 2 * w->target_ns &&
 	    now - w->last_cut >= w->target_ns)
-		halve(w, now);
+		cut(w, w->w / 2, now);
 }

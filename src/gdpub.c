@@ -18,6 +18,8 @@ static const char usage[] =
 "      --bind ADDR          listen address (default 127.0.0.1)\n"
 "      --host NAME          host written into keys (default: bind address)\n"
 "      --max-pending N      stop reading stdin at N pending (default 65536)\n"
+"      --window N|auto      blocks in flight to the pipelines: fixed at N, or\n"
+"                           adapted to their speed (auto, the default)\n"
 "      --max-block-size N   REJECT larger blocks (default 1048576)\n"
 "      --resend N           resend a timed-out block N times first (default 0)\n"
 "      --snapshot N         replay the last N blocks to new subscribers\n"
@@ -55,7 +57,7 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -68,6 +70,7 @@ static const struct option longopts[] = {
 	{ "bind", required_argument, NULL, O_BIND },
 	{ "host", required_argument, NULL, O_HOST },
 	{ "max-pending", required_argument, NULL, O_MAXPEND },
+	{ "window", required_argument, NULL, O_WINDOW },
 	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "resend", required_argument, NULL, O_RESEND },
 	{ "snapshot", required_argument, NULL, O_SNAPSHOT },

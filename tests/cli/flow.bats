@@ -75,3 +75,108 @@ throttled() {
 	assert_output --partial '"window":null'
 	feed_close
 }
+
+# A stage that drops lines (grep): the blocks it drops are passed over by
+# the later ones it lets through, so they hold no place in the window and
+# their expiry does not shrink it: the run takes about one timeout, not
+# one timeout per window (before: 102 of 2,000 resolved in 60 s).
+@test "a stage that filters lines: every block resolved in about one timeout, the NACKs explained on stderr" {
+	port=$(free_port)
+	awk 'BEGIN { for (i = 1; i <= 2000; i++) print (i % 10 == 0 ? "ERROR " : "info ") i }' > in.txt
+	spawn "gdsub -P 127.0.0.1:$port --name f --retry-interval 0.05 --max-retries 200 2> f.sub.err |
+		grep --line-buffered ERROR |
+		gdack -P 127.0.0.1:$port --name f > /dev/null 2> f.ack.err; echo \${PIPESTATUS[*]} > f.rc"
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 2 --wait-ready=10 < in.txt
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 200 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1800 ]
+	[ "$(grep -c '^ACK [0-9]*0$' <<<"$output")" -eq 200 ]
+	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" == "gdpub: warning: 1800 of 2000 blocks NACKed, most because the pipelines passed them over "* ]]
+	[[ "$stderr" == *": 1800 passed over, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise" ]]
+}
+
+# Nobody owes a block while no GD subscriber is connected: input is read
+# up to GDpub_maxPending and NACKed at the timeout (before: one NACK per
+# timeout, 101 of 100,000 in 20 s).
+@test "no GD subscriber: every block NACKed after the timeout, at input speed, and stderr says why" {
+	port=$(free_port)
+	run --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p $port -n 1 -t 1 -q"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 100000 ]
+	[ -z "$stderr" ]
+	run --separate-stderr timeout 60 bash -c "seq 1 1000 | gdpub -p $port -n 1 -t 0.5"
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
+	[[ "$stderr" == *"gdpub: warning: 1000 of 1000 blocks NACKed, most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
+}
+
+# Blocks a pipeline never acknowledges (a grep -v stage drops them) beside
+# blocks that flow: the flowing ones are all ACKed before the first stuck
+# one expires (before: the window filled with stuck blocks and nothing
+# flowed until they expired).
+@test "stuck blocks beside flowing ones: the flowing ones are all ACKed before the stuck ones expire" {
+	port=$(free_port)
+	awk 'BEGIN { for (i = 1; i <= 11000; i++) print (i % 11 == 0 ? "STUCK " : "ok ") i }' > in.txt
+	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 2> s.sub.err |
+		grep --line-buffered -v STUCK |
+		gdack -P 127.0.0.1:$port --name s > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	run --separate-stderr timeout 120 gdpub -p "$port" -n 1 -t 10 --wait-ready=10 < in.txt
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 10000 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
+	last_ack=$(grep -n '^ACK ' <<<"$output" | tail -n 1 | cut -d: -f1)
+	first_nack=$(grep -n '^NACK ' <<<"$output" | head -n 1 | cut -d: -f1)
+	[ "$last_ack" -lt "$first_nack" ]
+}
+
+@test "--window N fixes the window, auto (the default) adapts it; a bad value is refused" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 --window 7 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	run timeout 10 gdinspect --ctl "$(pub_sock "$port")" --json stats
+	assert_success
+	assert_output --partial '"window":7'
+	feed_close
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_window=auto\n' "$port" > p.ini
+	feed_open in2.fifo
+	spawn "gdpub -c p.ini < in2.fifo > st2 2> pub2.err" 7>&-
+	wait_until 10 listening "$port"
+	run timeout 10 gdinspect --ctl "$(pub_sock "$port")" --json stats
+	assert_success
+	assert_output --partial '"window":64'
+	feed_close
+	run --separate-stderr gdpub -p "$port" -n 1 --window 0
+	[ "$status" -eq 64 ]
+	[[ "$stderr" == *"--window"*"expected an integer from 1 to 16777216 or 'auto'"* ]]
+}
+
+# gdkit(7) CASCADE CONFIRMATION and Filters, as pasted (work: cat)
+@test "gdkit(7) recipes: mawk -W interactive as a stage; a filter that acknowledges what it drops: every block ACKed" {
+	port=$(free_port)
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=m\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
+	awk 'BEGIN { for (i = 1; i <= 2000; i++) print (i % 10 == 0 ? "ERROR " : "info ") i }' > in.txt
+	spawn "gdsub -c s.ini 2> m.sub.err |
+		mawk -W interactive -F '\t' -v OFS='\t' '{ \$2 = toupper(\$2); print }' |
+		gdack -c s.ini --tee > up.txt 2> m.ack.err; echo \${PIPESTATUS[*]} > m.rc"
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 5 --wait-ready=10 < in.txt
+	assert_success
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 2000 ]
+	wait_until 20 file_is m.rc "0 0 0"
+	[ "$(grep -c $'\tINFO [0-9]*$' up.txt)" -eq 1800 ]
+	port=$(free_port)
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=f\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
+	spawn "{ gdsub -c s.ini |
+  mawk -W interactive -v ack='gdack -c s.ini' \\
+    '/ERROR/ { print; next } { print | ack; fflush(ack) }' |
+  cat | gdack -c s.ini --tee > out.txt; } 2> f.err; echo \${PIPESTATUS[*]} > f.rc"
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 5 --wait-ready=10 < in.txt
+	assert_success
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 2000 ]
+	[ -z "$stderr" ]
+	wait_until 20 test -s f.rc
+	[ "$(grep -c $'\tERROR [0-9]*0$' out.txt)" -eq 200 ]
+	[ "$(wc -l < out.txt)" -eq 200 ]
+}

@@ -37,7 +37,7 @@ static const struct gd_deliver_ops ops = { on_resend, on_resolved };
 static void fresh(struct gd_deliver *d, unsigned needed, unsigned resend)
 {
 	nev = 0;
-	ASSERT_EQ(gd_deliver_init(d, needed, 10 * S, resend, 65536, 0, &ops,
+	ASSERT_EQ(gd_deliver_init(d, needed, 10 * S, resend, 65536, 0, 0, &ops,
 	    d), 0);
 }
 
@@ -85,7 +85,7 @@ TEST(needs_every_subscriber)
 	ASSERT_EQ(gd_deliver_ack(&d, 2, 1, 1, 1), 0);
 	ASSERT_EQ(nev, 0);
 	/* a slot taken over by another subscriber: its acks no longer count */
-	gd_deliver_slot_reset(&d, 2);
+	gd_deliver_slot_up(&d, 2, 1);
 	ASSERT_EQ(gd_deliver_ack(&d, 1, 1, 1, 1), 0);
 	ASSERT_EQ(gd_deliver_ack(&d, 2, 1, 1, 1), 1);
 	ASSERT_EQ(evs[0].what, 'A');
@@ -174,6 +174,7 @@ TEST(window_holds_input)
 	uint64_t i, seq;
 
 	fresh(&d, 1, 0);
+	gd_deliver_slot_up(&d, 0, 0);
 	for (i = 1; !gd_deliver_full(&d); i++)
 		pub(&d, i, 0);
 	ASSERT_EQ(d.pend.count, GD_WINDOW_INIT);
@@ -184,6 +185,88 @@ TEST(window_holds_input)
 	ASSERT(!gd_deliver_full(&d));
 	ASSERT_EQ(gd_window_size(&d.win), 2 * GD_WINDOW_INIT);
 	ASSERT_EQ(gd_deliver_publish(&d, 1000, 1, 0, 0, 1, 0, &seq), GD_DV_OK);
+	gd_deliver_free(&d);
+}
+
+/* A stage that drops blocks: a later block acknowledged passes the
+ * earlier ones over; they leave the window, and their expiry is a NACK
+ * for that reason, not congestion. */
+TEST(passed_over_blocks_leave_the_window)
+{
+	struct gd_deliver d;
+	uint64_t i;
+	uint32_t w;
+
+	fresh(&d, 1, 0);
+	gd_deliver_slot_up(&d, 0, 0);
+	for (i = 1; !gd_deliver_full(&d); i++)
+		pub(&d, i, 0);
+	ASSERT_EQ(d.pend.count, GD_WINDOW_INIT);
+	/* the pipeline let through 10, 20, ..., 60 only */
+	for (i = 10; i <= 60; i += 10)
+		ASSERT_EQ(gd_deliver_ack(&d, 0, i, i, 1 * MS), 1);
+	gd_deliver_acks_done(&d, GD_WINDOW_INIT, 1 * MS);
+	ASSERT_EQ(d.pend.npassed, 54);	/* 1..59 less the 5 ACKed */
+	ASSERT_EQ(gd_deliver_inflight(&d), 4);	/* 61..64 */
+	ASSERT(!gd_deliver_full(&d));
+	w = gd_window_size(&d.win);
+	/* the passed-over expire: NACKs that do not shrink the window */
+	gd_deliver_expire(&d, 10 * S + 1);
+	ASSERT_U64(d.n_nack_passed, 54);
+	ASSERT_U64(d.n_nack_slow, 4);
+	ASSERT_U64(d.n_nack_absent, 0);
+	/* only the 4 owed blocks' wave cut it, once */
+	ASSERT_EQ(gd_window_size(&d.win), w / 2);
+	gd_deliver_free(&d);
+}
+
+/* With no GD subscriber connected nobody owes anything: input runs to
+ * GDpub_maxPending, and the expiries neither shrink the window nor wait
+ * for one another. A subscriber that connects owes what is sent next. */
+TEST(absent_subscribers_do_not_hold_the_window)
+{
+	struct gd_deliver d;
+	uint64_t i;
+
+	nev = 0;
+	ASSERT_EQ(gd_deliver_init(&d, 1, 10 * S, 0, 1000, 0, 0, &ops, &d), 0);
+	for (i = 1; !gd_deliver_full(&d); i++)
+		pub(&d, i, 0);
+	ASSERT_EQ(d.pend.count, 1000);
+	gd_deliver_expire(&d, 10 * S + 1);
+	ASSERT_EQ(d.pend.count, 0);
+	ASSERT_U64(d.n_nack_absent, 1000);
+	ASSERT_EQ(gd_window_size(&d.win), GD_WINDOW_INIT);
+	gd_deliver_slot_up(&d, 3, 0);
+	for (i = 2000; !gd_deliver_full(&d); i++)
+		pub(&d, i, 11 * S);
+	ASSERT_EQ(d.pend.count, GD_WINDOW_INIT);
+	/* it leaves: what it owed is owed by nobody */
+	gd_deliver_slot_down(&d, 3);
+	ASSERT(!gd_deliver_full(&d));
+	gd_deliver_free(&d);
+}
+
+/* A fixed window (GDpub_window=N) never moves. */
+TEST(fixed_window)
+{
+	struct gd_deliver d;
+	uint64_t i;
+
+	ASSERT_EQ(gd_deliver_init(&d, 1, 10 * S, 0, 65536, 500, 0, &ops, &d),
+	    0);
+	gd_deliver_slot_up(&d, 0, 0);
+	for (i = 1; !gd_deliver_full(&d); i++)
+		pub(&d, i, 0);
+	ASSERT_EQ(d.pend.count, 500);
+	for (i = 1; i <= 500; i++)
+		gd_deliver_ack(&d, 0, i, i, 20 * MS);
+	gd_deliver_acks_done(&d, 500, 20 * MS);
+	ASSERT_EQ(gd_window_size(&d.win), 500);
+	for (i = 1000; !gd_deliver_full(&d); i++)
+		pub(&d, i, 30 * MS);
+	gd_deliver_expire(&d, 11 * S);
+	ASSERT_EQ(gd_window_size(&d.win), 500);
 	gd_deliver_free(&d);
 }
 
@@ -295,6 +378,9 @@ int main(void)
 	RUN(expire_resend_then_nack);
 	RUN(gd_off_keeps_nothing);
 	RUN(window_holds_input);
+	RUN(passed_over_blocks_leave_the_window);
+	RUN(absent_subscribers_do_not_hold_the_window);
+	RUN(fixed_window);
 	RUN(nack_all);
 	RUN(slots_admission);
 	RUN(slots_prefer_own_then_fresh);

@@ -537,6 +537,58 @@ TEST(random_workload)
 	free(pend);
 }
 
+/* The pass mark: npassed counts exactly the blocks last sent before it,
+ * and they are the head of the deadline list, through adds, removals,
+ * resends and a mark that moves both ways. */
+TEST(pass_mark_random)
+{
+	struct gd_pending p;
+	uint64_t seq = 1, now = 1, ords = 0;
+	int i;
+
+	ASSERT_EQ(gd_pending_init(&p, 1000, 64), 0);
+	for (i = 0; i < 200000; i++) {
+		uint64_t r = rnd() % 100;
+		if (r < 45 || p.count == 0) {
+			ASSERT(gd_pending_add(&p, id_of(seq), seq, 0, 1, 0,
+			    now) != GD_NONE);
+			seq++;
+			ords++;
+		} else if (r < 80) {
+			uint32_t s = p.head;
+			uint64_t k = rnd() % 8;
+			while (k-- > 0 && p.e[s].next != GD_NONE)
+				s = p.e[s].next;
+			gd_pending_remove(&p, s);
+		} else if (r < 90) {
+			uint32_t s = p.head;
+			uint64_t k = rnd() % 16;
+			while (k-- > 0 && p.e[s].next != GD_NONE)
+				s = p.e[s].next;
+			gd_pending_touch(&p, s, now);
+			ords++;
+		} else if (r < 99) {
+			/* forward mostly, sometimes back, sometimes past all */
+			uint64_t m = rnd() % 10 == 0 ? UINT64_MAX :
+			    ords > 40 ? ords - rnd() % 40 : 0;
+			gd_pending_pass(&p, m);
+		}
+		now++;
+		if (i % 97 == 0 || i > 199000) {
+			uint32_t s, n = 0, before_cur = 1;
+			for (s = p.head; s != GD_NONE; s = p.e[s].next) {
+				int passed = p.e[s].ord < p.pass;
+				if (s == p.pcur)
+					before_cur = 0;
+				ASSERT_EQ(passed, before_cur);
+				n += (uint32_t)passed;
+			}
+			ASSERT_EQ(n, p.npassed);
+		}
+	}
+	gd_pending_free(&p);
+}
+
 int main(void)
 {
 	RUN(empty_table);
@@ -552,5 +604,6 @@ int main(void)
 	RUN(floor_stuck_oldest);
 	RUN(floor_past_2_32);
 	RUN(random_workload);
+	RUN(pass_mark_random);
 	return UNIT_DONE();
 }

@@ -17,11 +17,11 @@ TEST(starts_small_and_capped)
 {
 	struct gd_window w;
 
-	gd_window_init(&w, 10 * S, 65536, 0);
+	gd_window_init(&w, 10 * S, 65536, 0, 0);
 	ASSERT_EQ(gd_window_size(&w), GD_WINDOW_INIT);
-	gd_window_init(&w, 10 * S, 8, 0);
+	gd_window_init(&w, 10 * S, 8, 0, 0);
 	ASSERT_EQ(gd_window_size(&w), 8);
-	gd_window_init(&w, 10 * S, 0, 0);
+	gd_window_init(&w, 10 * S, 0, 0, 0);
 	ASSERT_EQ(gd_window_size(&w), 1);
 }
 
@@ -29,28 +29,28 @@ TEST(round_rules)
 {
 	struct gd_window w;
 
-	gd_window_init(&w, 4 * S, 1000000, 0);
+	gd_window_init(&w, 8 * S, 1000000, 0, 0);	/* target 1 s */
 	/* fewer than 32 ACKs and under a quarter timeout: round goes on */
-	gd_window_acked(&w, 20 * MS, 10, 64);
+	gd_window_acked(&w, 20 * MS, 10, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
 	/* 64 ACKs in 20 ms = 3200/s; x 1 s = 3200, but at most doubled */
-	gd_window_acked(&w, 20 * MS, 54, 64);
+	gd_window_acked(&w, 20 * MS, 54, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
 	/* 40 ACKs in 100 ms = 400/s: 400 wanted, window 128 -> 256 */
-	gd_window_acked(&w, 120 * MS, 40, 128);
+	gd_window_acked(&w, 120 * MS, 40, 128, 0);
 	ASSERT_EQ(gd_window_size(&w), 256);
 	/* 40 ACKs in 1 s: 40/s, 40 wanted: at most halved, 128 */
-	gd_window_acked(&w, 1120 * MS, 40, 256);
+	gd_window_acked(&w, 1120 * MS, 40, 256, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_acked(&w, 2120 * MS, 40, 256);
+	gd_window_acked(&w, 2120 * MS, 40, 256, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
-	gd_window_acked(&w, 3120 * MS, 40, 40);
+	gd_window_acked(&w, 3120 * MS, 40, 40, 0);
 	ASSERT_EQ(gd_window_size(&w), 40);
 	/* the window was not the limit (at most 10 in flight): no growth */
-	gd_window_acked(&w, 3220 * MS, 400, 10);
+	gd_window_acked(&w, 3220 * MS, 400, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 40);
 	/* but a slow round still shrinks it */
-	gd_window_acked(&w, 4220 * MS, 10, 10);
+	gd_window_acked(&w, 4220 * MS, 10, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 20);
 }
 
@@ -60,8 +60,8 @@ TEST(round_ended_by_check)
 {
 	struct gd_window w;
 
-	gd_window_init(&w, 600 * S, 65536, 0);
-	gd_window_acked(&w, 1 * MS, 20, 64);
+	gd_window_init(&w, 600 * S, 65536, 0, 0);
+	gd_window_acked(&w, 1 * MS, 20, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
 	gd_window_check(&w, 5 * MS, 0, 64);	/* under 10 ms: not yet */
 	ASSERT_EQ(gd_window_size(&w), 64);
@@ -76,7 +76,7 @@ TEST(expiry_and_stall_halve)
 {
 	struct gd_window w;
 
-	gd_window_init(&w, 10 * S, 1024, 0);
+	gd_window_init(&w, 10 * S, 1024, 0, 0);
 	w.w = 1024;
 	gd_window_expired(&w, 100 * S);
 	ASSERT_EQ(gd_window_size(&w), 512);
@@ -84,19 +84,19 @@ TEST(expiry_and_stall_halve)
 	ASSERT_EQ(gd_window_size(&w), 512);
 	gd_window_expired(&w, 100 * S + 20 * MS);
 	ASSERT_EQ(gd_window_size(&w), 256);
-	/* nothing pending, or the oldest younger than half the timeout */
+	/* nothing pending, or the oldest younger than a quarter timeout */
 	gd_window_check(&w, 200 * S, 0, 0);
-	gd_window_check(&w, 200 * S, 196 * S, 10);
+	gd_window_check(&w, 200 * S, 198 * S, 10);
 	ASSERT_EQ(gd_window_size(&w), 256);
-	/* older: halved, then not again within a quarter timeout */
-	gd_window_check(&w, 200 * S, 194 * S, 10);
+	/* older: halved, then not again within an eighth of the timeout */
+	gd_window_check(&w, 200 * S, 197 * S, 10);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_check(&w, 201 * S, 194 * S, 10);
+	gd_window_check(&w, 201 * S, 197 * S, 10);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_check(&w, 203 * S, 194 * S, 10);
+	gd_window_check(&w, 201 * S + 300 * MS, 197 * S, 10);
 	ASSERT_EQ(gd_window_size(&w), 64);
 	for (int i = 0; i < 20; i++)
-		gd_window_check(&w, (204 + 3 * (uint64_t)i) * S, 194 * S, 10);
+		gd_window_check(&w, (202 + 2 * (uint64_t)i) * S, 197 * S, 10);
 	ASSERT_EQ(gd_window_size(&w), 1);
 }
 
@@ -121,9 +121,10 @@ static void simulate(struct sim *r, uint64_t n, uint64_t timeout_ns,
 
 	memset(r, 0, sizeof(*r));
 	r->n = n;
-	gd_window_init(&w, timeout_ns, max, 0);
+	gd_window_init(&w, timeout_ns, max, 0, 0);
 	while (r->acked < n) {
 		uint32_t k = 0, before;
+		uint64_t delay = 0;
 		while (r->sent < n && r->sent - r->acked < gd_window_size(&w)) {
 			uint64_t start = t + base_ns > free_at ? t + base_ns : free_at;
 			free_at = start + service_ns(r->sent);
@@ -139,6 +140,8 @@ static void simulate(struct sim *r, uint64_t n, uint64_t timeout_ns,
 		before = (uint32_t)(r->sent - r->acked);
 		while (r->acked < r->sent && ack_t[r->acked] <= t) {
 			uint64_t lat = ack_t[r->acked] - sent_t[r->acked];
+			if (lat > delay)
+				delay = lat;
 			if (lat > r->worst)
 				r->worst = lat;
 			if (lat > timeout_ns)
@@ -146,7 +149,7 @@ static void simulate(struct sim *r, uint64_t n, uint64_t timeout_ns,
 			r->acked++;
 			k++;
 		}
-		gd_window_acked(&w, t, k, before);
+		gd_window_acked(&w, t, k, before, delay);
 		if (t >= tick) {	/* gdpub checks 4 times a second */
 			gd_window_check(&w, t, r->acked < r->sent ?
 			    sent_t[r->acked] : 0, (uint32_t)(r->sent - r->acked));
@@ -164,6 +167,11 @@ static uint64_t at_7500(uint64_t i) { (void)i; return S / 7500; }
 static uint64_t at_1m4(uint64_t i) { (void)i; return S / 1400000; }
 static uint64_t slowing(uint64_t i) { return i < 20000 ? S / 2000 : S / 1000; }
 static uint64_t speeding(uint64_t i) { return i < 5000 ? S / 500 : S / 20000; }
+/* 10 s at 8,000/s, then 4x slower for 20 s (a busy machine), then back */
+static uint64_t dip(uint64_t i)
+{
+	return i >= 80000 && i < 120000 ? S / 2000 : S / 8000;
+}
 
 TEST(pipeline_2000_per_s)
 {
@@ -217,6 +225,19 @@ TEST(pipeline_that_speeds_up)
 	ASSERT(r.end < 22 * S);
 }
 
+/* The speed falls 4x at once: what is already in flight must still be
+ * acknowledged within the timeout, so the window may hold no more than a
+ * quarter of a timeout's worth at the old speed, with room to spare. */
+TEST(pipeline_4x_slower_for_20_s)
+{
+	struct sim r;
+	simulate(&r, 200000, 10 * S, 65536, 100000, dip);
+	ASSERT_U64(r.late, 0);
+	ASSERT(r.worst < 6 * S);
+	/* 10 s + 20 s + 10 s at the pipeline's own speeds */
+	ASSERT(r.end < 42 * S);
+}
+
 int main(void)
 {
 	RUN(starts_small_and_capped);
@@ -229,5 +250,6 @@ int main(void)
 	RUN(fast_pipeline_gets_the_full_window);
 	RUN(pipeline_that_slows_down);
 	RUN(pipeline_that_speeds_up);
+	RUN(pipeline_4x_slower_for_20_s);
 	return UNIT_DONE();
 }
