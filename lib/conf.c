@@ -245,6 +245,14 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 			snprintf(why, whysz, "expected %s", GD_VALID_CLUSTER_WHAT);
 			return -1;
 		}
+		/* cut on the wire, two names alike in their first 255 bytes
+		 * would take each other's GD slot ("already connected") */
+		if (k->off == offsetof(struct gd_conf, name) &&
+		    strlen(v) > GD_SUB_NAME_MAX) {
+			snprintf(why, whysz, "a subscriber name has at most %d "
+			    "bytes", GD_SUB_NAME_MAX);
+			return -1;
+		}
 		if (k->off == offsetof(struct gd_conf, host) && !gd_valid_host(v)) {
 			snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
 			return -1;

@@ -11,6 +11,8 @@
 #include "dbuf.h"
 
 #define GD_HOST_MAX 256
+/* GDsub_name: the handshake carries it after one length byte */
+#define GD_SUB_NAME_MAX 255
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
 #define GD_MAX_PUBS 1024	/* GDsub_pub lines */
 

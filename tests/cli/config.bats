@@ -176,7 +176,7 @@ padded() {
 	cfg bad.ini 'GDpub_port=7001' "GDpub_host=$(printf 'h%.0s' $(seq 4097))"
 	conf_err gdpub "bad.ini:2: GDpub_host: invalid value '$(printf 'h%.0s' $(seq 64))...' (4097 bytes): expected a non-empty value of at most 4096 bytes"
 	# errors after a long line name their own line
-	cfg bad.ini "GDsub_name=$(printf 'n%.0s' $(seq 300))" 'GDsub_pub=127.0.0.1:7001' 'GDsub_bogus=1'
+	cfg bad.ini "GDsub_ctl=/$(printf 'n%.0s' $(seq 300))" 'GDsub_pub=127.0.0.1:7001' 'GDsub_bogus=1'
 	conf_err gdsub 'bad.ini:3: GDsub_bogus: unknown key'
 }
 
