@@ -149,6 +149,22 @@ int gd_valid_cluster(const char *v)
 	return 1;
 }
 
+int gd_conf_key_index(const char *name, int *repeats)
+{
+	const struct key *k = find_key(name);
+
+	if (k == NULL)
+		return -1;
+	if (repeats)
+		*repeats = k->type == K_PUB;
+	return (int)(k - keys);
+}
+
+size_t gd_conf_nkeys(void)
+{
+	return NKEYS;
+}
+
 const char *gd_conf_key_at(size_t i, int *family, int *supported)
 {
 	if (i >= NKEYS)

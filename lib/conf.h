@@ -117,6 +117,12 @@ int gd_conf_qos(struct gd_conf *c, const char *name, size_t nlen,
 /* The long option documented for KEY, or NULL (tests, man page check). */
 const char *gd_conf_option(const char *key);
 
+/* The index of the key called name, from 0 to gd_conf_nkeys() - 1, or -1
+ * when there is none; *repeats says whether the key may be given more
+ * than once (GDsub_pub). */
+int gd_conf_key_index(const char *name, int *repeats);
+size_t gd_conf_nkeys(void);
+
 /* Each key, for iteration by tests: returns NULL past the end. */
 const char *gd_conf_key_at(size_t i, int *family, int *supported);
 /* A cluster name for keys @NAME/ID: letters, digits, '.', '_', '-'. */
