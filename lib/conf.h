@@ -87,7 +87,8 @@ enum { GD_CONF_UNKNOWN = 1, GD_CONF_FAMILY, GD_CONF_INVALID };
 int gd_conf_set_named(struct gd_conf *c, const char *name, const char *value,
     char *why, size_t whysz);
 /* Load FILE; on error prints "PROG: FILE:LINE: KEY: why" and returns
- * GD_EX_CONFIG, else 0. */
+ * GD_EX_CONFIG, else 0 after a warning for each key set more than once
+ * (its last value is kept). */
 int gd_conf_load(struct gd_conf *c, const char *file);
 
 /* Set KEY from the command-line option OPT ("--port"); on error prints

@@ -19,8 +19,8 @@
  * promises string values of 4096 bytes. So the reader takes lines of up
  * to CONF_LINE_MAX bytes itself: a line that fits inih's buffer goes to
  * inih as it is; a longer one is split into key and value here, by
- * inih's own rules, and inih gets a short stand-in for it ("k=v", "#",
- * "[s]"), whose handler call uses the key and value kept aside. Lines
+ * inih's own rules, and inih gets a short stand-in for it ("k=v" or
+ * "#"), whose handler call uses the key and value kept aside. Lines
  * still go through inih one for one, so its error line numbers hold. */
 #define CONF_LINE_MAX 8192
 
