@@ -32,6 +32,8 @@ int gd_cli_prepass(int argc, char **argv, const char *shortopts,
 	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
 		if (ch == 'c')
 			config = optarg;
+		else if (ch == 'q')	/* quiet for the file's warnings too */
+			gd_log_level(-1);
 		else if (ch == 'h') {
 			fputs(usage, stdout);
 			return -1;

@@ -151,6 +151,22 @@ int gd_valid_cluster(const char *v)
 	return 1;
 }
 
+int gd_conf_key_index(const char *name, int *repeats)
+{
+	const struct key *k = find_key(name);
+
+	if (k == NULL)
+		return -1;
+	if (repeats)
+		*repeats = k->type == K_PUB;
+	return (int)(k - keys);
+}
+
+size_t gd_conf_nkeys(void)
+{
+	return NKEYS;
+}
+
 const char *gd_conf_key_at(size_t i, int *family, int *supported)
 {
 	if (i >= NKEYS)
@@ -250,6 +266,14 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 		if (k->off == offsetof(struct gd_conf, cluster) &&
 		    !gd_valid_cluster(v)) {
 			snprintf(why, whysz, "expected %s", GD_VALID_CLUSTER_WHAT);
+			return -1;
+		}
+		/* cut on the wire, two names alike in their first 255 bytes
+		 * would take each other's GD slot ("already connected") */
+		if (k->off == offsetof(struct gd_conf, name) &&
+		    strlen(v) > GD_SUB_NAME_MAX) {
+			snprintf(why, whysz, "a subscriber name has at most %d "
+			    "bytes", GD_SUB_NAME_MAX);
 			return -1;
 		}
 		if (k->off == offsetof(struct gd_conf, host) && !gd_valid_host(v)) {

@@ -11,6 +11,8 @@
 #include "dbuf.h"
 
 #define GD_HOST_MAX 256
+/* GDsub_name: the handshake carries it after one length byte */
+#define GD_SUB_NAME_MAX 255
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
 #define GD_MAX_PUBS 1024	/* GDsub_pub lines */
 
@@ -86,7 +88,8 @@ enum { GD_CONF_UNKNOWN = 1, GD_CONF_FAMILY, GD_CONF_INVALID };
 int gd_conf_set_named(struct gd_conf *c, const char *name, const char *value,
     char *why, size_t whysz);
 /* Load FILE; on error prints "PROG: FILE:LINE: KEY: why" and returns
- * GD_EX_CONFIG, else 0. */
+ * GD_EX_CONFIG, else 0 after a warning for each key set more than once
+ * (its last value is kept). */
 int gd_conf_load(struct gd_conf *c, const char *file);
 
 /* Set KEY from the command-line option OPT ("--port"); on error prints
@@ -115,6 +118,12 @@ int gd_conf_qos(struct gd_conf *c, const char *name, size_t nlen,
 
 /* The long option documented for KEY, or NULL (tests, man page check). */
 const char *gd_conf_option(const char *key);
+
+/* The index of the key called name, from 0 to gd_conf_nkeys() - 1, or -1
+ * when there is none; *repeats says whether the key may be given more
+ * than once (GDsub_pub). */
+int gd_conf_key_index(const char *name, int *repeats);
+size_t gd_conf_nkeys(void);
 
 /* Each key, for iteration by tests: returns NULL past the end. */
 const char *gd_conf_key_at(size_t i, int *family, int *supported);

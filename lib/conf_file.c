@@ -1,7 +1,8 @@
 /* Config files: lines counted here (Debian's inih has no line numbers in
  * its handler), so every error names FILE:LINE: KEY; lines longer than
- * inih takes are split here by inih's rules; a NUL byte is an error. Each
- * key=value goes to conf.c's table (gd_conf_set_named). */
+ * inih takes are split here by inih's rules; a NUL byte and a [section]
+ * header are errors, a key set twice a warning. Each key=value goes to
+ * conf.c's table (gd_conf_set_named). */
 #include "conf.h"
 #include "log.h"
 
@@ -18,8 +19,8 @@
  * promises string values of 4096 bytes. So the reader takes lines of up
  * to CONF_LINE_MAX bytes itself: a line that fits inih's buffer goes to
  * inih as it is; a longer one is split into key and value here, by
- * inih's own rules, and inih gets a short stand-in for it ("k=v", "#",
- * "[s]"), whose handler call uses the key and value kept aside. Lines
+ * inih's own rules, and inih gets a short stand-in for it ("k=v" or
+ * "#"), whose handler call uses the key and value kept aside. Lines
  * still go through inih one for one, so its error line numbers hold. */
 #define CONF_LINE_MAX 8192
 
@@ -34,6 +35,9 @@ struct load_ctx {
 	char *buf;		/* the current line, CONF_LINE_MAX + 1 bytes */
 	const char *name, *value;	/* the current line's key and value, when
 				 * parsed here (they point into buf), or NULL */
+	struct seen {		/* per key of conf.c's table, for repeats */
+		int first, last, times;
+	} *seen;
 };
 
 static int is_space(char c)
@@ -74,8 +78,6 @@ static const char *stand_in(struct load_ctx *x, char *line)
 	rstrip(line);
 	if (*line == '#' || *line == ';' || *line == '\0')
 		return "#\n";
-	if (*line == '[')
-		return *chars_or_comment(line + 1, "]") == ']' ? "[s]\n" : "[\n";
 	end = chars_or_comment(line, "=:");
 	if (*end != '=' && *end != ':')
 		return "?\n";	/* inih reports it: expected key=value */
@@ -102,12 +104,24 @@ static void fail(struct load_ctx *x, const char *fmt, ...)
 	x->err = GD_EX_CONFIG;
 }
 
+/* The current line's [section] header (a UTF-8 BOM aside, which inih
+ * skips on the first line), or NULL when it is not one. */
+static char *section(struct load_ctx *x)
+{
+	char *t = x->buf;
+
+	if (x->line == 1 && strncmp(t, "\xEF\xBB\xBF", 3) == 0)
+		t += 3;
+	return *t == '[' ? t : NULL;
+}
+
 /* inih reader: one line at a time, counting lines for our messages. */
 static char *reader(char *str, int num, void *stream)
 {
 	struct load_ctx *x = stream;
 	int ch, over = 0, col = 0;
 	size_t n = 0;
+	char *sec;
 
 	x->name = x->value = NULL;
 	if (x->err || feof(x->fp) || ferror(x->fp))
@@ -149,6 +163,17 @@ static char *reader(char *str, int num, void *stream)
 			fail(x, "line too long (at most %d bytes)", CONF_LINE_MAX);
 		return NULL;
 	}
+	if ((sec = section(x)) != NULL) {
+		/* inih would read the keys after it as they are, the header
+		 * ignored: a file written for another program's sections, or
+		 * meant for one section of it, would be taken whole */
+		*chars_or_comment(sec, NULL) = '\0';
+		rstrip(sec);
+		fail(x, "section header '%.64s%s': a gdkit config file has no "
+		    "sections, only KEY=VALUE lines", sec,
+		    strlen(sec) > 64 ? "..." : "");
+		return NULL;
+	}
 	if (n + 2 > (size_t)num - 1) {	/* with "\n" and NUL, one to spare */
 		snprintf(str, (size_t)num, "%s", stand_in(x, x->buf));
 		return str;
@@ -157,6 +182,45 @@ static char *reader(char *str, int num, void *stream)
 	str[n++] = '\n';
 	str[n] = '\0';
 	return str;
+}
+
+/* A key set again is taken with its last value, as before; it is said
+ * (after the file is read, once per key), since the earlier line looks in
+ * force to whoever reads the file from the top. */
+static void note_repeat(struct load_ctx *x, const char *name)
+{
+	int repeats, i = gd_conf_key_index(name, &repeats);
+
+	if (i < 0 || repeats)
+		return;
+	if (x->seen[i].times++ == 0)
+		x->seen[i].first = x->line;
+	x->seen[i].last = x->line;
+}
+
+/* One warning per key set more than once, in the order of their last
+ * lines: "FILE:LAST: KEY: set N times (first on line F); the value of
+ * line LAST is used". */
+static void warn_repeats(const struct load_ctx *x)
+{
+	size_t i, nk = gd_conf_nkeys();
+	int done = 0;
+
+	for (;;) {
+		int best = -1;
+		for (i = 0; i < nk; i++)
+			if (x->seen[i].times > 1 && x->seen[i].last > done &&
+			    (best < 0 || x->seen[i].last < x->seen[best].last))
+				best = (int)i;
+		if (best < 0)
+			return;
+		gd_warn("%s:%d: %s: set %d times (first on line %d); the value "
+		    "of line %d is used", x->file, x->seen[best].last,
+		    gd_conf_key_at((size_t)best, NULL, NULL),
+		    x->seen[best].times, x->seen[best].first,
+		    x->seen[best].last);
+		done = x->seen[best].last;
+	}
 }
 
 static int handler(void *user, const char *section, const char *name,
@@ -178,6 +242,9 @@ static int handler(void *user, const char *section, const char *name,
 		return 1;
 	}
 	switch (gd_conf_set_named(x->c, name, value, why, sizeof(why))) {
+	case 0:
+		note_repeat(x, name);
+		break;
 	case GD_CONF_UNKNOWN:
 		fail(x, "%.*s: unknown key",
 		    strlen(name) > 64 ? 64 : (int)strlen(name), name);
@@ -206,14 +273,17 @@ int gd_conf_load(struct gd_conf *c, const char *file)
 	memset(&x, 0, sizeof(x));
 	x.c = c;
 	x.file = file;
-	if ((x.buf = malloc(CONF_LINE_MAX + 1)) == NULL) {
+	if ((x.buf = malloc(CONF_LINE_MAX + 1)) == NULL ||
+	    (x.seen = calloc(gd_conf_nkeys(), sizeof(*x.seen))) == NULL) {
 		gd_err("%s: cannot read config file: out of memory", file);
+		free(x.buf);
 		return GD_EX_CONFIG;
 	}
 	x.fp = fopen(file, "r");
 	if (x.fp == NULL) {
 		gd_err("%s: cannot read config file: %s", file, strerror(errno));
 		free(x.buf);
+		free(x.seen);
 		return GD_EX_CONFIG;
 	}
 	/* reading stops at the first error found here; inih goes on past a
@@ -223,18 +293,23 @@ int gd_conf_load(struct gd_conf *c, const char *file)
 		gd_err("%s: cannot read config file: %s", file, strerror(errno));
 		fclose(x.fp);
 		free(x.buf);
+		free(x.seen);
 		return GD_EX_CONFIG;
 	}
 	fclose(x.fp);
 	free(x.buf);
 	if (x.err && rc == 0) {
 		gd_err("%s:%s", file, x.msg);
+		free(x.seen);
 		return x.err;
 	}
 	if (rc != 0) {
 		gd_err("%s:%d: syntax error: expected key=value", file, rc);
+		free(x.seen);
 		return GD_EX_CONFIG;
 	}
+	warn_repeats(&x);
+	free(x.seen);
 	free(c->path);
 	c->path = strdup(file);
 	return 0;

@@ -18,11 +18,29 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+/* A derived identity, built piece by piece: its first bytes (as many as
+ * fit), its whole length and the hash of the whole. */
+struct ident {
+	char buf[GD_SUB_NAME_MAX + 1];
+	size_t len;		/* of the whole */
+	uint64_t h;
+};
+
+static void ident_add(struct ident *d, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (d->len < GD_SUB_NAME_MAX)
+		snprintf(d->buf + d->len, sizeof(d->buf) - d->len, "%s", s);
+	d->len += n;
+	d->h = gd_fnv1a_more(d->h, s, n);
+}
+
 void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz)
 {
-	char host[256], rp[PATH_MAX];
-	int n;
-	size_t i;
+	char host[256], rp[PATH_MAX], hp[GD_HOST_MAX + 16];
+	struct ident d = { "", 0, GD_FNV1A_INIT };
+	size_t i, keep = GD_SUB_NAME_MAX - 17;	/* "~" and 16 hex digits */
 
 	if (c->name != NULL) {
 		snprintf(buf, sz, "%s", c->name);
@@ -31,19 +49,30 @@ void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz)
 	if (gethostname(host, sizeof(host)) != 0)
 		snprintf(host, sizeof(host), "localhost");
 	host[sizeof(host) - 1] = '\0';
+	ident_add(&d, host);
+	ident_add(&d, ":");
 	if (c->path != NULL) {
 		if (realpath(c->path, rp) == NULL)
 			snprintf(rp, sizeof(rp), "%s", c->path);
-		snprintf(buf, sz, "%s:%s", host, rp);
-		return;
+		ident_add(&d, rp);
 	}
-	n = snprintf(buf, sz, "%s:", host);
-	for (i = 0; i < c->npubs && n > 0 && (size_t)n < sz; i++) {
-		n += snprintf(buf + n, sz - (size_t)n, i ? "," : "");
-		if ((size_t)n < sz)
-			n += gd_fmt_hostport(buf + n, sz - (size_t)n,
-			    c->pubs[i].host, c->pubs[i].port);
+	for (i = 0; c->path == NULL && i < c->npubs; i++) {
+		if (i > 0)
+			ident_add(&d, ",");
+		gd_fmt_hostport(hp, sizeof(hp), c->pubs[i].host, c->pubs[i].port);
+		ident_add(&d, hp);
 	}
+	/* a deep config path, or many publishers, make a name longer than
+	 * the handshake carries (GD_SUB_NAME_MAX); cut there, two configs in
+	 * one deep directory would share it, so a long one keeps its start
+	 * and ends with a hash of the whole */
+	if (d.len > GD_SUB_NAME_MAX) {
+		while (keep > 0 && (d.buf[keep] & 0xC0) == 0x80)
+			keep--;	/* not inside a UTF-8 character */
+		snprintf(d.buf + keep, sizeof(d.buf) - keep, "~%016llx",
+		    (unsigned long long)d.h);
+	}
+	snprintf(buf, sz, "%s", d.buf);
 }
 
 /* $XDG_RUNTIME_DIR/gdkit or /tmp/gdkit-UID, created 0700, ours alone */

@@ -13,6 +13,7 @@ enum gd_exit {
 	GD_EX_DATAERR = 65,	/* malformed input that cannot be skipped */
 	GD_EX_UNAVAILABLE = 69,	/* a needed peer is unreachable */
 	GD_EX_IOERR = 74,	/* journal or state file I/O */
+	GD_EX_NOPERM = 77,	/* refused by authentication: no retry helps */
 	GD_EX_CONFIG = 78,	/* config error */
 	GD_EX_SIGINT = 130,
 	GD_EX_SIGTERM = 143,

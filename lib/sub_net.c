@@ -110,6 +110,18 @@ static void handshake_failed(struct sub_pub *pc, const char *why)
 	attempt_failed(pc, why);
 }
 
+/* Authentication failed, on either side: both keys were read at start,
+ * so every further attempt would fail alike (SPEC §9: 77, no retries). */
+static void auth_failed(struct sub_pub *pc, const char *why)
+{
+	uv_timer_stop(&pc->retry);
+	pc->state = SUB_PS_CONNECTING;	/* pc_closed: no retry from there */
+	pc_close(pc);
+	gd_err("cannot connect to %s: %s; giving up at once: retrying cannot "
+	    "help", pc->addr, why);
+	sub_finish(pc->s, GD_EX_NOPERM);
+}
+
 static void hs_timeout(uv_timer_t *t)
 {
 	struct sub_pub *pc = t->data;
@@ -310,14 +322,18 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			if (gd_ack_refused_conn((int)w.ack_status)) {
 				snprintf(why, sizeof(why), "%s",
 				    gd_ack_status_str((int)w.ack_status));
-				handshake_failed(pc, why);
+				if (gd_ack_auth_refused((int)w.ack_status))
+					auth_failed(pc, why);
+				else
+					handshake_failed(pc, why);
 				return;
 			}
 			/* a publisher that welcomes without proving the key
 			 * could be anyone */
 			if (s->key.len > 0 && !pc->pub_proved) {
-				handshake_failed(pc, "authentication failed: the "
-				    "publisher did not prove the key (it has no "
+				auth_failed(pc, "authentication failed: the "
+				    "publisher did not prove the key of "
+				    "GDsub_authKeyFile (it has no "
 				    "GDpub_authKeyFile?)");
 				return;
 			}
@@ -388,7 +404,7 @@ static void on_challenge(struct sub *s, struct sub_pub *pc,
 
 	if (!gd_auth_verify(&s->key, GD_AUTH_PUB, pc->nc, f->body,
 	    f->body + GD_AUTH_NONCE)) {
-		handshake_failed(pc, "authentication failed: the publisher did "
+		auth_failed(pc, "authentication failed: the publisher did "
 		    "not prove the key (its GDpub_authKeyFile differs from "
 		    "GDsub_authKeyFile)");
 		return;

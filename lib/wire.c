@@ -13,7 +13,7 @@ const char *gd_ack_status_str(int st)
 	case GD_ACK_NAME: return "refused: a subscriber with this name is already connected";
 	case GD_ACK_OFF: return "refused: the publisher runs with numSubs=0 (GD off)";
 	case GD_ACK_AUTH_NEEDED: return "refused: the publisher requires authentication (GDpub_authKeyFile) and this subscriber has no key (GDsub_authKeyFile)";
-	case GD_ACK_AUTH_FAILED: return "refused: authentication failed: the subscriber's key differs from the publisher's";
+	case GD_ACK_AUTH_FAILED: return "refused: authentication failed: the subscriber's key (GDsub_authKeyFile) differs from the publisher's (GDpub_authKeyFile)";
 	case GD_ACK_AUTH_NOKEY: return "refused: this subscriber has a key (GDsub_authKeyFile) but the publisher has none (GDpub_authKeyFile): it cannot prove it";
 	case GD_ACK_VERSION: return "refused: the publisher speaks another protocol version (a different gdkit version)";
 	}

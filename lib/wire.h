@@ -86,6 +86,12 @@ static inline int gd_ack_refused_conn(int st)
 {
 	return st >= GD_ACK_AUTH_NEEDED && st <= GD_ACK_VERSION;
 }
+/* a refusal of the key (GDpub_authKeyFile, GDsub_authKeyFile): one that
+ * no retry can change */
+static inline int gd_ack_auth_refused(int st)
+{
+	return st >= GD_ACK_AUTH_NEEDED && st <= GD_ACK_AUTH_NOKEY;
+}
 const char *gd_ack_status_str(int st);
 
 struct gd_frame {

@@ -26,17 +26,26 @@ auth_refused_is() {
 	timeout 10 gdinspect -p "$1" --json stats | grep -q "\"auth_refused\":$2[,}]"
 }
 
-# sub_refused PORT WHY SUB-OPTS...: gdsub with SUB-OPTS gives up on the
-# gdpub on PORT after 2 attempts, each refused for WHY: exit 69
+# sub_refused PORT WHY SUB-OPTS...: gdsub with SUB-OPTS, which could try
+# 10 times, gives up on the gdpub on PORT at its first refusal for WHY, a
+# key that no retry can change: one line, exit 77
 sub_refused() {
 	local port=$1 why=$2
 	shift 2
-	expect_fail 69 \
-	    "gdsub: cannot connect to 127.0.0.1:$port: $why (attempt 1 of 2)" \
-	    "gdsub: cannot connect to 127.0.0.1:$port: $why (attempt 2 of 2)" \
-	    "gdsub: giving up on publisher 127.0.0.1:$port after 2 attempts" \
+	expect_fail 77 \
+	    "gdsub: cannot connect to 127.0.0.1:$port: $why; giving up at once: retrying cannot help" \
 	    -- gdsub -P "127.0.0.1:$port" --name s1 --retry-interval 0.05 \
-	    --max-retries 2 "$@"
+	    --max-retries 10 "$@"
+}
+
+# pub_refusals_are PORT N REGEX: the gdpub on PORT counted N refused
+# authentications and logged them: N lines of pub.err, each matching REGEX
+pub_refusals_are() {
+	wait_until 10 auth_refused_is "$1" "$2"
+	wait_until 10 test "$(count_lines pub.err "$3")" -ge "$2"
+	[ "$(count_lines pub.err "$3")" -eq "$2" ]
+	[ "$(wc -l < pub.err)" -eq "$2" ]
+	auth_refused_is "$1" "$2"
 }
 
 @test "the same key on both sides: blocks reach a GD pipeline and are ACKed, nothing refused" {
@@ -69,16 +78,28 @@ sub_refused() {
 	[ "$(cat pub.out)" = "$(printf 'READY\nACK 1\nACK 2\nACK 3')" ]
 }
 
-@test "a wrong key: gdsub refuses the publisher (69), gdpub logs and counts the refusal" {
+@test "a wrong key: gdsub gives up at its first attempt (77), gdpub logs and counts one refusal" {
 	port=$(free_port)
 	mkkey k1
 	mkkey k2
 	pub_with "$port" --auth-key-file k1
 	sub_refused "$port" "authentication failed: the publisher did not prove the key (its GDpub_authKeyFile differs from GDsub_authKeyFile)" \
 	    --auth-key-file k2
-	wait_until 10 auth_refused_is "$port" 2
-	[ "$(count_lines pub.err '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it closed the connection without proving the key \(its GDsub_authKeyFile differs from GDpub_authKeyFile\?\)$')" -eq 2 ]
-	[ "$(wc -l < pub.err)" -eq 2 ]
+	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it closed the connection without proving the key \(its GDsub_authKeyFile differs from GDpub_authKeyFile\?\)$'
+}
+
+@test "a wrong key at gdsub -i: its acknowledgement connection is refused once, gdsub exits 77, the blocks are NACKed" {
+	port=$(free_port)
+	mkkey k1
+	mkkey k2
+	seq 1 3 > in.txt
+	run --separate-stderr timeout 60 bash -c "gdpub -p $port -n 1 -t 1 --auth-key-file k1 -o - --status pub.out < in.txt 2> pub.err | gdsub -P 127.0.0.1:$port --name s1 --retry-interval 0.05 --auth-key-file k2 -i - 2> sub.err; echo \${PIPESTATUS[*]}"
+	assert_success
+	# gdpub: 1, its blocks NACKed; gdsub: 77
+	assert_output "1 77"
+	[ "$(cat pub.out)" = "$(printf 'NACK 1\nNACK 2\nNACK 3')" ]
+	[ "$(cat sub.err)" = "gdsub: cannot connect to 127.0.0.1:$port: authentication failed: the publisher did not prove the key (its GDpub_authKeyFile differs from GDsub_authKeyFile); giving up at once: retrying cannot help" ]
+	[ "$(count_lines pub.err '^gdpub: refused subscriber s1 .*without proving the key')" -eq 1 ]
 }
 
 @test "a subscriber with a wrong proof is refused by gdpub: the proof is checked, not only sent" {
@@ -122,23 +143,21 @@ PY
 	grep -Eq "^gdpub: refused subscriber mallory \(127\.0\.0\.1:[0-9]+\): authentication failed: its key differs from this gdpub's \(GDpub_authKeyFile\)$" pub.err
 }
 
-@test "a key at the publisher only: both refuse, gdsub exits 69" {
+@test "a key at the publisher only: both refuse once, gdsub exits 77" {
 	port=$(free_port)
 	mkkey k
 	pub_with "$port" --auth-key-file k
 	sub_refused "$port" "refused: the publisher requires authentication (GDpub_authKeyFile) and this subscriber has no key (GDsub_authKeyFile)"
-	wait_until 10 auth_refused_is "$port" 2
-	[ "$(count_lines pub.err '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has no authentication key, and this gdpub requires one \(GDpub_authKeyFile\)$')" -eq 2 ]
+	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has no authentication key, and this gdpub requires one \(GDpub_authKeyFile\)$'
 }
 
-@test "a key at the subscriber only: both refuse, gdsub exits 69" {
+@test "a key at the subscriber only: both refuse once, gdsub exits 77" {
 	port=$(free_port)
 	mkkey k
 	pub_with "$port"
 	sub_refused "$port" "refused: this subscriber has a key (GDsub_authKeyFile) but the publisher has none (GDpub_authKeyFile): it cannot prove it" \
 	    --auth-key-file k
-	wait_until 10 auth_refused_is "$port" 2
-	[ "$(count_lines pub.err '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has an authentication key, but this gdpub has none \(GDpub_authKeyFile is not set\)$')" -eq 2 ]
+	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has an authentication key, but this gdpub has none \(GDpub_authKeyFile is not set\)$'
 }
 
 @test "a publisher that welcomes without proving the key is refused by a gdsub with one" {
@@ -158,7 +177,7 @@ while True:
     c.sendall(struct.pack('<IBBH', len(w), 2, 0, 0) + w)
 PY"
 	wait_until 10 listening "$port"
-	sub_refused "$port" "authentication failed: the publisher did not prove the key (it has no GDpub_authKeyFile?)" \
+	sub_refused "$port" "authentication failed: the publisher did not prove the key of GDsub_authKeyFile (it has no GDpub_authKeyFile?)" \
 	    --auth-key-file k
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Config files (SPEC §3): every error names FILE:LINE: KEY on one line and
-# exits 78; comments, fractional durations and default-valued keys that
-# are not supported yet are accepted; command-line options override.
+# exits 78, a [section] header included; a key set twice is a warning;
+# comments, fractional durations and default-valued keys that are not
+# supported yet are accepted; command-line options override.
 bats_require_minimum_version 1.5.0
 load helpers
 
@@ -176,7 +177,7 @@ padded() {
 	cfg bad.ini 'GDpub_port=7001' "GDpub_host=$(printf 'h%.0s' $(seq 4097))"
 	conf_err gdpub "bad.ini:2: GDpub_host: invalid value '$(printf 'h%.0s' $(seq 64))...' (4097 bytes): expected a non-empty value of at most 4096 bytes"
 	# errors after a long line name their own line
-	cfg bad.ini "GDsub_name=$(printf 'n%.0s' $(seq 300))" 'GDsub_pub=127.0.0.1:7001' 'GDsub_bogus=1'
+	cfg bad.ini "GDsub_ctl=/$(printf 'n%.0s' $(seq 300))" 'GDsub_pub=127.0.0.1:7001' 'GDsub_bogus=1'
 	conf_err gdsub 'bad.ini:3: GDsub_bogus: unknown key'
 }
 
@@ -216,6 +217,64 @@ padded() {
 	conf_err gdpub 'bad.ini:1: GDpub_bogus: unknown key'
 	printf 'GDpub_port=7001\n%09000d\nGDpub_port=\0\n' 0 > bad.ini
 	conf_err gdpub 'bad.ini:2: line too long (at most 8192 bytes)'
+}
+
+# inih would pass the keys after a [section] header on as they are, the
+# header ignored: a file meant for one section of another program's, or
+# written with sections by habit, was taken whole and silently.
+@test "a [section] header is an error naming file and line (78), for every program" {
+	cfg bad.ini '# pub' '[pub]' 'GDpub_port=7001'
+	conf_err gdpub "bad.ini:2: section header '[pub]': a gdkit config file has no sections, only KEY=VALUE lines"
+	# indented, with a comment after it, or not closed
+	cfg bad.ini 'GDsub_pub=127.0.0.1:7001' '  [gdsub] ; the subscriber'
+	conf_err gdsub "bad.ini:2: section header '[gdsub]': a gdkit config file has no sections, only KEY=VALUE lines"
+	conf_err gdack "bad.ini:2: section header '[gdsub]': a gdkit config file has no sections, only KEY=VALUE lines"
+	expect_fail 78 "gdinspect: bad.ini:2: section header '[gdsub]': a gdkit config file has no sections, only KEY=VALUE lines" \
+	    -- gdinspect -c bad.ini stats
+	cfg bad.ini 'GDpub_port=7001' '[unclosed'
+	conf_err gdpub "bad.ini:2: section header '[unclosed': a gdkit config file has no sections, only KEY=VALUE lines"
+	# on the first line, after a UTF-8 byte order mark
+	printf '\357\273\277[s]\nGDpub_port=7001\n' > bad.ini
+	conf_err gdpub "bad.ini:1: section header '[s]': a gdkit config file has no sections, only KEY=VALUE lines"
+	# a long one is shown by its start
+	cfg bad.ini "[$(printf 's%.0s' $(seq 300))]"
+	conf_err gdpub "bad.ini:1: section header '[$(printf 's%.0s' $(seq 63))...': a gdkit config file has no sections, only KEY=VALUE lines"
+	# the first error of the file is the one reported
+	cfg bad.ini 'GDpub_bogus=1' '[pub]'
+	conf_err gdpub 'bad.ini:1: GDpub_bogus: unknown key'
+	cfg bad.ini 'GDpub_port' '[pub]'
+	conf_err gdpub 'bad.ini:1: syntax error: expected key=value'
+}
+
+# A key set twice is taken with its last value, as before (a line
+# appended to override one above keeps working), and said: whoever reads
+# the file from the top sees the first line in force.
+@test "a key set twice: one warning per key naming the file, both lines and the one used; the last value is used" {
+	local port
+	port=$(free_port)
+	cfg p.ini 'GDpub_port=7001' 'GDpub_timeout=3' '# the port again' "GDpub_port=$port" 'GDpub_timeout=4' 'GDpub_timeout=5'
+	# gdinspect looks for the gdpub of the last port
+	expect_fail 69 \
+	    "gdinspect: warning: p.ini:4: GDpub_port: set 2 times (first on line 1); the value of line 4 is used" \
+	    "gdinspect: warning: p.ini:6: GDpub_timeout: set 3 times (first on line 2); the value of line 6 is used" \
+	    "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" \
+	    -- gdinspect -c p.ini stats
+	# GDsub_pub may repeat (one line per publisher): no warning
+	cfg s.ini 'GDsub_pub=127.0.0.1:7001' 'GDsub_pub=127.0.0.1:7002' 'GDsub_name=a' 'GDsub_name=b'
+	expect_fail 1 \
+	    "gdack: warning: s.ini:4: GDsub_name: set 2 times (first on line 3); the value of line 4 is used" \
+	    "gdack: cannot acknowledge line 1: 'k' is not a key (HOST:PORT/ID)" \
+	    -- bash -c 'echo k | gdack -c s.ini'
+	# -q silences it, an error is reported alone
+	expect_fail 1 "gdack: cannot acknowledge line 1: 'k' is not a key (HOST:PORT/ID)" \
+	    -- bash -c 'echo k | gdack -q -c s.ini'
+	cfg bad.ini 'GDpub_port=7001' 'GDpub_port=7002' 'GDpub_bogus=1'
+	conf_err gdpub 'bad.ini:3: GDpub_bogus: unknown key'
+	# a gdpub started with it runs on the last value
+	cfg p.ini 'GDpub_port=1' "GDpub_port=$port"
+	run --separate-stderr timeout 20 gdpub -c p.ini < /dev/null
+	assert_success
+	[ "$stderr" = "gdpub: warning: p.ini:2: GDpub_port: set 2 times (first on line 1); the value of line 2 is used" ]
 }
 
 # ---- keys at their defaults ----

@@ -3,6 +3,7 @@
 # silent or byte-a-second client is closed), GDpub_maxConnections caps
 # the connections (those beyond are closed at accept), and a flood of
 # connections and acknowledgements for unknown IDs does not grow memory.
+# A subscriber name is at most the 255 bytes the handshake carries.
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -139,4 +140,68 @@ PY
 	run --separate-stderr python "$BATS_TEST_DIRNAME/flood.py" 127.0.0.1 \
 	    "$port" 0.5 --key k --name after --churn 0 --idle 0
 	assert_success
+}
+
+# two_subs_ready PORT A B: gdsub -c A.ini and -c B.ini (ack pipelines), both
+# GD subscribers of a gdpub -n 2 on PORT: it gets READY and ACKs 3 blocks
+two_subs_ready() {
+	local port=$1
+	ack_pipeline "$2"
+	ack_pipeline "$3"
+	seq 1 3 > in.txt
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 2 --wait-ready=30 < in.txt
+	assert_success
+	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	[ -z "$stderr" ]
+}
+
+@test "a subscriber name over 255 bytes (what the handshake carries) is refused at start: 64 as --name, 78 as GDsub_name" {
+	local n256 n254
+	n256=$(printf 'n%.0s' $(seq 256))
+	expect_usage gdsub "invalid value '$n256' for --name: a subscriber name has at most 255 bytes" \
+	    -- gdsub -P 127.0.0.1:1 --name "$n256"
+	# gdack finds gdsub by the same name: the same limit
+	expect_usage gdack "invalid value '$n256' for --name: a subscriber name has at most 255 bytes" \
+	    -- gdack -P 127.0.0.1:1 --name "$n256"
+	printf 'GDsub_pub=127.0.0.1:1\nGDsub_name=%s\n' "$n256" > s.ini
+	expect_fail 78 "gdsub: s.ini:2: GDsub_name: invalid value '${n256:0:64}...' (256 bytes): a subscriber name has at most 255 bytes" \
+	    -- gdsub -c s.ini
+	expect_fail 78 "gdack: s.ini:2: GDsub_name: invalid value '${n256:0:64}...' (256 bytes): a subscriber name has at most 255 bytes" \
+	    -- gdack -c s.ini
+	# 255 bytes travel whole: names that differ in their last byte are
+	# two GD subscribers, not one "already connected"
+	port=$(free_port)
+	n254=$(printf 'n%.0s' $(seq 254))
+	sub_conf a.ini "$port" "GDsub_name=${n254}a"
+	sub_conf b.ini "$port" "GDsub_name=${n254}b"
+	two_subs_ready "$port" a b
+}
+
+@test "derived subscriber names over 255 bytes (a deep config path) stay distinct: two configs in one directory are two GD subscribers" {
+	local dir n names
+	dir="$BATS_TEST_TMPDIR/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 100))"
+	mkdir -p "$dir"
+	cd "$dir"
+	port=$(free_port)
+	# the same keys, no GDsub_name: the names are HOST:PATH, alike in
+	# their first 255 bytes
+	sub_conf a.ini "$port"
+	sub_conf b.ini "$port"
+	spawn "{ seq 1 3; sleep 60; } | gdpub -p $port -n 2 --wait-ready=30 > p.out 2> p.err"
+	ack_pipeline a
+	ack_pipeline b
+	wait_until 30 file_is p.out "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	[ ! -s p.err ]
+	# each name fits the handshake: its start, '~' and a hash of the whole
+	run --separate-stderr timeout 10 gdinspect -p "$port" --json subs
+	assert_success
+	names=$(grep -o '"name":"[^"]*"' <<<"$output" | sort -u)
+	[ "$(wc -l <<<"$names")" -eq 2 ]
+	while read -r n; do
+		n=${n#\"name\":\"}
+		n=${n%\"}
+		[ "${#n}" -eq 255 ]
+		[[ "$n" == "$(hostname):$BATS_TEST_TMPDIR/"* ]]
+		[[ "$n" =~ ~[0-9a-f]{16}$ ]]
+	done <<<"$names"
 }

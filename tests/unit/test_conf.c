@@ -790,7 +790,7 @@ TEST(fractional_durations)
 	ASSERT_HAS(errbuf, "expected seconds");
 }
 
-TEST(comments_sections_blank_lines)
+TEST(comments_blank_lines)
 {
 	struct gd_conf c;
 	int rc = load(&c, GD_FAM_PUB,
@@ -798,10 +798,8 @@ TEST(comments_sections_blank_lines)
 	    "; another comment\n"
 	    "\n"
 	    "   \n"
-	    "[publisher]\n"
 	    "GDpub_port = 7001\n"
 	    "  # indented comment\n"
-	    "[other section]\n"
 	    "GDpub_numSubs=3 ; inline comment\n"
 	    "GDpub_ctl=h#1\n"
 	    "GDpub_resend\t=\t2\n");
@@ -812,6 +810,70 @@ TEST(comments_sections_blank_lines)
 	ASSERT_STR(c.pub_ctl, "h#1");	/* '#' only starts a comment at line start */
 	ASSERT_EQ(c.resend, 2);
 	gd_conf_free(&c);
+}
+
+/* inih would hand on the keys under a header, the header ignored */
+TEST(section_header_refused)
+{
+	char want[1000];
+
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "# c\n[publisher]\nGDpub_port=1\n"),
+	    GD_EX_CONFIG);
+	snprintf(want, sizeof(want), "%ssection header '[publisher]': a gdkit "
+	    "config file has no sections, only KEY=VALUE lines\n", where(2, NULL));
+	ASSERT_HAS(errbuf, want);
+	ASSERT_EQ(count_lines(errbuf), 1);
+	/* indented, a comment after it, after keys, unterminated */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=1\n\t [x y] ; c\n"),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
+	ASSERT_HAS(errbuf, "section header '[x y]':");
+	ASSERT_EQ(load_fails(GD_FAM_SUB, "[\n"), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(1, NULL));
+	ASSERT_HAS(errbuf, "section header '[':");
+	/* after a byte-order mark */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "\xEF\xBB\xBF[s]\n"), GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(1, NULL));
+	ASSERT_HAS(errbuf, "section header '[s]':");
+	/* '[' inside a value is no header */
+	{
+		struct gd_conf c;
+		ASSERT_EQ(load(&c, GD_FAM_PUB, "GDpub_ctl=[a]\n"), 0);
+		ASSERT_STR(c.pub_ctl, "[a]");
+		gd_conf_free(&c);
+	}
+}
+
+/* a key set again: its last value, and one warning per key after the
+ * file is read, naming the first and the last line */
+TEST(repeated_key_warned)
+{
+	struct gd_conf c;
+	char want[1000];
+
+	ASSERT_EQ(load(&c, GD_FAM_PUB, "GDpub_port=1\nGDpub_timeout=2\n"
+	    "GDpub_port=3\n# x\nGDpub_timeout=4\nGDpub_port=5\n"), 0);
+	ASSERT_EQ(c.port, 5);
+	ASSERT_DBL(c.timeout, 4);
+	ASSERT_EQ(count_lines(errbuf), 2);
+	snprintf(want, sizeof(want), "test_conf: warning: %s set 2 times (first "
+	    "on line 2); the value of line 5 is used\ntest_conf: warning: ",
+	    where(5, "GDpub_timeout"));
+	ASSERT_HAS(errbuf, want);
+	snprintf(want, sizeof(want), "%s set 3 times (first on line 1); the "
+	    "value of line 6 is used\n", where(6, "GDpub_port"));
+	ASSERT_HAS(errbuf, want);
+	gd_conf_free(&c);
+	/* none for a key given once each, nor for GDsub_pub */
+	ASSERT_EQ(load(&c, GD_FAM_SUB, "GDsub_pub=a:1\nGDsub_pub=b:1\n"
+	    "GDsub_name=n\n"), 0);
+	ASSERT_STR(errbuf, "");
+	gd_conf_free(&c);
+	/* none when the file has an error: that error alone */
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=1\nGDpub_port=2\nx\n"),
+	    GD_EX_CONFIG);
+	ASSERT_EQ(count_lines(errbuf), 1);
+	ASSERT_HAS(errbuf, "syntax error");
 }
 
 /* Debian's inih is built with INI_ALLOW_MULTILINE: an indented line is
@@ -1083,9 +1145,11 @@ TEST(err_syntax)
 	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_bogus=1\njunk\n"), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(1, "GDpub_bogus"));
 	ASSERT_EQ(count_lines(errbuf), 1);
-	ASSERT_EQ(load_fails(GD_FAM_PUB, "[unterminated\n"), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, where(1, NULL));
+	ASSERT_EQ(load_fails(GD_FAM_PUB, "GDpub_port=1\njunk\n[s]\n"),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
 	ASSERT_HAS(errbuf, "syntax error");
+	ASSERT_EQ(count_lines(errbuf), 1);
 }
 
 /* "# c\n" then a line "HEAD" + 'a' * (len - strlen(HEAD) - strlen(TAIL))
@@ -1144,13 +1208,10 @@ TEST(long_values_load)
 	if (c.pub_ctl != NULL)
 		ASSERT_STR(c.pub_ctl + strlen(c.pub_ctl) - 4, "ax;y");
 	gd_conf_free(&c);
-	/* long comments and sections */
+	/* long comments */
 	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("# ", 3000, "",
 	    "; x\nGDpub_port=1\n")), 0);
 	ASSERT_EQ(c.port, 1);
-	gd_conf_free(&c);
-	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("[", 500, "]", "GDpub_port=2\n")), 0);
-	ASSERT_EQ(c.port, 2);
 	gd_conf_free(&c);
 	/* a byte-order mark in front of a long first line */
 	ASSERT_EQ(load(&c, GD_FAM_PUB, long_line_with("\xEF\xBB\xBF# c\nGDpub_ctl=", 300, "", "") + 4), 0);
@@ -1188,7 +1249,12 @@ TEST(long_line_errors)
 	ASSERT_HAS(errbuf, "syntax error: expected key=value");
 	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("[", 300, "", "")), GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(2, NULL));
-	ASSERT_HAS(errbuf, "syntax error");
+	ASSERT_HAS(errbuf, "section header '[aaa");
+	ASSERT_HAS(errbuf, "...': a gdkit config file has no sections");
+	ASSERT_EQ(load_fails(GD_FAM_PUB, long_line_with("[", 500, "]", "GDpub_port=2\n")),
+	    GD_EX_CONFIG);
+	ASSERT_HAS(errbuf, where(2, NULL));
+	ASSERT_HAS(errbuf, "section header");
 	ASSERT_EQ(load_fails(GD_FAM_SUB, long_line_with("GDpub_ctl=", 300, "", "")),
 	    GD_EX_CONFIG);
 	ASSERT_HAS(errbuf, where(2, "GDpub_ctl"));
@@ -1534,7 +1600,9 @@ int main(void)
 	RUN(defaults);
 	RUN(bool_spellings);
 	RUN(fractional_durations);
-	RUN(comments_sections_blank_lines);
+	RUN(comments_blank_lines);
+	RUN(section_header_refused);
+	RUN(repeated_key_warned);
 	RUN(indented_key_not_continuation);
 	RUN(empty_file_and_crlf);
 	RUN(repeated_pub);

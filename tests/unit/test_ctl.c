@@ -121,9 +121,70 @@ TEST(test_reply_cap)
 	rmdir(dir);
 }
 
+/* A derived subscriber name over GD_SUB_NAME_MAX (many publishers, a
+ * deep config path) keeps its start and ends with '~' and the hash of the
+ * whole, so that lists or paths alike in their first 255 bytes still give
+ * two names; a short one is as before. */
+TEST(test_identity_long)
+{
+	struct gd_conf a, b;
+	char na[1024], nb[1024], host[256];
+	size_t i, n;
+
+	gd_conf_init(&a, GD_FAM_SUB);
+	gd_conf_init(&b, GD_FAM_SUB);
+	ASSERT_EQ(gd_conf_set_named(&a, "GDsub_pub", "127.0.0.1:7001", na,
+	    sizeof(na)), 0);
+	gd_sub_identity(&a, na, sizeof(na));
+	ASSERT(gethostname(host, sizeof(host)) == 0);
+	n = strlen(host);
+	ASSERT(strncmp(na, host, n) == 0);
+	ASSERT_STR(na + n, ":127.0.0.1:7001");
+	/* 40 publishers each, only the last differs */
+	for (i = 1; i <= 40; i++) {
+		char hp[64];
+		snprintf(hp, sizeof(hp), "127.0.0.1:%zu", 7000 + i);
+		if (i > 1)
+			ASSERT_EQ(gd_conf_set_named(&a, "GDsub_pub", hp, na,
+			    sizeof(na)), 0);
+		snprintf(hp, sizeof(hp), "127.0.0.1:%zu", i < 40 ? 7000 + i : 9999);
+		ASSERT_EQ(gd_conf_set_named(&b, "GDsub_pub", hp, nb, sizeof(nb)), 0);
+	}
+	gd_sub_identity(&a, na, sizeof(na));
+	gd_sub_identity(&b, nb, sizeof(nb));
+	ASSERT_EQ(strlen(na), GD_SUB_NAME_MAX);
+	ASSERT_EQ(strlen(nb), GD_SUB_NAME_MAX);
+	ASSERT(strncmp(na, nb, GD_SUB_NAME_MAX - 17) == 0);
+	ASSERT(strcmp(na, nb) != 0);
+	ASSERT(na[GD_SUB_NAME_MAX - 17] == '~');
+	/* the same config, the same name (gdack finds gdsub by it) */
+	gd_sub_identity(&b, na, sizeof(na));
+	ASSERT_STR(na, nb);
+	gd_conf_free(&a);
+	gd_conf_free(&b);
+	/* a cut that would split a UTF-8 character is moved before it */
+	gd_conf_init(&a, GD_FAM_SUB);
+	{
+		char path[600];
+		n = strlen(host) + 1;	/* "HOST:" */
+		memset(path, 'p', sizeof(path));
+		path[0] = '/';
+		/* a 2-byte character whose second byte is where the cut
+		 * falls, byte GD_SUB_NAME_MAX - 17 of the name */
+		memcpy(path + (GD_SUB_NAME_MAX - 18 - n), "\xC3\xA9", 2);
+		path[sizeof(path) - 1] = '\0';
+		a.path = strdup(path);
+	}
+	gd_sub_identity(&a, na, sizeof(na));
+	ASSERT_EQ(strlen(na), GD_SUB_NAME_MAX - 1);
+	ASSERT(na[GD_SUB_NAME_MAX - 18] == '~');
+	gd_conf_free(&a);
+}
+
 int main(void)
 {
 	gd_log_init("test_ctl");
 	RUN(test_reply_cap);
+	RUN(test_identity_long);
 	return UNIT_DONE();
 }
