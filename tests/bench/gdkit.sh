@@ -31,6 +31,8 @@
 #                      Rate = the rate pace.py achieved. Extra: p50_us p90_us
 #                      p99_us max_us late_us (how late pace.py's latest line was).
 #   gdkit.sh memory    N blocks to gdpub -n 1 -t 3600 --max-pending >= 2000000
+#                      and a window as large (a subscriber that never acks
+#                      would keep the adaptive window at its start, 64),
 #                      whose one subscriber never acks (gdsub > /dev/null).
 #                      VmRSS of gdpub at READY and once stats show pending == N
 #                      and its send queue to the subscriber has drained:
@@ -38,9 +40,12 @@
 #                      Seconds/rate: from the go until pending == N (fill rate).
 #   gdkit.sh pending   STUCK (default N) blocks whose payload contains STUCK,
 #                      then N normal blocks, into gdpub -n 1 -t 3600
-#                      --max-pending STUCK+WINDOW -> gdsub | grep
-#                      --line-buffered -v STUCK | gdack: the stuck blocks stay
-#                      pending, and at most WINDOW more are in flight. Seconds
+#                      --max-pending STUCK+WINDOW --window STUCK+WINDOW ->
+#                      gdsub | grep --line-buffered -v STUCK | gdack: the stuck
+#                      blocks stay pending, and at most WINDOW more are in
+#                      flight (they come first, so the window must let WINDOW
+#                      more through before any ACK can show that the pipeline
+#                      passed them over; after that they hold no place). Seconds
 #                      from the poll where pending >= STUCK to the poll where
 #                      ack >= N (gdinspect stats every POLL s; the poller polls
 #                      once before the input starts). Name gdkit_pending_<STUCK>.
@@ -427,7 +432,8 @@ run_memory() {
     bench_payload_file
     start_feeder "$BENCH_PAYLOAD"
     # No GNU time here: $! must be gdpub itself, for /proc/PID/status.
-    "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t 3600 --max-pending "$maxp" --wait-ready=30 \
+    "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t 3600 --max-pending "$maxp" \
+        --window "$maxp" --wait-ready=30 \
         < "$dir/in.fifo" > "$dir/pub.out" 2> "$dir/pub.err" &
     local pub=$!
     bench_track "$pub"
@@ -475,7 +481,8 @@ run_pending() {
     bench_payload_file
     start_feeder "$stuck" "$BENCH_PAYLOAD"
     "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t 3600 \
-        --max-pending $(( STUCK + WINDOW )) --wait-ready=30 \
+        --max-pending $(( STUCK + WINDOW )) --window $(( STUCK + WINDOW )) \
+        --wait-ready=30 \
         < "$dir/in.fifo" > "$dir/pub.out" 2> "$dir/pub.err" &
     local pub=$!
     bench_track "$pub"

@@ -112,19 +112,20 @@ throttled() {
 }
 
 # Blocks a pipeline never acknowledges (a grep -v stage drops them) beside
-# blocks that flow: the flowing ones are all ACKed before the first stuck
-# one expires (before: the window filled with stuck blocks and nothing
-# flowed until they expired).
+# blocks that flow at 1,000/s: the flowing ones are all ACKed before the
+# first stuck one expires. Before, the stuck ones piled up in the window
+# (2,500 at 1,000/s and -t 10) after 5 s, and nothing flowed until they
+# expired at 10 s.
 @test "stuck blocks beside flowing ones: the flowing ones are all ACKed before the stuck ones expire" {
 	port=$(free_port)
-	awk 'BEGIN { for (i = 1; i <= 11000; i++) print (i % 11 == 0 ? "STUCK " : "ok ") i }' > in.txt
+	awk 'BEGIN { for (i = 1; i <= 10500; i++) print (i % 3 == 0 ? "STUCK " : "ok ") i }' > in.txt
 	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 2> s.sub.err |
-		grep --line-buffered -v STUCK |
+		grep --line-buffered -v STUCK | python $BATS_TEST_DIRNAME/throttle.py 1000 |
 		gdack -P 127.0.0.1:$port --name s > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
 	run --separate-stderr timeout 120 gdpub -p "$port" -n 1 -t 10 --wait-ready=10 < in.txt
 	[ "$status" -eq 1 ]
-	[ "$(grep -c '^ACK ' <<<"$output")" -eq 10000 ]
-	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 7000 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 3500 ]
 	last_ack=$(grep -n '^ACK ' <<<"$output" | tail -n 1 | cut -d: -f1)
 	first_nack=$(grep -n '^NACK ' <<<"$output" | head -n 1 | cut -d: -f1)
 	[ "$last_ack" -lt "$first_nack" ]
