@@ -62,7 +62,7 @@ pub_refusals_are() {
 	wait_until 20 test -s s.rc
 	[ "$(cat s.rc)" = "0 0" ]
 	cut -f2- s.out | cmp - in.txt
-	! grep -q authentication s.sub.err
+	run ! grep -q authentication s.sub.err
 }
 
 @test "the key from the config files, gdsub -i's acknowledgement connection proves it too" {

@@ -346,6 +346,6 @@ padded() {
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 	wait_until 30 test -s rc
 	[ "$(cat rc)" = "0 0" ]
-	! grep -q ":$dead" sub.err
+	run ! grep -q ":$dead" sub.err
 	[ "$(cut -f1 out.txt | head -n 1)" = "127.0.0.1:$port/1" ]
 }

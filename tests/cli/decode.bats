@@ -324,7 +324,7 @@ print("block 4 4 - z")
 	pid=$SPAWNED
 	cat one.gds >&7
 	wait_until 10 has_line live.out '"first"$'
-	! has_line live.out second
+	run ! has_line live.out second
 	head -c 30 two.gds >&7
 	tail -c +31 two.gds >&7
 	wait_until 10 has_line live.out '"second"$'

@@ -26,7 +26,7 @@ gdpub_alive() {
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
 	assert_success
 	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["pending"] == 5, d' <<<"$output"
-	! has_line pub.out '^(ACK|NACK)'
+	run ! has_line pub.out '^(ACK|NACK)'
 }
 
 # check_pending TEXT|JSON: the five pending rows of `gdinspect pending`
@@ -330,7 +330,7 @@ pending_rows() {
 	run --separate-stderr timeout 20 gdack -c s.ini "127.0.0.1:$port/1" "127.0.0.1:$port/2"
 	assert_success
 	wait_until 10 bash -c "gdinspect -c p.ini --json stats | grep -q '\"late_acks\":2[,}]'"
-	! has_line pub.out '^ACK'
+	run ! has_line pub.out '^ACK'
 	# a late receive-only subscriber gets the two as snapshot blocks
 	spawn "exec gdsub -c late.ini > late.txt 2> late.err"
 	wait_until 20 has_lines late.txt 2

@@ -254,7 +254,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	msg="refusing control socket directory $XDG_RUNTIME_DIR/gdkit: it must be a directory of yours with mode 0700"
 	port=$(free_port)
 	expect_fail 69 "gdpub: $msg" -- gdpub -p "$port"
-	! listening "$port"
+	run ! listening "$port"
 	expect_fail 69 "gdsub: $msg" -- gdsub -P "127.0.0.1:$port"
 	[ -z "$(ls -A "$XDG_RUNTIME_DIR/gdkit")" ]
 	[ "$(stat -c %a "$XDG_RUNTIME_DIR/gdkit")" = 755 ]
@@ -299,7 +299,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 			[ "$h" = gdkit.h ] || { echo "$f includes $h"; false; }
 		done
 		# the option -> key map is conf.c's table: no key named in a main
-		! grep -nE '"GD(pub|sub)_[A-Za-z]+"' "$f"
+		run ! grep -nE '"GD(pub|sub)_[A-Za-z]+"' "$f"
 	done
 	[ -f "$lib/gdkit.h" ]
 }
