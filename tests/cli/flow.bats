@@ -109,6 +109,18 @@ throttled() {
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
 	[[ "$stderr" == *"gdpub: warning: 1000 of 1000 blocks NACKed, most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
+	# gdinspect stats: owed by nobody, outside the window
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 3600 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	seq 1 300 >&7
+	wait_until 10 bash -c "gdinspect -p $port --json stats | grep -q '\"pending\":300[,}]'"
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial '"window":64,'
+	assert_output --partial '"passed_over":300,'
+	assert_output --partial '"nack_passed":0,"nack_absent":0,"nack_late":0'
+	feed_close
 }
 
 # Blocks a pipeline never acknowledges (a grep -v stage drops them) beside
