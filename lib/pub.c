@@ -308,7 +308,7 @@ static int start(struct pub *p)
 	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
-	if ((rc = pub_listen(p)) != 0)
+	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
 		return rc;
 	p->korigin = p->origin;
 	if (p->conf->port == 0)	/* -p 0: say which port */

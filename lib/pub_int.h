@@ -180,9 +180,12 @@ void pub_end_closed(struct pub *p, const struct sconn *c, int bye);
 int pub_journal_commit(struct pub *p);
 /* The journal cannot record: stop (exit 74), sending nothing more. */
 void pub_journal_failed(struct pub *p);
-/* Open GDpub_journal (if set): the run and the ids it continues; 0 or an
- * exit code. */
+/* Open and lock GDpub_journal (if set), changing nothing in it: the run
+ * and the ids it continues; 0 or an exit code. */
 int pub_journal_open(struct pub *p);
+/* Once the port is bound: the torn tail cut, the replay announced; 0 or
+ * an exit code. */
+int pub_journal_begin(struct pub *p);
 /* An ACK or NACK waiting for its status line to be written. */
 struct pub_jres {
 	uint64_t id, seq;

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The journal: the run it continues, what is pending in it. */
+/* The journal: locked and read, the run it continues; nothing in it
+ * changes before the port is bound (pub_journal_begin). */
 int pub_journal_open(struct pub *p)
 {
 	const struct gd_conf *c = p->conf;
@@ -24,17 +25,31 @@ int pub_journal_open(struct pub *p)
 		return GD_EX_USAGE;
 	}
 	gd_dbuf_init(&p->jres, PUB_JRES_MAX);
-	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
+	if (gd_journal_lock(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
 		gd_err("%s", p->jn.err);
 		return GD_EX_IOERR;
 	}
 	p->journal = 1;
+	p->epoch = p->jn.epoch;
+	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
+	return 0;
+}
+
+/* The port is bound: the torn tail is cut, what is pending said. */
+int pub_journal_begin(struct pub *p)
+{
+	const struct gd_conf *c = p->conf;
+
+	if (!p->journal)
+		return 0;
+	if (gd_journal_begin(&p->jn) != 0) {
+		gd_err("%s", p->jn.err);
+		return GD_EX_IOERR;
+	}
 	if (p->jn.torn_at)
 		gd_warn("journal '%s': a torn record at byte offset %" PRIu64
 		    " (%" PRIu64 " bytes, a crash mid-write) was cut off",
 		    c->journal, p->jn.torn_at, p->jn.torn_bytes);
-	p->epoch = p->jn.epoch;
-	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
 	if (p->jn.npending > 0)
 		gd_info("journal '%s': %zu blocks pending from before; sending "
 		    "them again first", c->journal, p->jn.npending);

@@ -66,6 +66,45 @@ for l in sys.stdin:
 	[[ "$stderr" == "gdpub: warning: journal 'j.gdj': a torn record at byte offset $off (34 bytes, a crash mid-write) was cut off"* ]]
 }
 
+@test "a second gdpub on a journal in use: exit 74 naming the file and the holder's pid, before touching it; the holder keeps its blocks" {
+	port=$(free_port)
+	port2=$(free_port)
+	touch cmds
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 has_line ev '^block 3 3 0 3$'
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 3 ]"
+	cp j.gdj before.gdj
+	# another gdpub, its own port and subscriber, the same journal
+	sub_conf s.ini "$port2"
+	ack_pipeline s
+	expect_fail 74 "gdpub: journal 'j.gdj' is in use by another gdpub (pid $pid)" -- gdpub -p "$port2" -n 1 --journal j.gdj --wait-ready=20
+	cmp j.gdj before.gdj
+	[ ! -s s.out ]
+	# the holder's blocks are its own to resolve and say
+	echo 'ack 1 1 2 2 3 3' >> cmds
+	wait_until 10 has_line st1 '^ACK 3$'
+	assert_equal "$(cat st1)" "$(echo READY; statuses ACK 1 2 3)"
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 0 ]"
+	echo quit >> cmds
+}
+
+@test "a gdpub that cannot listen (port in use, 69) has not cut the journal's torn tail nor announced its replay" {
+	port=$(free_port)
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | wc -l)\" -eq 2 ]"
+	kill -KILL "$pid"
+	truncate -s $(($(stat -c %s j.gdj) - 3)) j.gdj
+	cp j.gdj before.gdj
+	# something else has the port
+	spawn "exec gdpub -p $port -n 0 < <(sleep 60) > /dev/null 2> other.err"
+	wait_until 10 listening "$port"
+	expect_fail 69 "gdpub: cannot listen on 127.0.0.1 port $port: address already in use" -- gdpub -p "$port" -n 1 --journal j.gdj
+	cmp j.gdj before.gdj
+}
+
 @test "corruption before the end of the journal: exit 74, nothing replayed or changed" {
 	port=$(free_port)
 	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
