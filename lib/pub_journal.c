@@ -65,7 +65,8 @@ void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 	struct pub_jres r;
 	int rc;
 
-	if (!p->journal || p->journal_failed)
+	/* with the status output lost, no outcome is said: none recorded */
+	if (!p->journal || p->journal_failed || p->status_lost)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.id = e->id;
@@ -87,7 +88,8 @@ void pub_journal_settle(struct pub *p)
 	const struct pub_jres *r = (const struct pub_jres *)p->jres.buf;
 	size_t i, n = p->jres.len / sizeof(*r);
 
-	if (n == 0 || p->journal_failed || gd_out_backlog(&p->status) > 0)
+	if (n == 0 || p->journal_failed || p->status_lost ||
+	    gd_out_backlog(&p->status) > 0)
 		return;
 	for (i = 0; i < n; i++)
 		if (gd_journal_resolved(&p->jn, r[i].id, r[i].seq, r[i].len,
@@ -161,8 +163,9 @@ void pub_journal_compact(struct pub *p)
 	struct walk w = { p, p->dv.pend.head, p->replay.next };
 
 	/* the rewrite keeps only what is pending: it would record the
-	 * waiting resolutions before their status lines are out */
-	if (p->jres.len > 0)
+	 * waiting resolutions before their status lines are out, or those
+	 * that will never be out */
+	if (p->jres.len > 0 || p->status_lost)
 		return;
 	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
 		gd_warn("%s; the journal keeps growing", p->jn.err);
