@@ -125,8 +125,8 @@ static int cluster_check(const struct gd_conf *conf,
 	if (conf->role == GD_ROLE_SECONDARY && conf->num_subs == 0) {
 		gd_usage_err("GDpub_role=secondary needs GDpub_numSubs of 1 or "
 		    "more: pre-acknowledgements come from GD subscribers, and "
-		    "without them every block would wait out "
-		    "GDpub_tentativePreAckTimeout");
+		    "without them every block would wait out its "
+		    "GDpub_tentativePreAckTimeout first");
 		return GD_EX_USAGE;
 	}
 	return 0;

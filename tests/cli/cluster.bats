@@ -132,7 +132,7 @@ words() {
 @test "a cluster needs the producer's IDs: without -I or -f frame gdpub refuses to start; a line without an ID is REJECTed" {
 	expect_usage gdpub "GDpub_cluster needs the block IDs from the input (-I/--ids or -f frame): every member of cluster c1 must give a block the same ID, and gdpub would number them itself" -- gdpub -p 1 --cluster c1
 	expect_usage gdpub "GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?" -- gdpub -p 1 --role secondary
-	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out GDpub_tentativePreAckTimeout" -- gdpub -p 1 -I --cluster c1 --role secondary
+	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out its GDpub_tentativePreAckTimeout first" -- gdpub -p 1 -I --cluster c1 --role secondary
 	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -p 1 -I --cluster c1 -o -
 	expect_usage gdpub "invalid value 'a/b' for --cluster: expected a cluster name of 1 to 64 letters, digits, '.', '_' or '-'" -- gdpub -p 1 -I --cluster a/b
 	port=$(free_port)

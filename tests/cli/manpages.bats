@@ -248,7 +248,7 @@ recipe() {
 		# at least one gdsub and one gdpub in each, and nothing left of 'work'
 		grep -q '^gdsub -c s.ini' "$name/recipe.sh"
 		grep -q '^gdpub -c pub.ini' "$name/recipe.sh"
-		run ! grep -qw work "$name/recipe.sh"
+		run ! grep -qE '(^|[|] *)work( |$)' "$name/recipe.sh"
 		(cd "$name" && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
 		[ "$(grep -c '^ACK ' "$name/status.txt")" -eq 200 ]
 	done

@@ -97,7 +97,7 @@ pending_at_least() {
 	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.3 < <(seq 1 3)
 	assert_failure 1
 	assert_output "$(statuses NACK 1 2 3)"
-	assert_equal "$stderr" "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is NACKed unless one connects within 0.3 seconds (--wait-ready holds input until READY)"
+	assert_equal "$stderr" "$(printf '%s\n' "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is NACKed unless one connects within 0.3 seconds (--wait-ready holds input until READY)" "gdpub: warning: 3 of 3 blocks NACKed, most because fewer than numSubs GD subscribers were connected: 0 passed over, 3 with subscribers missing, 0 late (GDpub_timeout=0.3s), 0 otherwise")"
 }
 
 @test "a GD subscriber that disconnects mid-stream is reported without -v" {
