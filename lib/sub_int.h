@@ -49,6 +49,7 @@ struct sub_pub {
 	size_t nqueued, capqueued;
 	uint64_t n_snap;
 	int cl;			/* its cluster in s->cls, or -1 */
+	uint64_t cbit;		/* its bit among the cluster's members */
 	uint64_t *pq;		/* pre-acks to send (sub_cluster.c) */
 	size_t npq, cappq;
 	/* reliability=ordered: the last block received, to confirm once
@@ -163,7 +164,8 @@ int sub_cluster_block(struct sub *s, struct sub_pub *pc,
     const struct gd_block *b);
 struct sub_pub *sub_cluster_find(struct sub *s, const char *origin,
     size_t len, uint64_t id);
-void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id);
+void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id,
+    uint64_t seq);
 void sub_cluster_flush(struct sub *s);
 void sub_cluster_free(struct sub *s);
 

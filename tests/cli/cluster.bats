@@ -141,3 +141,73 @@ words() {
 	assert_output 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)'
 	assert_equal "$stderr" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"
 }
+
+# A re-published ID is a new block in a cluster too (issue 21 item 2):
+# before, @CLUSTER/ID dedup knew the ID only, so the second block under an
+# ID was dropped as a copy of the first and ACKed unwritten.
+
+@test "re-published ID, primary alone: the second block under each ID is written and ACKed once it is, not dropped as a copy of the first" {
+	p1=$(free_port)
+	feed_open a.fifo
+	member a "$p1" primary 20 a.fifo 7>&-
+	subscriber s.ini "$p1"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
+	printf '%s\tfirst-%s\n' 1 1 2 2 3 3 >&7
+	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 3 ]'
+	printf '%s\tsecond-%s\n' 1 1 2 2 3 3 >&7
+	feed_close
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 first-2 first-3 second-1 second-2 second-3)"
+	assert_equal "$(cut -f1 out.txt | sort | uniq -c | awk '{ print $1 }' | sort -u)" 2
+	assert_equal "$(words a.st ACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(cat sub.err ack.err a.err)" ""
+}
+
+@test "re-published ID, primary and secondary: both blocks under each ID written once; the secondary drops both copies on their own pre-acks" {
+	p1=$(free_port); p2=$(free_port)
+	feed_open a.fifo
+	mkfifo b.fifo
+	exec 8<>b.fifo
+	member a "$p1" primary 20 a.fifo 7>&- 8>&-
+	member b "$p2" secondary 20 b.fifo 7>&- 8>&-
+	subscriber s.ini "$p1" "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
+	wait_until 20 has_line b.st '^READY$'
+	printf '%s\tfirst-%s\n' 1 1 2 2 3 3 | tee /dev/fd/8 >&7
+	wait_until 20 bash -c '[ "$(grep -c "^PREACK " b.st)" -eq 3 ]'
+	printf '%s\tsecond-%s\n' 1 1 2 2 3 3 | tee /dev/fd/8 >&7
+	feed_close
+	exec 8>&-
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is b.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 first-2 first-3 second-1 second-2 second-3)"
+	assert_equal "$(words a.st ACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(words b.st PREACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(words b.st FORWARD)" ""
+}
+
+@test "re-published ID through another member: a secondary that was pre-acked for the first block forwards the second, which is written, not taken for a copy of the first" {
+	p1=$(free_port); p2=$(free_port)
+	feed_open a.fifo
+	mkfifo b.fifo
+	exec 8<>b.fifo
+	member a "$p1" primary 20 a.fifo 7>&- 8>&-
+	member b "$p2" secondary 0.5 b.fifo 7>&- 8>&-
+	subscriber s.ini "$p1" "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
+	wait_until 20 has_line b.st '^READY$'
+	printf '1\tfirst-1\n' | tee /dev/fd/8 >&7
+	wait_until 20 has_line b.st '^PREACK 1$'
+	# the primary never gets the second block (it is gone for it)
+	printf '1\tsecond-1\n' >&8
+	exec 8>&-
+	wait_until 20 file_is b.rc 0
+	feed_close
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 second-1)"
+	assert_equal "$(cat a.st)" "$(printf '%s\n' READY 'ACK 1')"
+	assert_equal "$(cat b.st)" "$(printf '%s\n' READY 'PREACK 1' 'FORWARD 1' 'ACK 1')"
+}
