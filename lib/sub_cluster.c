@@ -95,8 +95,11 @@ void sub_cluster_join(struct sub *s, struct sub_pub *pc)
 
 	pc->cl = -1;
 	pc->npq = 0;
+	pc->pq_sync = 0;
 	if (pc->origin[0] != '@')
 		return;
+	/* after the catch-up: a secondary forwards nothing before it */
+	pc->pq_sync = s->conf->gd && pc->ack_status == GD_ACK_OK;
 	for (i = 0; i < s->ncls; i++)
 		if (s->cls[i].len == pc->origin_len &&
 		    memcmp(s->cls[i].name, pc->origin, pc->origin_len) == 0) {
@@ -342,47 +345,80 @@ static void preack_written(uv_write_t *req, int status)
 	free(w);
 }
 
+int sub_cluster_cover(const struct sub *s, const struct sub_pub *pc)
+{
+	size_t i;
+	int others = 0;
+
+	if (pc->cl < 0)
+		return SUB_CL_NONE;	/* never connected: not known a member */
+	for (i = 0; i < s->npc; i++) {
+		const struct sub_pub *o = &s->pc[i];
+		if (o == pc || o->cl != pc->cl)
+			continue;
+		if (o->state == SUB_PS_ACTIVE)
+			return SUB_CL_SERVED;
+		if (o->state != SUB_PS_ENDED)
+			return SUB_CL_NONE;	/* gone too, for now */
+		others++;
+	}
+	return others > 0 ? SUB_CL_ENDED : SUB_CL_NONE;
+}
+
+/* A PREACK frame of n IDs from pq (none: the end of the catch-up). */
+static int send_preacks(struct sub_pub *pc, const uint64_t *ids, size_t n)
+{
+	struct preack_write *w;
+	uint8_t *d;
+	uv_buf_t b;
+	size_t k;
+
+	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_PREACK_SIZE * n);
+	if (w == NULL) {
+		gd_warn("out of memory sending pre-acknowledgements to %s",
+		    pc->addr);
+		return -1;
+	}
+	w->pc = pc;
+	w->n = n;
+	d = (uint8_t *)(w + 1);
+	gd_wire_hdr(d, GD_F_PREACK, 0, (uint32_t)(GD_PREACK_SIZE * n));
+	for (k = 0; k < n; k++)
+		gd_put64(d + GD_WIRE_HDR + GD_PREACK_SIZE * k, ids[k]);
+	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_PREACK_SIZE * n));
+	if (uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
+	    preack_written) != 0) {
+		free(w);
+		return -1;
+	}
+	return 0;
+}
+
 /* Many IDs per frame, in the prepare phase with the acknowledgements. */
 void sub_cluster_flush(struct sub *s)
 {
-	size_t i, off, n, k;
+	size_t i, off, n;
 
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
-		if (pc->npq == 0)
+		if (pc->npq == 0 && !pc->pq_sync)
 			continue;
 		for (off = 0; pc->state == SUB_PS_ACTIVE && off < pc->npq;
 		    off += n) {
-			struct preack_write *w;
-			uint8_t *d;
-			uv_buf_t b;
 			n = pc->npq - off;
 			if (n > GD_CTRL_MAX * 64 / GD_PREACK_SIZE)
 				n = GD_CTRL_MAX * 64 / GD_PREACK_SIZE;
-			w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_PREACK_SIZE * n);
-			if (w == NULL) {
-				gd_warn("out of memory sending pre-"
-				    "acknowledgements to %s", pc->addr);
+			if (send_preacks(pc, pc->pq + off, n) != 0)
 				break;
-			}
-			w->pc = pc;
-			w->n = n;
-			d = (uint8_t *)(w + 1);
-			gd_wire_hdr(d, GD_F_PREACK, 0,
-			    (uint32_t)(GD_PREACK_SIZE * n));
-			for (k = 0; k < n; k++)
-				gd_put64(d + GD_WIRE_HDR + GD_PREACK_SIZE * k,
-				    pc->pq[off + k]);
-			b = uv_buf_init((char *)d,
-			    (unsigned)(GD_WIRE_HDR + GD_PREACK_SIZE * n));
-			if (uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
-			    preack_written) != 0) {
-				free(w);
-				break;
-			}
 		}
-		gd_trace(2, "sent %zu pre-acknowledgements to %s", off,
-		    pc->addr);
+		/* an empty frame: every pre-ack of the catch-up is ahead of
+		 * it on the connection (a secondary waits for it) */
+		if (pc->pq_sync && pc->state == SUB_PS_ACTIVE &&
+		    (off >= pc->npq) && send_preacks(pc, NULL, 0) == 0)
+			pc->pq_sync = 0;
+		if (off > 0)
+			gd_trace(2, "sent %zu pre-acknowledgements to %s", off,
+			    pc->addr);
 		pc->npq = 0;
 	}
 }

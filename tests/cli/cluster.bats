@@ -211,3 +211,103 @@ words() {
 	assert_equal "$(cat a.st)" "$(printf '%s\n' READY 'ACK 1')"
 	assert_equal "$(cat b.st)" "$(printf '%s\n' READY 'PREACK 1' 'FORWARD 1' 'ACK 1')"
 }
+
+# Failover as gdkit(7) gives it (issue 21 item 4): before, a plain tee died
+# of SIGPIPE with the primary and the lines after reached no member; with
+# tee -p, gdsub gave up on the dead primary after GDsub_maxRetries (69) and
+# the secondaries forwarded to nobody and NACKed.
+
+@test "gdsub does not give up on an unreachable member while another member of its cluster serves it, and counts it ended once that one ended its stream" {
+	seq 1 200 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	head -n 100 in.txt > first.txt
+	p1=$(free_port); p2=$(free_port)
+	member a "$p1" primary 20 '<(cat first.txt; sleep 120)'
+	pa=$SPAWNED
+	member b "$p2" secondary 3 in.txt
+	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
+	    'GDsub_retryInt=0.05' 'GDsub_maxRetries=3'
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 100 ]'
+	kill -KILL -- "-$pa"
+	wait_until 40 file_is s.rc '0 0'
+	wait_until 20 file_is b.rc 0
+	assert_equal "$(cut -f1 out.txt | sort -t/ -k2n)" "$(seq 1 200 | sed 's|^|@c1/|')"
+	assert_equal "$(sort -n <(words b.st ACK) <(words b.st PREACK))" "$(seq 1 200)"
+	assert_equal "$(words b.st NACK)" ""
+	grep -q "^gdsub: warning: publisher 127.0.0.1:$p1 is unreachable; another member of cluster c1 serves it: trying it again every 0.05 s$" sub.err
+	grep -q "^gdsub: warning: giving up on publisher 127.0.0.1:$p1 after [0-9]* attempts: the other members of cluster c1 have ended their streams$" sub.err
+	# quiet after the warning: only the three attempts are reported
+	[ "$(grep -c "^gdsub: cannot connect to 127.0.0.1:$p1: " sub.err)" -eq 3 ]
+	run ! grep -q 'giving up on publisher .* after [0-9]* attempts\?$' sub.err
+}
+
+@test "a secondary that connects after the cluster acknowledged its blocks gets their pre-acks first and drops them all, forwarding none" {
+	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p1=$(free_port); p2=$(free_port)
+	# gdsub tries the secondary every 3 s: it connects well after the
+	# secondary's tentative timeout has passed
+	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
+	    'GDsub_retryInt=3' 'GDsub_maxRetries=-1'
+	member a "$p1" primary 20 in.txt
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 30 file_is a.rc 0
+	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
+	    'GDpub_cluster=c1' 'GDpub_role=secondary' 'GDpub_preAckTimerInterval=0.1' \
+	    'GDpub_tentativePreAckTimeout=0.3'
+	spawn "gdpub -c b.ini -I < in.txt > b.st 2> b.err; echo \$? > b.rc"
+	wait_until 30 file_is b.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(words b.st PREACK)" "$(seq 1 20)"
+	assert_equal "$(words b.st FORWARD)" ""
+	assert_equal "$(words b.st ACK)" ""
+	[ "$(wc -l < out.txt)" -eq 20 ]
+}
+
+@test "gdkit(7) multisend recipe as pasted, the primary killed mid-stream: every block ACKed at some member, written once (R = UR = 1), gdsub exits 0" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	p1=$(free_port); p2=$(free_port); p3=$(free_port)
+	# the display's commands, the prompt removed; its own ports replaced,
+	# the producer's two lines by 100 lines, a pause until the primary is
+	# killed, and 200 more; the primary started through a shell that
+	# tells its pid; the reading commands at its end dropped
+	mandoc -Tascii "$BATS_TEST_DIRNAME/../../man/gdkit.7" | col -bx |
+	    awk '/A multisend cluster: a producer/ { on = 1 } /Should the primary fail/ { on = 0 } on && /^ +\$ / { sub(/^ +\$ /, ""); print }' > display.sh
+	grep -q "| tee -p to2 to3 | gdpub -c primary.ini -p 20001 " display.sh
+	{
+		echo 'producer() {'
+		echo '	seq 1 100 | awk '\''{ print $1 "\tbuy " $1 }'\'''
+		echo '	for _ in $(seq 1200); do [ -e go ] && break; sleep 0.05; done'
+		echo '	seq 101 300 | awk '\''{ print $1 "\tsell " $1 }'\'''
+		echo '}'
+		sed -e "s/20001/$p1/g; s/20002/$p2/g; s/20003/$p3/g" \
+		    -e "s/^printf '101\\\\tbuy\\\\n102\\\\tsell\\\\n' |/producer |/" \
+		    -e "s/| gdpub -c primary.ini/| sh -c 'echo \$\$ > primary.pid; exec \"\$@\"' sh gdpub -c primary.ini/" \
+		    -e '/^cat /d; /^cut /d' display.sh
+		echo wait
+	} > recipe.sh
+	cat recipe.sh
+	grep -q '^producer | tee -p to2 to3 | sh -c' recipe.sh
+	spawn "timeout 120 bash recipe.sh > recipe.out 2> recipe.err; echo \$? > recipe.rc"
+	wait_until 30 bash -c '[ "$(grep -c "^ACK " recipe.out)" -eq 100 ]'
+	kill -KILL "$(cat primary.pid)"
+	touch go
+	# the second member forwards 101-300 ten seconds after reading them
+	wait_until 90 file_is recipe.rc 0
+	# written once each
+	cut -f1 orders.txt > seen.txt
+	seq 1 300 | sed 's|^|@orders/|' > sent.txt
+	run gdinspect measure sent.txt seen.txt
+	assert_success
+	assert_line --index 1 --regexp '^300 +300 +300 +0 +0 +0 +1\.0000 +1\.0000 +exactly-once$'
+	echo "# recipe failover: $(sed -n 2p <<<"$output")" >&3
+	# every block ACKed at some member (PREACK: acknowledged through
+	# another member's copy), none NACKed
+	assert_equal "$(words recipe.out ACK)" "$(seq 1 100)"
+	assert_equal "$(sort -n <(words recipe.out ACK) <(words second.txt ACK) <(words second.txt PREACK) | uniq)" "$(seq 1 300)"
+	assert_equal "$(words second.txt FORWARD)" "$(words second.txt ACK)"
+	assert_equal "$(words third.txt PREACK)" "$(seq 1 300)"
+	assert_equal "$(cat recipe.out second.txt third.txt | grep -c '^NACK ')" 0
+	# gdsub waited for the gone primary while the others served, then ended
+	grep -q "^gdsub: warning: giving up on publisher 127.0.0.1:$p1 after [0-9]* attempts: the other members of cluster orders have ended their streams$" recipe.err
+	run ! grep -q 'giving up on publisher .* after [0-9]* attempts\?$' recipe.err
+}
