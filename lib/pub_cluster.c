@@ -52,6 +52,33 @@ static int synced(const struct pub *p)
 	return 0;
 }
 
+/* No subscriber to forward to: a held block past its tentative timeout
+ * by GDpub_timeout is NACKed, as it would have been had it been forwarded
+ * to nobody (and gdpub can end). */
+static void nack_unserved(struct pub *p)
+{
+	uint64_t limit = (uint64_t)(p->conf->timeout * 1e9), n = 0, first = 0;
+	uint64_t due;
+	struct gd_cheld h;
+
+	while ((due = gd_cluster_next_due(&p->cl)) != 0 &&
+	    due + limit <= p->now && gd_cluster_pop(&p->cl, &h)) {
+		if (n++ == 0)
+			first = h.id;
+		status_word(p, "NACK", h.id);
+		p->dv.n_nack++;
+		pub_release(p, h.owner);
+	}
+	if (n == 0)
+		return;
+	gd_err("NACKing %" PRIu64 " held block%s from %" PRIu64 ": no GD "
+	    "subscriber told this member its pre-acknowledgements within "
+	    "GDpub_timeout (%g s) after GDpub_tentativePreAckTimeout", n,
+	    n == 1 ? "" : "s", first, p->conf->timeout);
+	pub_kick(p);
+	pub_maybe_done(p);
+}
+
 /* Every preAckTimerInterval: forward the held blocks past their
  * tentative timeout, forget the pre-acks past the confirmed one. */
 static void on_cl_timer(uv_timer_t *t)
@@ -67,9 +94,12 @@ static void on_cl_timer(uv_timer_t *t)
 		    gd_cluster_next_due(&p->cl) <= p->now && !p->cl_waiting) {
 			gd_info("holding the blocks past "
 			    "GDpub_tentativePreAckTimeout: no GD subscriber has "
-			    "told this member its pre-acknowledgements yet");
+			    "told this member its pre-acknowledgements yet (NACKed "
+			    "if none has within GDpub_timeout, %g s)",
+			    p->conf->timeout);
 			p->cl_waiting = 1;
 		}
+		nack_unserved(p);
 		return;
 	}
 	p->cl_waiting = 0;

@@ -151,6 +151,7 @@ words() {
 	feed_open a.fifo
 	member a "$p1" primary 20 a.fifo 7>&-
 	subscriber s.ini "$p1"
+	wait_until 20 listening "$p1"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
 	printf '%s\tfirst-%s\n' 1 1 2 2 3 3 >&7
 	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 3 ]'
@@ -226,6 +227,8 @@ words() {
 	member b "$p2" secondary 3 in.txt
 	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
 	    'GDsub_retryInt=0.05' 'GDsub_maxRetries=3'
+	wait_until 20 listening "$p1"
+	wait_until 20 listening "$p2"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
 	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 100 ]'
 	kill -KILL -- "-$pa"
@@ -310,4 +313,17 @@ words() {
 	# gdsub waited for the gone primary while the others served, then ended
 	grep -q "^gdsub: warning: giving up on publisher 127.0.0.1:$p1 after [0-9]* attempts: the other members of cluster orders have ended their streams$" recipe.err
 	run ! grep -q 'giving up on publisher .* after [0-9]* attempts\?$' recipe.err
+}
+
+@test "a secondary with no subscriber holds its blocks past the tentative timeout instead of forwarding them to nobody, and NACKs them GDpub_timeout later" {
+	seq 1 5 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p2=$(free_port)
+	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=1' \
+	    'GDpub_cluster=c1' 'GDpub_role=secondary' 'GDpub_preAckTimerInterval=0.1' \
+	    'GDpub_tentativePreAckTimeout=0.3'
+	run --separate-stderr timeout 30 gdpub -c b.ini -I < in.txt
+	assert_failure 1
+	assert_equal "$output" "$(statuses NACK 1 2 3 4 5)"
+	grep -q '^gdpub: holding the blocks past GDpub_tentativePreAckTimeout: no GD subscriber has told this member its pre-acknowledgements yet (NACKed if none has within GDpub_timeout, 1 s)$' <<<"$stderr"
+	grep -q '^gdpub: NACKing 5 held blocks from 1: no GD subscriber told this member its pre-acknowledgements within GDpub_timeout (1 s) after GDpub_tentativePreAckTimeout$' <<<"$stderr"
 }
