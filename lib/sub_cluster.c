@@ -13,12 +13,16 @@
  * member does so with a higher sequence index; any other member once its
  * copy of the current generation arrived or it was pre-acknowledged (bit
  * `seen`): after that it has resolved its copy, so whatever it sends under
- * the ID again is new. A copy that was already on its way when the
- * pre-acknowledgement was sent is taken for a new block too: written
- * twice rather than acknowledged unwritten.
+ * the ID again is new, unless it is the copy that arrived last sent again
+ * after a reconnection (aseq) or a copy below the member's floor. A copy
+ * that was already on its way when the pre-acknowledgement was sent, or
+ * that never arrived before and is resent after a reconnection, is taken
+ * for a new block too: written twice rather than acknowledged unwritten
+ * (telling them apart needs the member to say when it read the
+ * pre-acknowledgement).
  *
- * Each cluster remembers the last SUB_CLUSTER_KEYS IDs it saw (32 bytes
- * each, 32 MiB at most, plus the hash): the written copy (member, sequence
+ * Each cluster remembers the last SUB_CLUSTER_KEYS IDs it saw (40 bytes
+ * each, 40 MiB at most, plus the hash): the written copy (member, sequence
  * index), whether it was acknowledged, which members are past it, and how
  * many copies of earlier generations are still in the pipeline (their
  * acknowledgements come first: keys carry no generation). The oldest is
@@ -40,13 +44,15 @@ struct sub_cent {
 	uint64_t id;		/* first: the idmap key */
 	uint64_t wseq;		/* the written copy's sequence index */
 	uint64_t seen;		/* members past this generation (cbit) */
+	uint64_t aseq;		/* the last other member's copy that arrived */
+	uint16_t amember;	/* ... and that member (valid when aseq) */
 	uint16_t member;	/* index in s->pc of the copy written */
 	uint16_t owriter;	/* the member of the earlier copies */
 	uint8_t acked;		/* gdack acknowledged the written copy */
 	uint8_t older;		/* earlier generations' copies unacknowledged */
 };
 
-_Static_assert(sizeof(struct sub_cent) == 32, "documented as 32 bytes");
+_Static_assert(sizeof(struct sub_cent) == 40, "documented as 40 bytes");
 _Static_assert(GD_MAX_PUBS <= UINT16_MAX, "members fit in 16 bits");
 
 struct sub_cluster {
@@ -222,6 +228,7 @@ static int next_generation(struct sub_cent *e, const struct sub_pub *pc,
 	e->member = (uint16_t)m;
 	e->wseq = seq;
 	e->seen = pc->cbit;
+	e->aseq = 0;
 	e->acked = 0;
 	return 0;
 }
@@ -251,6 +258,10 @@ int sub_cluster_block(struct sub *s, struct sub_pub *pc,
 			(void)next_generation(e, pc, m, b->seq);
 		return 0;
 	}
+	/* the copy that arrived before, sent again (a reconnection), or one
+	 * its member has resolved: a copy, whatever the bits say */
+	if ((e->aseq == b->seq && e->amember == m) || b->seq < pc->rv.floor)
+		goto copy;
 	if (e->seen & pc->cbit) {
 		if (next_generation(e, pc, m, b->seq) == 0)
 			return 0;
@@ -262,6 +273,9 @@ int sub_cluster_block(struct sub *s, struct sub_pub *pc,
 		return 1;
 	}
 	e->seen |= pc->cbit;
+	e->aseq = b->seq;
+	e->amember = (uint16_t)m;
+copy:
 	pc->rv.n_recv++;
 	pc->rv.n_dup++;
 	if (e->acked)	/* this member waits for it: acknowledge its copy */
