@@ -65,6 +65,8 @@ struct sconn {
 	int end_sent;			/* told the stream ended */
 	int end_late;			/* ... once it connected again after */
 	int bye;			/* it said BYE */
+	int cl_synced;			/* cluster: its gdsub's catch-up
+					 * pre-acks are all in (pub_cluster.c) */
 	int shut_wanted;
 	unsigned nwrites;		/* uv_writes outstanding */
 	struct cseg *qh, *qt;		/* its own queue */
@@ -146,6 +148,7 @@ struct pub {
 
 	/* GDpub_cluster (pub_cluster.c) */
 	int cluster, secondary;
+	int cl_waiting;		/* held blocks due, none synced: said */
 	char cname[80];			/* "@NAME" */
 	struct gd_cluster cl;
 	uv_timer_t cl_timer;
