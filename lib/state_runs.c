@@ -182,8 +182,22 @@ static void run_clear(struct gd_srun *run)
 	run->n_forgotten = 0;
 }
 
+struct gd_srun *gd_srun_new(void)
+{
+	return calloc(1, sizeof(struct gd_srun));
+}
+
+int gd_srun_ack(struct gd_srun *run, uint64_t seq, uint64_t id)
+{
+	struct gd_srange m = { seq, seq + 1, id, 1 };
+
+	return seq == UINT64_MAX ? 0 : gd_srun_add_range(run, &m);
+}
+
 void gd_srun_free(struct gd_srun *run)
 {
+	if (run == NULL)
+		return;
 	free(run->r);
 	free(run->pend);
 	free(run);
