@@ -1,6 +1,6 @@
 # gdkit — guaranteed delivery for shell pipelines.
 #   make            build bin/gdpub bin/gdsub bin/gdack bin/gdinspect
-#   make check      build and run every test (SANITIZE=1: ASan + UBSan)
+#   make check      build and run every test (SANITIZE=1: ASan + UBSan, clang)
 #   make demo       publish to two subscriber pipelines and show the outcome
 #   make bench      throughput, latency and memory against peers
 #   make chaos      the delivery recipes under kill -9 and network faults
