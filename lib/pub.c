@@ -85,6 +85,7 @@ static void on_tick(uv_timer_t *t)
 	pub_journal_commit(p);	/* fsync=batch: what waits to be synced */
 	pub_kick(p);
 	pub_tick(p, now);
+	pub_notify_tick(p, now);
 	pub_net_sweep(p, now);
 }
 
@@ -338,6 +339,7 @@ static void on_signal(uv_signal_t *h, int sig)
 		stop_now(p, name, sig == SIGINT ? GD_EX_SIGINT : GD_EX_SIGTERM);
 		return;
 	}
+	gd_notify_send(&p->notify, "STOPPING=1");
 	pub_stop_input(p, name);
 	pub_maybe_done(p);
 }
@@ -407,6 +409,7 @@ static int start(struct pub *p)
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
 	uv_prepare_start(&p->prep, on_prepare);
+	pub_notify_open(p);
 	if (p->conf->cluster && (rc = pub_cluster_start(p)) != 0) {
 		p->finished = 1;
 		pub_finish(p);
@@ -492,6 +495,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		free(p);
 		return GD_EX_FAIL;
 	}
+	p->notify.fd = -1;	/* off until pub_notify_open */
 	p->conf = conf;
 	p->opt = *opt;
 	p->needed = (unsigned)conf->num_subs;
@@ -521,6 +525,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	gd_snapshot_free(&p->snap);
 	pub_cluster_free(p);
 	gd_deliver_free(&p->dv);
+	gd_notify_close(&p->notify);
 	pub_journal_free(p);
 	gd_qos_free(&p->qos);
 	(void)gd_loop_close(&p->loop);	/* says what was left open */

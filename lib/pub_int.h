@@ -14,6 +14,7 @@
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
+#include "notify.h"
 #include "qos.h"
 #include "out.h"
 #include "pub.h"
@@ -101,6 +102,7 @@ struct pub {
 
 	uv_loop_t loop;
 	uv_tcp_t srv;
+	struct gd_notify notify;	/* $NOTIFY_SOCKET (pub_status.c) */
 	uv_timer_t timer, ready_timer, force_exit, tick;
 	uv_idle_t idle;
 	uv_prepare_t prep;
@@ -288,6 +290,10 @@ void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
 void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pub_ready(struct pub *p);
+/* the service manager: READY=1 (pub_ready), then from the loop's tick
+ * WATCHDOG=1 and STATUS=, STOPPING=1 when it drains */
+void pub_notify_open(struct pub *p);
+void pub_notify_tick(struct pub *p, uint64_t now);
 void pub_tick(struct pub *p, uint64_t now);
 double pub_rate(const struct pub *p, uint64_t now);
 

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,6 +131,7 @@ void pub_ready(struct pub *p)
 {
 	p->ready = 1;
 	gd_out_write(&p->status, "READY\n", 6);
+	gd_notify_send(&p->notify, "READY=1");
 	uv_timer_stop(&p->ready_timer);
 	pub_kick(p);
 }
@@ -163,6 +165,35 @@ void pub_tick(struct pub *p, uint64_t now)
 		    "pending, %.0f blocks/s", p->dv.n_pub + p->n_reject,
 		    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count,
 		    pub_rate(p, now));
+}
+
+/* ---- the service manager ($NOTIFY_SOCKET) ---- */
+
+/* Once listening: with GD off there is no READY line to wait for. */
+void pub_notify_open(struct pub *p)
+{
+	char why[512];
+
+	if (gd_notify_open(&p->notify, getenv("NOTIFY_SOCKET"),
+	    getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"), (long)getpid(),
+	    why, sizeof(why)) != 0)
+		gd_warn("%s; the service manager is not told", why);
+	if (!pub_gd(p))
+		gd_notify_send(&p->notify, "READY=1");
+}
+
+/* From the loop's tick: a stalled loop stops the watchdog's pings. */
+void pub_notify_tick(struct pub *p, uint64_t now)
+{
+	char msg[256];
+
+	gd_notify_tick(&p->notify, now);
+	if (!gd_notify_status_due(&p->notify, now))
+		return;
+	snprintf(msg, sizeof(msg), "STATUS=%" PRIu64 " published, %" PRIu64
+	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", p->dv.n_pub,
+	    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count, pub_rate(p, now));
+	gd_notify_send(&p->notify, msg);
 }
 
 /* ---- where the status lines and the stream go ---- */

@@ -76,6 +76,7 @@ void sub_begin_close(struct sub *s, const char *why)
 	if (s->closing)
 		return;
 	s->closing = 1;
+	sub_notify_stopping(s);
 	if (why)
 		gd_trace(1, "closing standard output: %s", why);
 	sub_in_stop(s);
@@ -109,6 +110,7 @@ void sub_finish(struct sub *s, int code)
 	if (s->state)
 		uv_close((uv_handle_t *)&s->state_sync, NULL);
 	sub_ctl_close(s);
+	sub_notify_close(s);
 	if (s->hard)
 		sub_out_abort(s);
 	else
@@ -194,7 +196,7 @@ static int start(struct sub *s)
 	if ((rc = uv_signal_start(&s->sigint, on_signal, SIGINT)) != 0 ||
 	    (rc = uv_signal_start(&s->sigterm, on_signal, SIGTERM)) != 0)
 		goto uv_failed;
-	if ((rc = sub_ctl_listen(s)) != 0)
+	if ((rc = sub_ctl_listen(s)) != 0 || (rc = sub_notify_start(s)) != 0)
 		return rc;
 	if (conf->state && (rc = sub_state_open(s)) != 0)
 		return rc;
@@ -253,6 +255,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	}
 	s->conf = conf;
 	s->opt = *opt;
+	s->notify.fd = -1;	/* off until sub_notify_start */
 	s->stream_in = opt->in != NULL;
 	gd_sub_identity(conf, s->name, sizeof(s->name));
 	/* checked when the key was set; read here, as it is now */

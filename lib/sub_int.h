@@ -7,6 +7,7 @@
 #include "sub.h"
 #include "ctl.h"
 #include "input.h"
+#include "notify.h"
 #include "out.h"
 #include "receive.h"
 #include "stream.h"
@@ -111,6 +112,9 @@ struct sub {
 	struct sub_in in;
 	struct gd_state *state;	/* GDsub_state, or NULL */
 	uv_timer_t state_sync;	/* its fsync, at most GD_STATE_SYNC_NS late */
+	struct gd_notify notify;	/* $NOTIFY_SOCKET (sub_notify.c) */
+	uv_timer_t ntick;
+	int notified;		/* READY=1 sent */
 	int state_err;		/* it failed (said): nothing more is written */
 	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
 	struct sub_cluster *cls;	/* multisend clusters among the publishers */
@@ -185,6 +189,12 @@ int sub_state_close(struct sub *s, int rc);
 /* sub_ctl.c: the control socket */
 int sub_ctl_listen(struct sub *s);
 void sub_ctl_close(struct sub *s);
+
+/* sub_notify.c: the service manager's notifications ($NOTIFY_SOCKET) */
+int sub_notify_start(struct sub *s);
+void sub_notify_ready(struct sub *s);
+void sub_notify_stopping(struct sub *s);
+void sub_notify_close(struct sub *s);
 
 /* Control frames to a publisher (sub_acks.c): a small one (BYE, or
  * CONFIRM with its u64; a failure shows as the connection's loss), the

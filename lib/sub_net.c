@@ -241,6 +241,7 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 	gd_trace(1, "connected to publisher %s (%s), acknowledgements %s",
 	    pc->addr, pc->origin, gd_ack_status_str(pc->ack_status));
 	sub_cluster_join(s, pc);
+	sub_notify_ready(s);
 	sub_in_kick(s);
 }
 

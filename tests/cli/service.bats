@@ -1,0 +1,100 @@
+#!/usr/bin/env bats
+# Running as a service (gdkit(7) RUNNING AS A SERVICE): the service
+# manager's notification protocol ($NOTIFY_SOCKET): READY=1 when gdpub
+# would print READY and when gdsub's publishers are connected, STATUS=
+# every few seconds, WATCHDOG=1 at half of $WATCHDOG_USEC from the loop,
+# STOPPING=1 when draining after SIGTERM; nothing when it is unset.
+load helpers
+bats_require_minimum_version 1.5.0
+
+# notifyd NAME: a notification socket NAME.sock logging to NAME.log
+notifyd() {
+	spawn "exec python $BATS_TEST_DIRNAME/notifyd.py $BATS_TEST_TMPDIR/$1.sock $1.log"
+	wait_until 10 test -e "$1.log"
+}
+
+@test "gdpub and gdsub tell the service manager READY=1, STATUS=, WATCHDOG=1 and STOPPING=1" {
+	port=$(free_port)
+	notifyd pub
+	notifyd sub
+	feed_open in.fifo
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/pub.sock WATCHDOG_USEC=400000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1' < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	wait_until 10 listening "$port"
+	# no GD subscriber yet: gdpub is not READY
+	run ! has_line pub.log '^READY=1$'
+	wait_until 10 has_line pub.log '^WATCHDOG=1$'
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/sub.sock gdsub -P 127.0.0.1:$port --name s 2> sub.err | gdack -P 127.0.0.1:$port --name s > /dev/null 2> ack.err" 7>&-
+	wait_until 10 has_line st '^READY$'
+	wait_until 10 has_line pub.log '^READY=1$'
+	wait_until 10 has_line sub.log '^READY=1$'
+	seq 1 100 >&7
+	wait_until 10 bash -c "[ \$(grep -c '^ACK ' st) -eq 100 ]"
+	# STATUS= every 5 s, the first at once
+	wait_until 20 has_line pub.log '^STATUS=100 published, 100 ACK, 0 NACK, 0 pending, '
+	wait_until 20 has_line sub.log '^STATUS=1 of 1 publishers connected, 100 received, 100 acknowledged, 0 unacknowledged$'
+	# the watchdog goes on: at least two more pings
+	n=$(grep -c '^WATCHDOG=1$' pub.log)
+	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' pub.log) -ge $((n + 2)) ]"
+	run ! grep -q WATCHDOG sub.log	# no WATCHDOG_USEC for it
+	kill -TERM "$(cat pub.pid)"
+	wait_until 10 has_line pub.log '^STOPPING=1$'
+	wait_until 20 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	wait_until 20 has_line sub.log '^STOPPING=1$'
+	assert_equal "$(cat pub.err)" "gdpub: SIGTERM: no more input; waiting for 0 pending blocks"
+	assert_equal "$(cat sub.err ack.err)" ""
+}
+
+@test "NOTIFY_SOCKET unset: nothing is sent; set but unusable: one warning, the run goes on" {
+	port=$(free_port)
+	nosub="gdpub: warning: 3 of 3 blocks were published while no subscriber was connected"
+	run --separate-stderr timeout 20 env -u NOTIFY_SOCKET gdpub -p "$port" < <(seq 1 3)
+	assert_success
+	assert_equal "$stderr" "$nosub"
+	run --separate-stderr timeout 20 env NOTIFY_SOCKET=relative/path gdpub -p "$port" < <(seq 1 3)
+	assert_success
+	assert_equal "$stderr" "$(printf '%s\n' "gdpub: warning: NOTIFY_SOCKET='relative/path' is not an absolute path or an abstract name ('@...') of at most 107 bytes; the service manager is not told" "$nosub")"
+	# an abstract socket, with GD off: READY=1 at once
+	spawn "exec python $BATS_TEST_DIRNAME/notifyd.py @gdkit-test-$$-$port abs2.log"
+	wait_until 10 test -e abs2.log
+	run timeout 20 env NOTIFY_SOCKET="@gdkit-test-$$-$port" gdpub -p "$port" < <(seq 1 3)
+	assert_success
+	wait_until 10 has_line abs2.log '^READY=1$'
+}
+
+# The unit files of gdkit(7) RUNNING AS A SERVICE, as printed there (the
+# programs' path and the 'work' stage replaced), pass systemd-analyze
+# verify, which refuses unknown keys, bad values and missing programs.
+@test "gdkit(7) unit files pass systemd-analyze verify" {
+	command -v systemd-analyze > /dev/null ||
+		skip "systemd-analyze is not installed (Debian package systemd)"
+	run python - "$BATS_TEST_DIRNAME/../../man/gdkit.7" "$GDKIT_BIN" <<'PY'
+import re, sys
+src = open(sys.argv[1]).read().split("\n")
+n, i = 0, 0
+while i < len(src):
+    m = re.match(r'^\.\\" unit: (\S+)$', src[i])
+    if m:
+        assert src[i + 1].startswith(".Bd -literal"), src[i + 1]
+        j, body = i + 2, []
+        while src[j] != ".Ed":
+            body.append(src[j])
+            j += 1
+        text = "\n".join(body) + "\n"
+        text = text.replace("/usr/local/bin/", sys.argv[2] + "/").replace("| work |", "| cat |")
+        open(m.group(1), "w").write(text)
+        print(m.group(1))
+        n, i = n + 1, j
+    i += 1
+sys.exit(0 if n == 2 else 1)
+PY
+	assert_success
+	assert_output "$(printf 'gdkit-orders-pub.service\ngdkit-orders-sub.service')"
+	run systemd-analyze verify --man=no ./gdkit-orders-pub.service ./gdkit-orders-sub.service
+	assert_success
+	assert_output ""
+	# it does refuse a bad one
+	sed 's/^Type=notify$/Type=notifie/' gdkit-orders-pub.service > bad.service
+	run systemd-analyze verify --man=no ./bad.service
+	assert_output --partial "Failed to parse service type"
+}
