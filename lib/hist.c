@@ -56,6 +56,19 @@ uint64_t gd_hist_pct(const struct gd_hist *h, double p)
 	return h->max;
 }
 
+uint64_t gd_hist_upto(const struct gd_hist *h, uint64_t v, uint64_t *top)
+{
+	unsigned i, last = bucket(v);
+	uint64_t n = 0;
+
+	if (last >= GD_HIST_BUCKETS)
+		last = GD_HIST_BUCKETS - 1;
+	for (i = 0; i <= last; i++)
+		n += h->b[i];
+	*top = bucket_top(last);
+	return n;
+}
+
 void gd_hist_cell(const struct gd_hist *h, double p, char *buf, size_t sz)
 {
 	if (h->n == 0)

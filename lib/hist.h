@@ -16,6 +16,10 @@ struct gd_hist {
 void gd_hist_add(struct gd_hist *h, uint64_t v);
 /* value at percentile p (0..100); 0 when empty */
 uint64_t gd_hist_pct(const struct gd_hist *h, double p);
+/* How many values are at most *top, where *top is the top of the bucket
+ * that holds v (at most about 6% above it): exact, for a histogram's
+ * cumulative bucket "le *top". */
+uint64_t gd_hist_upto(const struct gd_hist *h, uint64_t v, uint64_t *top);
 /* The same as a table cell of the control protocol: the value in
  * decimal, or "-" (JSON null) while there is none. p = 100: the highest. */
 void gd_hist_cell(const struct gd_hist *h, double p, char *buf, size_t sz);

@@ -14,6 +14,8 @@ struct gd_inspect_opts {
 	const char *cmd;
 	int sort;		/* pending: enum gd_ctl_sort, -1 the default */
 	uint64_t limit;		/* pending: at most this many rows; 0 all */
+	int prom;		/* stats in Prometheus text format */
+	const char *output;	/* with prom: FILE, rewritten atomically */
 };
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o);

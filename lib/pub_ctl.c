@@ -295,6 +295,31 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	gd_ctl_reply(cl, "\n", 1);
 }
 
+/* The publish -> ACK histogram as cumulative buckets (for gdinspect's
+ * Prometheus output): each bound rounded up to the top of the bucket
+ * holding it, so that every count is exact; the last row is +Inf, the
+ * count of every ACK; the sum is the same on every row. */
+static void ctl_latency(struct pub *p, struct gd_ctl_client *cl,
+    const char *args, uint64_t now)
+{
+	static const uint64_t bounds_us[] = { 50, 100, 250, 500, 1000, 2500,
+	    5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
+	    2500000, 5000000, 10000000, 30000000, 60000000 };
+	const struct gd_hist *h = &p->dv.lat;
+	size_t i, nb = sizeof(bounds_us) / sizeof(bounds_us[0]);
+
+	(void)args;
+	(void)now;
+	gd_ctl_printf(cl, "latency %zu\n", nb + 1);
+	gd_ctl_printf(cl, "le_us:s\tcount:n\tsum_us:n\n");
+	for (i = 0; i < nb; i++) {
+		uint64_t top, n = gd_hist_upto(h, bounds_us[i], &top);
+		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    top, n, h->sum);
+	}
+	gd_ctl_printf(cl, "+Inf\t%" PRIu64 "\t%" PRIu64 "\n", h->n, h->sum);
+}
+
 static void ctl_hello(struct pub *p, struct gd_ctl_client *cl,
     const char *args, uint64_t now)
 {
@@ -311,6 +336,7 @@ static const struct {
 	    uint64_t now);
 } handlers[] = {
 	{ "hello", 0, ctl_hello },
+	{ "latency", 0, ctl_latency },
 	{ "pending", 1, ctl_pending },
 	{ "stats", 0, ctl_stats },
 	{ "subs", 0, ctl_subs },

@@ -7,7 +7,8 @@
 
 static const char usage[] =
 "usage: gdinspect [-c FILE | -p PORT | --ctl PATH] [--json] [--watch SECS]\n"
-"                 [--sort KEY] [--limit N] COMMAND\n"
+"                 [--format FORMAT] [--output FILE] [--sort KEY] [--limit N]\n"
+"                 COMMAND\n"
 "Ask a running gdpub or gdsub (found from its config file, or a gdpub from\n"
 "its port) what it holds.\n"
 "\n"
@@ -29,7 +30,11 @@ static const char usage[] =
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
 "  -p, --port PORT     the gdpub listening on PORT, started without -c\n"
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
-"      --json          one JSON object per line\n"
+"      --json          one JSON object per line (--format json)\n"
+"      --format FORMAT text (default), json, or prometheus (stats only: the\n"
+"                      Prometheus text exposition format)\n"
+"      --output FILE   with --format prometheus: write FILE (a temporary\n"
+"                      file renamed over it), each time with --watch\n"
 "      --watch SECS    repeat every SECS seconds (clears a terminal)\n"
 "      --sort KEY      pending: age (default, oldest first), expires (the\n"
 "                      same order), id, or acks (fewest first)\n"
@@ -42,7 +47,8 @@ static const char usage[] =
 "\n"
 "See gdinspect(1).\n";
 
-enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT, O_MAXBLOCK };
+enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT, O_MAXBLOCK, O_FORMAT,
+	O_OUTPUT };
 
 static const char shortopts[] = ":c:p:hV";
 static const struct option longopts[] = {
@@ -50,6 +56,8 @@ static const struct option longopts[] = {
 	{ "port", required_argument, NULL, 'p' },
 	{ "ctl", required_argument, NULL, O_CTL },
 	{ "json", no_argument, NULL, O_JSON },
+	{ "format", required_argument, NULL, O_FORMAT },
+	{ "output", required_argument, NULL, O_OUTPUT },
 	{ "watch", required_argument, NULL, O_WATCH },
 	{ "sort", required_argument, NULL, O_SORT },
 	{ "limit", required_argument, NULL, O_LIMIT },
@@ -89,6 +97,19 @@ int main(int argc, char **argv)
 			break;
 		case O_JSON:
 			opt.json = 1;
+			break;
+		case O_FORMAT:
+			opt.json = strcmp(optarg, "json") == 0;
+			opt.prom = strcmp(optarg, "prometheus") == 0;
+			if (!opt.json && !opt.prom && strcmp(optarg, "text") != 0) {
+				gd_usage_err("invalid value '%s' for --format: expected text, json or prometheus",
+				    optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			break;
+		case O_OUTPUT:
+			opt.output = optarg;
 			break;
 		case O_WATCH:
 			if (gd_parse_dur(optarg, 0.05, 86400, &opt.watch) != 0) {
@@ -144,6 +165,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	opt.cmd = argv[optind];
+	if (opt.prom && strcmp(opt.cmd, "stats") != 0) {
+		gd_usage_err("--format prometheus applies to stats only, not to %s",
+		    opt.cmd);
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.output && !opt.prom) {
+		gd_usage_err("--output applies to --format prometheus only");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
 	if (max_block && strcmp(opt.cmd, "decode") != 0) {
 		gd_usage_err("--max-block-size applies to decode only, not to %s",
 		    opt.cmd);

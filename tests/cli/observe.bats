@@ -615,3 +615,79 @@ EOF
 	assert_failure 1
 	assert_equal "$stderr" "gdpub: REJECT 1: block larger than GDpub_maxBlockSize (1 bytes)"
 }
+
+# prom FILE: the exposition in FILE read by the Prometheus client's own
+# parser (Debian's python3-prometheus-client), one "name{labels} value"
+# line per sample, sorted; fails on anything the parser refuses
+prom() {
+	/usr/bin/python3 - "$1" <<'PY'
+import sys
+from prometheus_client.parser import text_string_to_metric_families
+out = []
+for fam in text_string_to_metric_families(open(sys.argv[1]).read()):
+    assert fam.documentation, fam.name
+    for s in fam.samples:
+        labels = ",".join('%s="%s"' % kv for kv in sorted(s.labels.items()))
+        out.append("%s{%s} %g" % (s.name, labels, s.value))
+print("\n".join(sorted(out)))
+PY
+}
+
+@test "stats --format prometheus at a gdpub and a gdsub: the text exposition format, read back by a real parser, with the run's counts" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 30 < in.fifo > st 2> pub.err" 7>&-
+	spawn "gdsub -c s.ini 2> sub.err | sed -u '/^[^\t]*\t13$/d' | gdack -c s.ini > /dev/null 2> ack.err" 7>&-
+	wait_until 10 has_line st '^READY$'
+	seq 1 20 >&7
+	wait_until 10 bash -c "[ \$(grep -c '^ACK ' st) -eq 19 ]"
+	run --separate-stderr timeout 10 gdinspect -p "$port" --format prometheus stats
+	assert_success
+	printf '%s\n' "$output" > pub.prom
+	run prom pub.prom
+	assert_success
+	assert_line 'gdkit_pub_published_total{} 20'
+	assert_line 'gdkit_pub_acked_total{} 19'
+	assert_line 'gdkit_pub_pending{} 1'
+	assert_line 'gdkit_pub_passed_over{} 1'
+	assert_line --regexp '^gdkit_pub_subscriber_acks_total\{address="127\.0\.0\.1:[0-9]+",name="[^"]+"\} 19$'
+	assert_line 'gdkit_pub_ack_latency_seconds_count{} 19'
+	assert_line --regexp '^gdkit_pub_ack_latency_seconds_bucket\{le="\+Inf"\} 19$'
+	assert_line --regexp '^gdkit_pub_ack_latency_seconds_sum\{\} [0-9.e+-]+$'
+	# the TYPE lines
+	grep -qx '# TYPE gdkit_pub_ack_latency_seconds histogram' pub.prom
+	grep -qx '# TYPE gdkit_pub_pending gauge' pub.prom
+	grep -qx '# TYPE gdkit_pub_acked_total counter' pub.prom
+	run --separate-stderr timeout 10 gdinspect -c s.ini --format prometheus stats
+	assert_success
+	printf '%s\n' "$output" > sub.prom
+	run prom sub.prom
+	assert_success
+	assert_line 'gdkit_sub_received_total{} 20'
+	assert_line 'gdkit_sub_acked_total{} 19'
+	assert_line 'gdkit_sub_unacked{} 1'
+	assert_line --regexp '^gdkit_sub_publisher_received_total\{origin="127\.0\.0\.1:'"$port"'",publisher="127\.0\.0\.1:'"$port"'"\} 20$'
+	feed_close
+}
+
+@test "stats --format prometheus --watch N --output FILE: FILE rewritten whole every N seconds; bad uses refused" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	spawn "exec gdinspect -p $port --format prometheus --watch 0.2 --output m.prom stats 2> w.err" 7>&-
+	wait_until 10 test -s m.prom
+	run prom m.prom
+	assert_success
+	assert_line 'gdkit_pub_published_total{} 0'
+	seq 1 5 >&7
+	wait_until 10 bash -c "grep -qx 'gdkit_pub_published_total 5' m.prom"
+	run prom m.prom
+	assert_success
+	assert_line 'gdkit_pub_published_total{} 5'
+	expect_usage gdinspect "--format prometheus applies to stats only, not to pending" -- gdinspect -p "$port" --format prometheus pending
+	expect_usage gdinspect "--output applies to --format prometheus only" -- gdinspect -p "$port" --output x stats
+	expect_usage gdinspect "invalid value 'xml' for --format: expected text, json or prometheus" -- gdinspect -p "$port" --format xml stats
+	feed_close
+}
