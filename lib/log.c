@@ -4,24 +4,48 @@
  * and -vv every line carries a timestamp, so a trace reads as a timeline;
  * without -v no line does, traces of level 0 included.
  * A status line (gdpub --progress) is redrawn in place and erased in the
- * same write() as any message, so the two never mix. */
+ * same write() as any message, so the two never mix.
+ * Under systemd, when $JOURNAL_STREAM names our stderr, each line starts
+ * with its syslog priority (<3> error, <4> warning, <6> info, <7> trace),
+ * which journald reads and strips, and carries no timestamp: journald
+ * stamps every line itself. */
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 static const char *prog_name = "gdkit";
 static int log_level;
 static int status_shown;	/* a status line is on the terminal */
+static int journald;		/* stderr is journald's stream */
 
 #define CLEAR_LINE "\r\033[K"
+
+/* $JOURNAL_STREAM is "DEVICE:INODE" of the stream systemd connected;
+ * it names our stderr only if fd 2 is still that stream (not redirected
+ * by a shell in between). */
+int gd_log_journald(const char *env, int fd)
+{
+	unsigned long long dev, ino;
+	struct stat st;
+	char tail;
+
+	if (env == NULL || sscanf(env, "%llu:%llu%c", &dev, &ino, &tail) != 2 ||
+	    fstat(fd, &st) != 0)
+		return 0;
+	return (unsigned long long)st.st_dev == dev &&
+	    (unsigned long long)st.st_ino == ino;
+}
 
 void gd_log_init(const char *prog)
 {
 	const char *s = strrchr(prog, '/');
 	prog_name = s ? s + 1 : prog;
+	journald = gd_log_journald(getenv("JOURNAL_STREAM"), 2);
 }
 
 const char *gd_prog(void) { return prog_name; }
@@ -38,7 +62,11 @@ static void emit(const char *tag, const char *fmt, va_list ap)
 		n = (int)sizeof(CLEAR_LINE) - 1;
 		status_shown = 0;
 	}
-	if (log_level > 0) {
+	if (journald)
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "<%c>",
+		    tag == NULL ? '3' : tag[0] == 'W' ? '4' : tag[0] == 'I' ?
+		    '6' : '7');
+	else if (log_level > 0) {
 		struct timespec ts;
 		struct tm tm;
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -82,7 +110,7 @@ void gd_info(const char *fmt, ...)
 	if (log_level < 0)
 		return;
 	va_start(ap, fmt);
-	emit(NULL, fmt, ap);
+	emit("I", fmt, ap);
 	va_end(ap);
 }
 
@@ -104,7 +132,8 @@ void gd_usage_err(const char *fmt, ...)
 	va_start(ap, fmt);
 	emit(NULL, fmt, ap);
 	va_end(ap);
-	n = snprintf(line, sizeof(line), "try '%s --help'\n", prog_name);
+	n = snprintf(line, sizeof(line), "%stry '%s --help'\n",
+	    journald ? "<3>" : "", prog_name);
 	(void)!write(2, line, (size_t)n);
 }
 

@@ -27,6 +27,8 @@ static inline const char *gd_plural(double n)
 }
 
 void gd_log_init(const char *prog);
+/* 1 when env ($JOURNAL_STREAM, "DEVICE:INODE") names the stream on fd. */
+int gd_log_journald(const char *env, int fd);
 const char *gd_prog(void);
 /* -q = -1, default 0, -v 1, -vv 2 */
 void gd_log_level(int level);

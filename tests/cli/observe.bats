@@ -640,20 +640,20 @@ PY
 	spawn "gdpub -p $port -n 1 -t 30 < in.fifo > st 2> pub.err" 7>&-
 	spawn "gdsub -c s.ini 2> sub.err | sed -u '/^[^\t]*\t13$/d' | gdack -c s.ini > /dev/null 2> ack.err" 7>&-
 	wait_until 10 has_line st '^READY$'
-	seq 1 20 >&7
-	wait_until 10 bash -c "[ \$(grep -c '^ACK ' st) -eq 19 ]"
+	seq 1 1000 >&7
+	wait_until 10 bash -c "[ \$(grep -c '^ACK ' st) -eq 999 ]"
 	run --separate-stderr timeout 10 gdinspect -p "$port" --format prometheus stats
 	assert_success
 	printf '%s\n' "$output" > pub.prom
 	run prom pub.prom
 	assert_success
-	assert_line 'gdkit_pub_published_total{} 20'
-	assert_line 'gdkit_pub_acked_total{} 19'
+	assert_line 'gdkit_pub_published_total{} 1000'
+	assert_line 'gdkit_pub_acked_total{} 999'
 	assert_line 'gdkit_pub_pending{} 1'
 	assert_line 'gdkit_pub_passed_over{} 1'
-	assert_line --regexp '^gdkit_pub_subscriber_acks_total\{address="127\.0\.0\.1:[0-9]+",name="[^"]+"\} 19$'
-	assert_line 'gdkit_pub_ack_latency_seconds_count{} 19'
-	assert_line --regexp '^gdkit_pub_ack_latency_seconds_bucket\{le="\+Inf"\} 19$'
+	assert_line --regexp '^gdkit_pub_subscriber_acks_total\{address="127\.0\.0\.1:[0-9]+",name="[^"]+"\} 999$'
+	assert_line 'gdkit_pub_ack_latency_seconds_count{} 999'
+	assert_line --regexp '^gdkit_pub_ack_latency_seconds_bucket\{le="\+Inf"\} 999$'
 	assert_line --regexp '^gdkit_pub_ack_latency_seconds_sum\{\} [0-9.e+-]+$'
 	# the TYPE lines
 	grep -qx '# TYPE gdkit_pub_ack_latency_seconds histogram' pub.prom
@@ -664,10 +664,10 @@ PY
 	printf '%s\n' "$output" > sub.prom
 	run prom sub.prom
 	assert_success
-	assert_line 'gdkit_sub_received_total{} 20'
-	assert_line 'gdkit_sub_acked_total{} 19'
+	assert_line 'gdkit_sub_received_total{} 1000'
+	assert_line 'gdkit_sub_acked_total{} 999'
 	assert_line 'gdkit_sub_unacked{} 1'
-	assert_line --regexp '^gdkit_sub_publisher_received_total\{origin="127\.0\.0\.1:'"$port"'",publisher="127\.0\.0\.1:'"$port"'"\} 20$'
+	assert_line --regexp '^gdkit_sub_publisher_received_total\{origin="127\.0\.0\.1:'"$port"'",publisher="127\.0\.0\.1:'"$port"'"\} 1000$'
 	feed_close
 }
 

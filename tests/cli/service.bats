@@ -98,3 +98,48 @@ PY
 	run systemd-analyze verify --man=no ./bad.service
 	assert_output --partial "Failed to parse service type"
 }
+
+# journald: $JOURNAL_STREAM names stderr -> a priority prefix per line and
+# no timestamp (journald adds its own); not when stderr is another stream
+@test "stderr under journald: each line starts with its syslog priority, no timestamp" {
+	port=$(free_port)
+	: > j.err
+	js=$(stat -c '%d:%i' j.err)
+	run env JOURNAL_STREAM="$js" sh -c "seq 1 3 | exec timeout 20 gdpub -v -p $port -n 1 -t 0.2 2>> j.err"
+	assert_failure 1
+	run grep -c . j.err
+	[ "$output" -ge 3 ]
+	# every line has a priority: info and traces <6>/<7>, warnings <4>
+	run grep -vE '^<[3467]>gdpub: ' j.err
+	assert_output ""
+	grep -q '^<4>gdpub: warning: 3 of 3 blocks NACKed' j.err
+	grep -qE '^<7>gdpub: listening on 127\.0\.0\.1:' j.err
+	# an error, and a usage error's two lines
+	: > u.err
+	js=$(stat -c '%d:%i' u.err)
+	run env JOURNAL_STREAM="$js" sh -c 'exec gdpub --bogus 2>> u.err'
+	assert_failure 64
+	assert_equal "$(cat u.err)" "$(printf '<3>gdpub: unknown option '\''--bogus'\''\n<3>try '\''gdpub --help'\''')"
+	# JOURNAL_STREAM naming another stream: plain lines
+	run --separate-stderr env JOURNAL_STREAM="$js" gdpub --bogus
+	assert_failure 64
+	assert_equal "$stderr" "$(printf 'gdpub: unknown option '\''--bogus'\''\ntry '\''gdpub --help'\''')"
+}
+
+# The watchdog's pings come from gdpub's own event loop: a stopped
+# process sends none, and they resume with it.
+@test "a gdpub whose loop is stopped (SIGSTOP) sends no WATCHDOG=1" {
+	port=$(free_port)
+	notifyd wd
+	feed_open in.fifo
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/wd.sock WATCHDOG_USEC=200000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port' < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' wd.log) -ge 3 ]"
+	kill -STOP "$(cat pub.pid)"
+	n=$(grep -c '^WATCHDOG=1$' wd.log)
+	# no ping for ten periods of 0.2 s (an absence takes its time to see)
+	sleep 2
+	[ "$(grep -c '^WATCHDOG=1$' wd.log)" -le $((n + 1)) ]
+	kill -CONT "$(cat pub.pid)"
+	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' wd.log) -ge $((n + 3)) ]"
+	feed_close
+}

@@ -5,6 +5,7 @@
 #include "unit.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,29 @@ TEST(quiet_errors_only)
 	gd_log_level(0);
 }
 
+/* $JOURNAL_STREAM is DEVICE:INODE of stderr's stream, exactly */
+TEST(journal_stream_names_the_fd)
+{
+	char path[] = "/tmp/gdkit-test-log.XXXXXX", env[64];
+	int fd = mkstemp(path);
+	struct stat st;
+
+	ASSERT(fd >= 0);
+	unlink(path);
+	ASSERT_EQ(fstat(fd, &st), 0);
+	snprintf(env, sizeof(env), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	ASSERT_EQ(gd_log_journald(env, fd), 1);
+	ASSERT_EQ(gd_log_journald(NULL, fd), 0);
+	ASSERT_EQ(gd_log_journald("", fd), 0);
+	ASSERT_EQ(gd_log_journald("1:2", fd), 0);
+	ASSERT_EQ(gd_log_journald(env, -1), 0);	/* no such fd */
+	snprintf(env, sizeof(env), "%llu:%llux", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	ASSERT_EQ(gd_log_journald(env, fd), 0);	/* trailing junk */
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argc;
@@ -92,5 +116,6 @@ int main(int argc, char **argv)
 	RUN(default_level_no_timestamps);
 	RUN(verbose_every_line_stamped);
 	RUN(quiet_errors_only);
+	RUN(journal_stream_names_the_fd);
 	return UNIT_DONE();
 }
