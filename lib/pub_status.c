@@ -178,6 +178,11 @@ void pub_notify_open(struct pub *p)
 	    getenv("WATCHDOG_USEC"), getenv("WATCHDOG_PID"), (long)getpid(),
 	    why, sizeof(why)) != 0)
 		gd_warn("%s; the service manager is not told", why);
+	/* the pings ride the loop's tick, 4 times a second */
+	if (p->notify.wd_ns > 0 && p->notify.wd_ns < 500000000ull)
+		gd_warn("WATCHDOG_USEC=%" PRIu64 " is shorter than gdpub can "
+		    "keep (pings every 0.25 s): give WatchdogSec= 1 s or more",
+		    p->notify.wd_ns / 1000);
 	if (!pub_gd(p))
 		gd_notify_send(&p->notify, "READY=1");
 }

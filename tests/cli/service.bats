@@ -18,7 +18,7 @@ notifyd() {
 	notifyd pub
 	notifyd sub
 	feed_open in.fifo
-	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/pub.sock WATCHDOG_USEC=400000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1' < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/pub.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1' < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
 	wait_until 10 listening "$port"
 	# no GD subscriber yet: gdpub is not READY
 	run ! has_line pub.log '^READY=1$'
@@ -132,11 +132,11 @@ PY
 	port=$(free_port)
 	notifyd wd
 	feed_open in.fifo
-	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/wd.sock WATCHDOG_USEC=200000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port' < in.fifo > st 2> pub.err" 7>&-
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/wd.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port' < in.fifo > st 2> pub.err" 7>&-
 	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' wd.log) -ge 3 ]"
 	kill -STOP "$(cat pub.pid)"
 	n=$(grep -c '^WATCHDOG=1$' wd.log)
-	# no ping for ten periods of 0.2 s (an absence takes its time to see)
+	# no ping for four periods of 0.5 s (an absence takes its time to see)
 	sleep 2
 	[ "$(grep -c '^WATCHDOG=1$' wd.log)" -le $((n + 1)) ]
 	kill -CONT "$(cat pub.pid)"
