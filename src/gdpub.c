@@ -99,39 +99,6 @@ static const struct option longopts[] = {
 
 /* A cluster member's blocks are the producer's: every member must give a
  * block the same ID, so gdpub may not number them itself. */
-static int cluster_check(const struct gd_conf *conf,
-    const struct gd_pub_opts *opt)
-{
-	if (conf->cluster == NULL) {
-		if (conf->role == GD_ROLE_SECONDARY) {
-			gd_usage_err("GDpub_role=secondary needs GDpub_cluster "
-			    "(--cluster NAME): a secondary of which cluster?");
-			return GD_EX_USAGE;
-		}
-		return 0;
-	}
-	if (!opt->ids && !opt->frame) {
-		gd_usage_err("GDpub_cluster needs the block IDs from the input "
-		    "(-I/--ids or -f frame): every member of cluster %s must "
-		    "give a block the same ID, and gdpub would number them "
-		    "itself", conf->cluster);
-		return GD_EX_USAGE;
-	}
-	if (opt->out) {
-		gd_usage_err("GDpub_cluster cannot be used with -o: cluster "
-		    "members serve their subscribers over TCP");
-		return GD_EX_USAGE;
-	}
-	if (conf->role == GD_ROLE_SECONDARY && conf->num_subs == 0) {
-		gd_usage_err("GDpub_role=secondary needs GDpub_numSubs of 1 or "
-		    "more: pre-acknowledgements come from GD subscribers, and "
-		    "without them every block would wait out "
-		    "GDpub_tentativePreAckTimeout");
-		return GD_EX_USAGE;
-	}
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
@@ -239,12 +206,6 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if (opt.out && conf.snapshot > 0) {
-		gd_usage_err("GDpub_snapshot cannot be used with -o: a stream has "
-		    "no subscribers joining later to replay blocks to");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
 	if (opt.out && opt.status && strcmp(opt.out, "-") == 0 &&
 	    strcmp(opt.status, "-") == 0) {
 		gd_usage_err("-o - and --status - would both write on standard "
@@ -257,7 +218,8 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if ((rc = cluster_check(&conf, &opt)) != 0)
+	if ((rc = gd_conf_check_keys(&conf, opt.ids || opt.frame,
+	    opt.out != NULL)) != 0)
 		goto out;
 	rc = gd_pub_run(&conf, &opt);
 out:

@@ -159,12 +159,8 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
 		goto out;
-	if (conf.state && !conf.gd) {
-		gd_usage_err("cannot use --state (GDsub_state) with --no-gd "
-		    "(GDsub_gd=0): nothing is acknowledged");
-		rc = GD_EX_USAGE;
+	if ((rc = gd_conf_check_keys(&conf, 0, 0)) != 0)
 		goto out;
-	}
 	if (opt.format == GD_OUT_FRAME && opt.delim != '\n') {
 		gd_usage_err("-f frame cannot be combined with -0: frames carry "
 		    "their lengths");

@@ -169,10 +169,11 @@ load helpers
 	expect_usage gdack "cannot use -v and -q together" -- gdack --ctl x.sock --verbose --quiet
 }
 
-@test "gdsub: --state with --no-gd is refused, from options or keys" {
+@test "gdsub: --state with --no-gd is refused, from options (64) or keys (78, file and line)" {
 	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -P 127.0.0.1:1 --state s.state --no-gd
 	printf 'GDsub_pub=127.0.0.1:1\nGDsub_state=s.state\nGDsub_gd=0\n' > s.ini
-	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -c s.ini
+	expect_fail 78 "gdsub: s.ini:2: cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged (GDsub_gd on line 3)" -- gdsub -c s.ini
+	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -c s.ini --no-gd
 	[ ! -e s.state ]
 }
 
