@@ -241,12 +241,21 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 			if (strcmp(v, k->enums[i]) == 0)
 				break;
 		if (k->enums[i] == NULL) {
-			int n = snprintf(why, whysz, "expected one of");
-			size_t j;
+			/* an empty name (GDsub_reliability's default) is said
+			 * in words: "''" reads as a typo */
+			int empty = k->enums[0][0] == '\0';
+			int n = snprintf(why, whysz, "expected%s",
+			    empty ? "" : " one of");
+			size_t j, m = 0;
 			for (j = 0; k->enums[j] != NULL && n > 0 &&
 			    (size_t)n < whysz; j++)
-				n += snprintf(why + n, whysz - (size_t)n, "%s'%s'",
-				    j ? ", " : " ", k->enums[j]);
+				if (k->enums[j][0] != '\0')
+					n += snprintf(why + n, whysz - (size_t)n,
+					    "%s'%s'", m++ ? ", " : " ",
+					    k->enums[j]);
+			if (empty && n > 0 && (size_t)n < whysz)
+				snprintf(why + n, whysz - (size_t)n,
+				    " or nothing (an empty value, the default)");
 			return -1;
 		}
 		if (!k->supported && (int64_t)i != *(int64_t *)p)

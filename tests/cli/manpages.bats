@@ -54,6 +54,35 @@ check_short_options() {
 	[ -z "$missing" ] || { echo "$page lacks:$missing"; return 1; }
 }
 
+# check_synopsis PROG: each option in the option column of PROG --help is
+# in the SYNOPSIS of man/PROG.1: its short form when it has one ("Fl x",
+# or x in a cluster such as "Fl 0hqVv"), else "Fl -long".
+check_synopsis() {
+	local prog=$1 page="$MANDIR/$1.1" syn help line o s missing=""
+	syn=$(sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "$page")
+	help=$("$prog" --help) || return 1
+	while IFS= read -r line; do
+		o=$(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$line" | head -n 1)
+		s=$(grep -oE -- '^ +-[a-zA-Z0-9],' <<<"$line" | tr -d ' ,-')
+		if [ -n "$s" ]; then
+			grep -Eq -- "Fl [0-9A-Za-z]*$s[0-9A-Za-z]*( |\$)" <<<"$syn" ||
+				missing="$missing -$s"
+		else
+			grep -Eq -- "Fl -${o#--}([^a-z0-9-]|\$)" <<<"$syn" ||
+				missing="$missing $o"
+		fi
+	done < <(grep -E -- '^ {2,}(-[a-zA-Z0-9], )?--[a-z]' <<<"$help")
+	[ -z "$missing" ] || { echo "$page: SYNOPSIS lacks:$missing"; return 1; }
+}
+
+# check_once PAGE: no option is described twice, as the head ("Fl ..." on
+# an .It line) of two entries of PAGE
+check_once() {
+	local page="$MANDIR/$1" twice
+	twice=$(grep -E '^\.It ' "$page" | grep -oE 'Fl -?[a-zA-Z0-9][a-z0-9-]*' | sort | uniq -d | tr '\n' ' ')
+	[ -z "$twice" ] || { echo "$page: described twice: $twice"; return 1; }
+}
+
 @test "every man page exists" {
 	for p in $PAGES; do
 		[ -f "$MANDIR/$p" ] || { echo "missing man/$p"; return 1; }
@@ -150,6 +179,34 @@ check_short_options() {
 	for p in $PAGES; do args+=("$MANDIR/$p"); done
 	run python "$BATS_TEST_DIRNAME/manexamples.py" render "${args[@]}"
 	[ "$status" -eq 0 ] && [ -z "$output" ] || { echo "$output"; return 1; }
+}
+
+@test "each program's SYNOPSIS lists every option of its --help (short form when it has one)" {
+	local p bad=0
+	for p in $PROGS; do
+		check_synopsis "$p" || bad=1
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "no option is described twice in a program's page" {
+	local p bad=0
+	for p in $PROGS; do
+		check_once "$p.1" || bad=1
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "no quote nested in a quote once rendered (.Ql inside .Pq Ql ...)" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local p bad=0 hits
+	for p in $PAGES; do
+		# a closing quote right after another, or an opening one inside
+		# a quote that has not closed
+		hits=$(mandoc -Tascii "$MANDIR/$p" | col -bx | grep -nE "''|\`[^'\`]*\`[^']*'") || true
+		[ -z "$hits" ] || { echo "man/$p:"; echo "$hits"; bad=1; }
+	done
+	[ "$bad" -eq 0 ]
 }
 
 # run_examples PAGE [TOOL...]: run the EXAMPLES of man/PAGE as a user
