@@ -61,7 +61,8 @@ bats_require_minimum_version 1.5.0
 		< <(printf '5\ta\n5\tb\n')
 	assert_failure 1
 	assert_equal "$output" "$(printf 'READY\nREJECT 5 invalid event block ID: 5 is already pending\nNACK 5')"
-	assert_equal "$stderr" "gdpub: REJECT 5: invalid event block ID: 5 is already pending"
+	assert_equal "$(stderr_before_summary)" "gdpub: REJECT 5: invalid event block ID: 5 is already pending"
+	summary_is 0 1 1
 	# only the first block was published
 	wait_until 5 lines_at_least out.txt 1
 	assert_equal "$(cat out.txt)" "$(printf '127.0.0.1:%s/5\ta' "$port")"
@@ -80,7 +81,8 @@ bats_require_minimum_version 1.5.0
 	assert_line 'ACK 7'
 	assert_line 'ACK 9'
 	[ "${#lines[@]}" -eq 5 ]
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID\ngdpub: REJECT -: malformed line 3: expected ID<TAB>payload with a decimal ID')"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID\ngdpub: REJECT -: malformed line 3: expected ID<TAB>payload with a decimal ID')"
+	summary_is 2 0 2
 	wait_until 10 file_is s.rc "0 0"
 	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/7\tseven\n127.0.0.1:%s/9\tnine' "$port" "$port")"
 }
@@ -94,7 +96,8 @@ bats_require_minimum_version 1.5.0
 	run --separate-stderr timeout 20 gdpub -p "$port" --ids -o s.gds < in.txt
 	assert_failure 1
 	assert_equal "$output" "$(printf 'REJECT - malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 6 blocks in "[0-9.]+" s: 3 published (GD off), 3 REJECT (each REJECT line says why)"$ ]]
 	run gdinspect decode --json s.gds
 	assert_success
 	assert_equal "$(python -c 'import json, sys
@@ -116,7 +119,8 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	assert_line --index 0 READY
 	# REJECT comes when the block is read, ACKs when acks come: sort
 	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 3\nACK 5\nREADY\nREJECT 2 block larger than GDpub_maxBlockSize (16 bytes)\nREJECT 4 block larger than GDpub_maxBlockSize (16 bytes)')"
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT 2: block larger than GDpub_maxBlockSize (16 bytes)\ngdpub: REJECT 4: block larger than GDpub_maxBlockSize (16 bytes)')"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT 2: block larger than GDpub_maxBlockSize (16 bytes)\ngdpub: REJECT 4: block larger than GDpub_maxBlockSize (16 bytes)')"
+	summary_is 3 0 2
 	wait_until 10 file_is s.rc "0 0"
 	assert_equal "$(cut -f2- s.out)" "$(printf 'short\nexactly-16-bytes\nok')"
 }
