@@ -305,7 +305,7 @@ recipe() {
 		# at least one gdsub and one gdpub in each, and nothing left of 'work'
 		grep -q '^gdsub -c s.ini' "$name/recipe.sh"
 		grep -q '^gdpub -c pub.ini' "$name/recipe.sh"
-		run ! grep -qw work "$name/recipe.sh"
+		run ! grep -qE '(^|[|] *)work( |$)' "$name/recipe.sh"
 		(cd "$name" && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
 		[ "$(grep -c '^ACK ' "$name/status.txt")" -eq 200 ]
 	done
@@ -320,7 +320,73 @@ recipe() {
 	mkdir m
 	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > m/pub.ini
 	printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > m/s.ini
-	{ recipe 4; echo wait; } > m/recipe.sh
+	{ recipe 5; echo wait; } > m/recipe.sh
 	(cd m && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
 	grep -q 'exactly-once' m/recipe.out
+}
+
+# pid_in SID PROG: the pid of PROG in the session SID (a spawn)
+pid_in() {
+	pgrep -s "$1" -x "$2"
+}
+
+# Pasted as a user would after a kill: the pipeline line of recipe 3, the
+# first gdpub line with its input at a steady speed, the restart line of
+# gdpub as the page gives it. Each piece is killed with SIGKILL and
+# started again at once, without waiting for anything (before: the new
+# gdsub found the old one still serving the control socket, 10 s after
+# its gdack was killed, and exited 69; and the recipe's gdsub gave up 9 s
+# after its gdpub went down).
+@test "gdkit(7) exactly once: gdack, gdsub and gdpub each killed with SIGKILL and started again at once; each block once in the sink, every block ACKed" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local n=3000 sid pid from pipe pub restart
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > pub.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.1\n' "$port" > s.ini
+	seq 1 "$n" > input
+	# the input at 1,000 lines a second, so there is a run to kill pieces of
+	printf '%s %s 1000' "$(python -c 'import sys; print(sys.executable)')" "$BATS_TEST_DIRNAME/throttle.py" > throttle
+	recipe 3 > r.sh
+	recipe 4 > restart.sh
+	cat r.sh restart.sh
+	grep -q '^echo GDsub_maxRetries=-1 >> s.ini$' r.sh
+	bash -e <(grep '^echo ' r.sh)
+	pipe=$(grep '^gdsub ' r.sh | sed "s/| work |/| sed -u 's|\$| done|' |/; s/ &\$//")
+	pub=$(grep '^gdpub ' r.sh | sed "s|< input > status.txt\$|< <($(cat throttle) < input) > status.txt|")
+	[ "$pipe" != "$(grep '^gdsub ' r.sh)" ] && [ "$pub" != "$(grep '^gdpub ' r.sh)" ]
+	spawn "$pipe 2>> pipe.err"
+	sid=$SPAWNED
+	spawn "$pub 2> pub1.err"
+	pubsid=$SPAWNED
+	# gdack
+	wait_until 60 lines_at_least out.txt 600
+	pid=$(pid_in "$sid" gdack)
+	kill -KILL "$pid"
+	spawn "$pipe 2>> pipe.err"
+	sid=$SPAWNED
+	# gdsub
+	wait_until 60 lines_at_least out.txt 1300
+	pid=$(pid_in "$sid" gdsub)
+	kill -KILL "$pid"
+	spawn "$pipe 2>> pipe.err"
+	sid=$SPAWNED
+	# gdpub: fed again from its journal's highest ID plus one, as the page
+	# says, at the same speed
+	wait_until 60 lines_at_least out.txt 2000
+	pid=$(pid_in "$pubsid" gdpub)
+	kill -KILL "$pid"
+	restart=$(sed "s#^tail -n +\\\$((n + 1)) input |#tail -n +\$((n + 1)) input | $(cat throttle) |#" restart.sh)
+	[ "$restart" != "$(cat restart.sh)" ]
+	spawn "$restart 2> pub2.err; echo \$? > pub2.rc"
+	wait_until 120 test -s pub2.rc
+	assert_equal "$(cat pub2.rc)" 0
+	# the sink: every line once, as the work stage left it
+	assert_equal "$(cut -f2- out.txt | sort -n | uniq -c | awk '$1 != 1' | head)" ""
+	assert_equal "$(cut -f2- out.txt | sort -n)" "$(seq 1 "$n" | sed 's/$/ done/')"
+	# every block ACKed, over both gdpub runs
+	assert_equal "$(sed -n 's/^ACK //p' status.txt | sort -n | uniq)" "$(seq 1 "$n")"
+	run ! grep -q '^NACK' status.txt
+	# the pipelines started cleanly each time: no gdsub refused the socket
+	run ! grep -q 'another program is serving it' pipe.err
+	cat pipe.err
 }
