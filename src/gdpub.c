@@ -44,7 +44,8 @@ static const char usage[] =
 "      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
 "                           for line-oriented engines (mosquitto_pub -l, kcat)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
-"      --progress           a status line on stderr, 4 times a second\n"
+"      --progress[=SECS]    a status line on stderr, 4 times a second; with\n"
+"                           SECS, a line every SECS seconds instead (for logs)\n"
 "      --no-progress        none (the default unless stderr is a terminal)\n"
 "  -v, --verbose            trace connections on stderr (-vv more)\n"
 "  -q, --quiet              errors only\n"
@@ -88,7 +89,7 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
 	{ "status", required_argument, NULL, O_STATUS },
-	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "progress", optional_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -158,8 +159,19 @@ int main(int argc, char **argv)
 			opt.status = optarg;
 			break;
 		case O_PROGRESS:
+			opt.progress = 1;
+			opt.progress_every = 0;
+			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
+			    &opt.progress_every) != 0) {
+				gd_usage_err("invalid value '%s' for --progress: "
+				    "expected seconds from 0.25", optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			break;
 		case O_NO_PROGRESS:
-			opt.progress = ch == O_PROGRESS;
+			opt.progress = 0;
+			opt.progress_every = 0;
 			break;
 		case 'v':
 			verbose++;

@@ -498,6 +498,38 @@ print(len(parts))
 	python -c 'import sys; n, t = int(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2]); assert 2 <= n <= 4 * t + 1, (n, t)' "$n" "$t0" "$t1"
 }
 
+# For logs (issue 26): before, --progress drew only a line redrawn in
+# place, and took no interval.
+@test "gdpub --progress=SECONDS: a whole line every SECONDS on stderr, also at -q and without a terminal; bad values 64" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port -q --progress=0.5 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	printf '%s\n' 1 2 3 >&7
+	wait_until 20 lines_at_least pub.err 3
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	# whole lines, no carriage return or terminal escape, and each of the
+	# documented form, the times growing by about 0.5 s
+	run ! grep -q $'[\r\033]' pub.err
+	python -c '
+import re, sys
+lines = open("pub.err").read().splitlines()
+pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ blocks/s")
+ts = []
+for l in lines:
+    m = pat.fullmatch(l)
+    assert m, l
+    ts.append(float(m.group(1)))
+assert len(ts) >= 3 and ts == sorted(ts), ts
+assert all(t2 - t1 >= 0.45 for t1, t2 in zip(ts, ts[1:])), ts
+assert ts[0] >= 0.45, ts
+assert "3 read" in lines[-1], lines
+'
+	expect_usage gdpub "invalid value '0.1' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=0.1
+	expect_usage gdpub "invalid value 'x' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=x
+}
+
 # ontty.py OUT CMD: run the shell command CMD with its stderr on a new
 # terminal; what it writes there goes to OUT
 write_ontty_py() {
