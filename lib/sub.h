@@ -16,6 +16,8 @@ struct gd_sub_opts {
 	uint64_t count;		/* -C: exit after this many unique blocks; 0 none */
 	double linger;		/* seconds to wait for acks once stdout closed */
 	const char *in;		/* -i FILE|-: read a framed stream, not TCP */
+	double idle_timeout;	/* > 0: end as at the end of the stream when no
+				 * block arrived for so many seconds */
 };
 
 int gd_sub_run(const struct gd_conf *c, const struct gd_sub_opts *o);

@@ -37,6 +37,7 @@ static const char usage[] =
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
+"      --idle-timeout SECS    end cleanly when no block arrived for SECS\n"
 "      --qos NAME=VALUE       IceStorm QoS, repeatable: reliability=ordered,\n"
 "                             retryCount=N, connectionCached=0|1,\n"
 "                             locatorCacheTimeout=SECS\n"
@@ -51,7 +52,7 @@ static const char usage[] =
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
-	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK };
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -72,6 +73,7 @@ static const struct option longopts[] = {
 	{ "null", no_argument, NULL, '0' },
 	{ "count", required_argument, NULL, 'C' },
 	{ "linger", required_argument, NULL, O_LINGER },
+	{ "idle-timeout", required_argument, NULL, O_IDLE },
 	{ "input", required_argument, NULL, 'i' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -83,7 +85,7 @@ static const struct option longopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0 };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -126,6 +128,14 @@ int main(int argc, char **argv)
 			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.linger) != 0) {
 				gd_usage_err("invalid value '%s' for --linger: expected seconds",
 				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			break;
+		case O_IDLE:
+			if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
+			    &opt.idle_timeout) != 0) {
+				gd_usage_err("invalid value '%s' for --idle-timeout: "
+				    "expected seconds above 0", optarg);
 				rc = GD_EX_USAGE;
 			}
 			break;

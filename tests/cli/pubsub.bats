@@ -644,3 +644,36 @@ gdack_connected() {
 	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
 	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
 }
+
+# issue 26: like mosquitto_sub -W, for cron jobs and tests (before: no such
+# option; gdsub ran until its publishers ended the stream)
+@test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS, everything written acknowledged; blocks before keep it going" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	spawn "gdsub -P 127.0.0.1:$port --idle-timeout 3 2> sub.err | gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc" 7>&-
+	wait_until 20 has_line st '^READY$'
+	# twenty blocks 0.25 s apart, over more than the timeout: each arrives
+	# well within the timeout of the one before
+	t0=$(date +%s.%N)
+	for i in $(seq 1 20); do
+		last=$(date +%s.%N)	# before it can arrive
+		echo "$i" >&7
+		wait_until 20 lines_at_least out.txt "$i"
+		[ "$i" -eq 20 ] || sleep 0.25	# the producer's pace
+	done
+	wait_until 60 test -s rc
+	end=$(date +%s.%N)
+	assert_equal "$(cat rc)" "0 0"
+	assert_equal "$(cut -f2 out.txt)" "$(seq 1 20)"
+	# the blocks spanned more than the timeout, and it ended no earlier
+	# than the timeout after the last
+	python -c 'import sys; t0, last, end = map(float, sys.argv[1:]); assert last - t0 > 3 and end - last >= 3, sys.argv' "$t0" "$last" "$end"
+	assert_equal "$(cat sub.err)" "gdsub: no block arrived for 3 seconds (--idle-timeout); ending after 20 blocks"
+	wait_until 20 has_line st '^ACK 20$'
+	assert_equal "$(grep -c '^ACK' st)" 20
+	feed_close
+	expect_usage gdsub "invalid value '0' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout 0
+	expect_usage gdsub "invalid value 'x' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout x
+}
