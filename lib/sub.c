@@ -72,6 +72,21 @@ static uint64_t arrivals(const struct sub *s)
 	return n;
 }
 
+/* Connected to a publisher (or reading -i): the idle time counts only
+ * then, as mosquitto_sub -W's from its connection, so a publisher that is
+ * down is still --max-retries' to report (69), not an idle end. */
+static int can_receive(const struct sub *s)
+{
+	size_t i;
+
+	if (s->stream_in)
+		return 1;
+	for (i = 0; i < s->npc; i++)
+		if (s->pc[i].state == SUB_PS_ACTIVE)
+			return 1;
+	return 0;
+}
+
 /* --idle-timeout: a look every quarter of it (at most a second apart);
  * when no block arrived since a look that long ago, end as the end of the
  * stream would: stdout closed, then what was written acknowledged. */
@@ -80,7 +95,7 @@ static void on_idle(uv_timer_t *t)
 	struct sub *s = t->data;
 	uint64_t n = arrivals(s), now = uv_now(&s->loop);
 
-	if (n != s->idle_seen) {
+	if (n != s->idle_seen || !can_receive(s)) {
 		s->idle_seen = n;
 		s->idle_since = now;
 		return;

@@ -647,7 +647,7 @@ gdack_connected() {
 
 # issue 26: like mosquitto_sub -W, for cron jobs and tests (before: no such
 # option; gdsub ran until its publishers ended the stream)
-@test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS, everything written acknowledged; blocks before keep it going" {
+@test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS while connected, everything written acknowledged; blocks before keep it going" {
 	port=$(free_port)
 	feed_open in.fifo
 	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
@@ -674,6 +674,10 @@ gdack_connected() {
 	wait_until 20 has_line st '^ACK 20$'
 	assert_equal "$(grep -c '^ACK' st)" 20
 	feed_close
+	# the idle time counts while connected: a publisher that is down is
+	# still --max-retries' to report
+	run --separate-stderr timeout 30 gdsub -P "127.0.0.1:$(free_port)" --idle-timeout 0.2 --max-retries 4 --retry-interval 0.3
+	assert_failure 69
 	expect_usage gdsub "invalid value '0' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout 0
 	expect_usage gdsub "invalid value 'x' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout x
 }
