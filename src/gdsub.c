@@ -29,7 +29,10 @@ static const char usage[] =
 "      --auth-key-file FILE   prove this pre-shared key to each publisher and\n"
 "                             have it prove it (mode 0600 or stricter)\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
-"                             stream, binary-safe; see gdkit-stream(5))\n"
+"                             stream, binary-safe; see gdkit-stream(5)), or\n"
+"                             a template: %k key, %i ID, %o origin, %s\n"
+"                             payload, %r resent, %t time, \\t \\n \\0 (starts\n"
+"                             with %k\\t for gdack unless --no-gd)\n"
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
 "                             instead of TCP; acks still go to each block's\n"
 "                             publisher, which must be one of GDsub_pub;\n"
@@ -85,7 +88,7 @@ static const struct option longopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0 };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0, NULL };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -107,8 +110,11 @@ int main(int argc, char **argv)
 				opt.format = GD_OUT_PAYLOAD;
 			else if (strcmp(optarg, "frame") == 0)
 				opt.format = GD_OUT_FRAME;
-			else {
-				gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload' or 'frame'",
+			else if (strchr(optarg, '%') != NULL) {
+				opt.format = GD_OUT_TEMPLATE;
+				opt.tmpl = optarg;
+			} else {
+				gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload', 'frame' or a template with %%k, %%s ...",
 				    optarg);
 				rc = GD_EX_USAGE;
 			}
@@ -171,6 +177,16 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check_keys(&conf, 0, 0)) != 0)
 		goto out;
+	if (opt.format == GD_OUT_TEMPLATE) {
+		char why[256];
+		if (gd_sub_template_check(opt.tmpl, conf.gd != 0, opt.delim, why,
+		    sizeof(why)) != 0) {
+			gd_usage_err("invalid template '%s' for --format: %s",
+			    opt.tmpl, why);
+			rc = GD_EX_USAGE;
+			goto out;
+		}
+	}
 	if (opt.format == GD_OUT_FRAME && opt.delim != '\n') {
 		gd_usage_err("-f frame cannot be combined with -0: frames carry "
 		    "their lengths");

@@ -681,3 +681,52 @@ gdack_connected() {
 	expect_usage gdsub "invalid value '0' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout 0
 	expect_usage gdsub "invalid value 'x' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout x
 }
+
+# issue 26: a template like kcat -f (before: only line, payload, frame)
+@test "gdsub -f TEMPLATE: %k %i %o %s %r %t %% and \\t \\n \\0 \\\\; gdack reads the key back (the template starts with %k and a TAB); a resent block says %r 1; bad templates 64" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 1.5 --resend 3 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	# block 2 is acknowledged only when it comes again (resent: --dedup
+	# none writes it again)
+	spawn "gdsub -c s.ini --dedup none -f '%k\\t%i|%o|%r|%t|%s|100%%|a\\\\b' 2> sub.err | tee out.txt |
+		sed -u '/\\/2\t[^|]*|[^|]*|0|/d' | gdack -c s.ini 2> ack.err" 7>&-
+	wait_until 20 has_line st '^READY$'
+	t0=$(date +%s)
+	printf 'one\ntwo two\nthree\n' >&7
+	wait_until 30 has_line st '^ACK 2$'
+	t1=$(date +%s)
+	wait_until 10 has_line st '^ACK 3$'
+	python -c '
+import re, sys
+port, t0, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rows = [l.rstrip("\n") for l in open("out.txt")]
+seen = []
+for l in rows:
+    key, rest = l.split("\t", 1)
+    i, origin, r, t, s, pct, bs = rest.split("|")
+    seen.append((key, i, r, s))
+    assert origin == "127.0.0.1:" + port, l
+    assert key.startswith(origin + "/" + i), l
+    assert pct == "100%" and bs == "a\\b", l
+    assert re.fullmatch(r"\d+\.\d{6}", t) and t0 - 1 <= float(t) <= t1 + 1, l
+want = [("127.0.0.1:%s/1" % port, "1", "0", "one"), ("127.0.0.1:%s/2" % port, "2", "0", "two two"),
+        ("127.0.0.1:%s/3" % port, "3", "0", "three"), ("127.0.0.1:%s/2/r" % port, "2", "1", "two two")]
+assert seen[:3] == want[:3] and want[3] in seen[3:], seen
+' "$port" "$t0" "$t1"
+	assert_equal "$(grep -c '^NACK' st)" 0
+	feed_close
+	# \t \n \0 with -0 and --no-gd: any template; gdack is not involved
+	printf 'set origin=127.0.0.1:7001\nblock 4 1 - x\n' | python "$BATS_TEST_DIRNAME/mkstream.py" > s.gds
+	timeout 30 gdsub -i s.gds -P 127.0.0.1:7001 --no-gd -0 -f '%s\n%i\t%o' > t.out
+	assert_equal "$(od -An -c t.out | tr -s ' ')" "$(printf 'x\n4\t127.0.0.1:7001\0' | od -An -c | tr -s ' ')"
+	# templates gdack could not read back, or unknown escapes: 64
+	local why="gdack reads the key from the start of each record up to a TAB: start it with %k\\t (or %k alone), or give --no-gd when nothing acknowledges"
+	expect_usage gdsub "invalid template '%s' for --format: $why" -- gdsub -P 127.0.0.1:1 -f '%s'
+	expect_usage gdsub "invalid template '%i\\t%k' for --format: $why" -- gdsub -P 127.0.0.1:1 -f '%i\t%k'
+	expect_usage gdsub "invalid template '%k\\n%s' for --format: it would end the record inside it (records end with a newline), and gdack reads one record per key; use -0, or --no-gd" -- gdsub -P 127.0.0.1:1 -f '%k\n%s'
+	expect_usage gdsub "invalid template '%k%x' for --format: unknown %x (expected %k key, %i ID, %o origin, %s payload, %r resent, %t arrival time or %%)" -- gdsub -P 127.0.0.1:1 -f '%k%x'
+	expect_usage gdsub "invalid template '%k\\q' for --format: unknown \\q (expected \\t, \\n, \\0 or \\\\)" -- gdsub -P 127.0.0.1:1 -f '%k\q'
+	expect_usage gdsub "invalid value 'json' for --format: expected 'line', 'payload', 'frame' or a template with %k, %s ..." -- gdsub -P 127.0.0.1:1 -f json
+}
