@@ -83,7 +83,7 @@ load helpers
 	expect_usage gdsub "invalid value '-2' for --max-retries: expected an integer from -1 to 1073741824" -- gdsub -P 127.0.0.1:1 --max-retries -2
 	expect_usage gdsub "invalid value '0' for --retry-interval: expected seconds from 0.001 to 3.1536e+07" -- gdsub -P 127.0.0.1:1 --retry-interval 0
 	expect_usage gdsub "invalid value 'later' for --linger: expected seconds" -- gdsub -P 127.0.0.1:1 --linger later
-	expect_usage gdsub "invalid value 'xml' for --format: expected 'line', 'payload' or 'frame'" -- gdsub -P 127.0.0.1:1 -f xml
+	expect_usage gdsub "invalid value 'xml' for --format: expected 'line', 'payload', 'frame' or a template with %k, %s ..." -- gdsub -P 127.0.0.1:1 -f xml
 	expect_usage gdsub "invalid value 'bogus=1' for --qos: expected reliability=, retryCount=, connectionCached= or locatorCacheTimeout=" -- gdsub -P 127.0.0.1:1 --qos bogus=1
 }
 
