@@ -330,54 +330,57 @@ pid_in() {
 	pgrep -s "$1" -x "$2"
 }
 
-# Pasted as a user would after a kill: the pipeline line of recipe 3, the
-# first gdpub line with its input at a steady speed, the restart line of
-# gdpub as the page gives it. Each piece is killed with SIGKILL and
+# Pasted as a user would after a kill: the pipeline line of recipe 3,
+# its gdpub line with the input given in three parts (so the run cannot
+# end before each kill, however slow the machine), and the restart lines
+# of gdpub as the page gives them. Each piece is killed with SIGKILL and
 # started again at once, without waiting for anything (before: the new
 # gdsub found the old one still serving the control socket, 10 s after
 # its gdack was killed, and exited 69; and the recipe's gdsub gave up 9 s
 # after its gdpub went down).
 @test "gdkit(7) exactly once: gdack, gdsub and gdpub each killed with SIGKILL and started again at once; each block once in the sink, every block ACKed" {
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
-	local n=3000 sid pid from pipe pub restart
+	local n=3000 sid pubsid pid pipe pub
 	port=$(free_port)
 	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > pub.ini
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.1\n' "$port" > s.ini
 	seq 1 "$n" > input
-	# the input at 1,000 lines a second, so there is a run to kill pieces of
-	printf '%s %s 1000' "$(python -c 'import sys; print(sys.executable)')" "$BATS_TEST_DIRNAME/throttle.py" > throttle
 	recipe 3 > r.sh
 	recipe 4 > restart.sh
 	cat r.sh restart.sh
 	grep -q '^echo GDsub_maxRetries=-1 >> s.ini$' r.sh
 	bash -e <(grep '^echo ' r.sh)
 	pipe=$(grep '^gdsub ' r.sh | sed "s/| work |/| sed -u 's|\$| done|' |/; s/ &\$//")
-	pub=$(grep '^gdpub ' r.sh | sed "s|< input > status.txt\$|< <($(cat throttle) < input) > status.txt|")
+	pub=$(grep '^gdpub ' r.sh | sed 's/< input > status.txt$/< in.fifo > status.txt/')
 	[ "$pipe" != "$(grep '^gdsub ' r.sh)" ] && [ "$pub" != "$(grep '^gdpub ' r.sh)" ]
-	spawn "$pipe 2>> pipe.err"
+	grep -q '^tail -n +\$((n + 1)) input | gdpub -c pub.ini ' restart.sh
+	feed_open in.fifo
+	spawn "$pipe 2>> pipe.err" 7>&-
 	sid=$SPAWNED
-	spawn "$pub 2> pub1.err"
+	spawn "$pub 2> pub1.err" 7>&-
 	pubsid=$SPAWNED
 	# gdack
+	sed -n '1,1000p' input >&7
 	wait_until 60 lines_at_least out.txt 600
 	pid=$(pid_in "$sid" gdack)
 	kill -KILL "$pid"
-	spawn "$pipe 2>> pipe.err"
+	spawn "$pipe 2>> pipe.err" 7>&-
 	sid=$SPAWNED
 	# gdsub
+	sed -n '1001,1600p' input >&7
 	wait_until 60 lines_at_least out.txt 1300
 	pid=$(pid_in "$sid" gdsub)
 	kill -KILL "$pid"
-	spawn "$pipe 2>> pipe.err"
+	spawn "$pipe 2>> pipe.err" 7>&-
 	sid=$SPAWNED
-	# gdpub: fed again from its journal's highest ID plus one, as the page
-	# says, at the same speed
+	# gdpub, fed again from its journal's highest ID plus one as the page
+	# says: the lines it had not read yet come from there
+	sed -n '1601,2300p' input >&7
 	wait_until 60 lines_at_least out.txt 2000
 	pid=$(pid_in "$pubsid" gdpub)
 	kill -KILL "$pid"
-	restart=$(sed "s#^tail -n +\\\$((n + 1)) input |#tail -n +\$((n + 1)) input | $(cat throttle) |#" restart.sh)
-	[ "$restart" != "$(cat restart.sh)" ]
-	spawn "$restart 2> pub2.err; echo \$? > pub2.rc"
+	feed_close
+	spawn "$(cat restart.sh) 2> pub2.err; echo \$? > pub2.rc"
 	wait_until 120 test -s pub2.rc
 	assert_equal "$(cat pub2.rc)" 0
 	# the sink: every line once, as the work stage left it
@@ -388,5 +391,4 @@ pid_in() {
 	run ! grep -q '^NACK' status.txt
 	# the pipelines started cleanly each time: no gdsub refused the socket
 	run ! grep -q 'another program is serving it' pipe.err
-	cat pipe.err
 }
