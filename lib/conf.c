@@ -534,7 +534,7 @@ int gd_conf_check_keys(const struct gd_conf *c, int ids, int out)
 		return conflict(c, role_subs, 0, "GDpub_role=secondary needs "
 		    "GDpub_numSubs of 1 or more: pre-acknowledgements come "
 		    "from GD subscribers, and without them every block would "
-		    "wait out GDpub_tentativePreAckTimeout");
+		    "wait out its GDpub_tentativePreAckTimeout first");
 	/* pub_journal.c says it too, but only once the run has begun */
 	if (c->journal != NULL && c->num_subs == 0)
 		return conflict(c, journal_subs, 0, "GDpub_journal needs "

@@ -1,5 +1,6 @@
 /* Blocking file writes the programs share: write everything, and sync a
- * file's directory so that a create or rename survives a crash. */
+ * file's directory so that a create or rename survives a crash; who holds
+ * the lock on a file. */
 #ifndef GD_FILEIO_H
 #define GD_FILEIO_H
 
@@ -10,5 +11,8 @@ int gd_write_all(int fd, const void *buf, size_t len);
 /* fsync the directory that holds path ("." for a bare name); 0, or -1
  * with errno. */
 int gd_sync_dir(const char *path);
+/* The pid of the process that holds a flock() on the open file fd, from
+ * /proc/locks (Linux); 0 when it cannot be told. */
+long gd_flock_holder(int fd);
 
 #endif

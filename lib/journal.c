@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -232,6 +233,44 @@ static int scan(struct gd_journal *j, const char *path)
 	return rc;
 }
 
+/* The journal has one writer: a second gdpub on it would send the first
+ * one's blocks under its own origin and rewrite the file under it. The
+ * lock is on the file itself, so a rewrite locks the new file before it
+ * takes the name (gd_journal_compact); a lock taken on a file that was
+ * renamed over meanwhile is let go, and the file now at the path locked. */
+static int lock_journal(struct gd_journal *j, const char *path)
+{
+	struct stat a, b;
+	int tries;
+
+	for (tries = 0; tries < 100; tries++) {
+		if ((j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
+			return fail(j, "open");
+		if (flock(j->fd, LOCK_EX | LOCK_NB) != 0) {
+			long pid;
+			if (errno != EWOULDBLOCK)
+				return fail(j, "lock");
+			pid = gd_flock_holder(j->fd);
+			if (pid > 0)
+				snprintf(j->err, sizeof(j->err), "journal '%s' is in "
+				    "use by another gdpub (pid %ld)", path, pid);
+			else
+				snprintf(j->err, sizeof(j->err), "journal '%s' is in "
+				    "use by another gdpub", path);
+			return -1;
+		}
+		if (fstat(j->fd, &a) != 0)
+			return fail(j, "read");
+		if (stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+		    a.st_ino == b.st_ino)
+			return 0;
+		close(j->fd);
+		j->fd = -1;
+	}
+	errno = EAGAIN;
+	return fail(j, "lock");
+}
+
 static int open_journal(struct gd_journal *j, const char *path, int fsync,
     uint64_t epoch)
 {
@@ -240,8 +279,8 @@ static int open_journal(struct gd_journal *j, const char *path, int fsync,
 
 	if (init(j, path, fsync) != 0)
 		return -1;
-	if ((j->fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600)) < 0)
-		return fail(j, "open");
+	if (lock_journal(j, path) != 0)
+		return -1;
 	if (fstat(j->fd, &st) != 0)
 		return fail(j, "read");
 	if (st.st_size == 0) {	/* a new journal */
@@ -253,8 +292,11 @@ static int open_journal(struct gd_journal *j, const char *path, int fsync,
 		j->size = GD_JOURNAL_HDR;
 		return 0;
 	}
-	if (load(j, j->fd) != 0)
-		return -1;
+	return load(j, j->fd);
+}
+
+int gd_journal_begin(struct gd_journal *j)
+{
 	if (j->torn_at && (ftruncate(j->fd, (off_t)j->torn_at) != 0 ||
 	    fdatasync(j->fd) != 0))
 		return fail(j, "truncate");
@@ -279,10 +321,18 @@ int gd_journal_scan(struct gd_journal *j, const char *path)
 	return scan(j, path) != 0 ? undo(j) : 0;
 }
 
-int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
+int gd_journal_lock(struct gd_journal *j, const char *path, int fsync,
     uint64_t epoch)
 {
 	return open_journal(j, path, fsync, epoch) != 0 ? undo(j) : 0;
+}
+
+int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
+    uint64_t epoch)
+{
+	if (gd_journal_lock(j, path, fsync, epoch) != 0)
+		return -1;
+	return gd_journal_begin(j) != 0 ? undo(j) : 0;
 }
 
 /* ---- writing ---- */
@@ -432,6 +482,9 @@ int gd_journal_compact(struct gd_journal *j,
 	free(t.buf);
 	if (rc == 0)
 		rc = fdatasync(fd);
+	/* locked before it has the name: no second gdpub takes it between */
+	if (rc == 0)
+		rc = flock(fd, LOCK_EX | LOCK_NB);
 	if (rc != 0 || rename(tmp, j->path) != 0) {
 		int e = errno;
 		close(fd);

@@ -18,7 +18,8 @@
  * tail (a crash mid-write): it is cut off, and said. Anything bad before
  * the last record is corruption: an error, never skipped. The file is
  * rewritten with only the pending blocks once it is more than twice
- * their size (plus 16 MiB), so it stays proportional to what is pending. */
+ * their size (plus 16 MiB), so it stays proportional to what is pending.
+ * One gdpub at a time: the file is locked (flock) while it is open. */
 #ifndef GD_JOURNAL_H
 #define GD_JOURNAL_H
 
@@ -61,9 +62,16 @@ struct gd_journal {
 	uint64_t torn_bytes;
 };
 
-/* Open (or create, with epoch) the journal at path for writing; a torn
- * tail is cut (torn_at says where). 0, or -1 with err (and nothing left
- * to close). */
+/* Open (or create, with epoch) the journal at path, lock it (flock: one
+ * gdpub per journal; err names the holder's pid when /proc/locks tells)
+ * and read it, changing nothing: a torn tail is found (torn_at says
+ * where), not cut. 0, or -1 with err (and nothing left to close). */
+int gd_journal_lock(struct gd_journal *j, const char *path, int fsync,
+    uint64_t epoch);
+/* The journal locked and read is to be written: the torn tail is cut.
+ * 0, or -1 with err. */
+int gd_journal_begin(struct gd_journal *j);
+/* Both: lock, then begin. */
 int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
     uint64_t epoch);
 /* Read a journal without changing it (gdinspect journal): 0, or -1. */

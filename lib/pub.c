@@ -94,6 +94,10 @@ static void on_prepare(uv_prepare_t *h)
 {
 	struct pub *p = h->data;
 
+	if (p->wound_up) {	/* only the control socket still answers */
+		gd_ctl_flush(&p->ctl);
+		return;
+	}
 	if (pub_journal_commit(p) != 0) {	/* before any block is sent */
 		gd_out_flush(&p->status);
 		gd_ctl_flush(&p->ctl);
@@ -117,23 +121,72 @@ static void on_prepare(uv_prepare_t *h)
 
 /* ---- the end ---- */
 
-/* Close every handle: the run is over (gd_pub_run then says how). */
+/* The status output is closed, every line written (or given up on):
+ * what stayed open for it closes, and the loop ends. */
+static void close_the_rest(struct pub *p)
+{
+	if (p->all_closed)
+		return;
+	p->all_closed = 1;
+	uv_close((uv_handle_t *)&p->prep, NULL);
+	uv_close((uv_handle_t *)&p->sigint, NULL);
+	uv_close((uv_handle_t *)&p->sigterm, NULL);
+	uv_close((uv_handle_t *)&p->status_timer, NULL);
+	gd_ctl_close(&p->ctl);
+}
+
+static void on_status_closed(uv_handle_t *h)
+{
+	if (h != NULL)	/* NULL: a blocking fd, closed within gd_out_close */
+		close_the_rest(((struct gd_out *)h->data)->data);
+}
+
+/* Nobody reads the status lines: gdpub is not stuck without a word. */
+static void on_status_slow(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+	char w[4200], f[4200];
+
+	gd_warn("%s has not taken the last status lines (%zu bytes) for %d "
+	    "s: waiting for its reader; on SIGINT or SIGTERM gdpub stops "
+	    "waiting, and the outcomes not written %s",
+	    pub_status_where(p, w, sizeof(w)), gd_out_backlog(&p->status),
+	    PUB_STATUS_WAIT_MS / 1000, pub_status_fate(p, f, sizeof(f)));
+}
+
+/* A signal while the last status lines wait: give them up. */
+static void status_give_up(struct pub *p, const char *signame)
+{
+	char w[4200], f[4200];
+
+	gd_err("%s: exiting with %zu bytes of status lines not taken by %s; "
+	    "the outcomes not written %s", signame, gd_out_backlog(&p->status),
+	    pub_status_where(p, w, sizeof(w)), pub_status_fate(p, f, sizeof(f)));
+	pub_status_lost(p);
+	gd_out_abort(&p->status, NULL);
+}
+
+/* Close every handle: the run is over (gd_pub_run then says how). The
+ * status output last: until its lines are written, the control socket
+ * answers and a signal can end the wait. */
 void pub_finish(struct pub *p)
 {
 	on_prepare(&p->prep);	/* last status lines and replies */
-	uv_close((uv_handle_t *)&p->prep, NULL);
-	gd_out_close(&p->status, NULL);
+	p->wound_up = 1;
+	gd_out_close(&p->status, on_status_closed);
 	p->sink->close(p);
 	pub_net_close(p);
 	uv_close((uv_handle_t *)&p->timer, NULL);
 	uv_close((uv_handle_t *)&p->ready_timer, NULL);
 	uv_close((uv_handle_t *)&p->end_timer, NULL);
 	uv_close((uv_handle_t *)&p->idle, NULL);
-	uv_close((uv_handle_t *)&p->sigint, NULL);
-	uv_close((uv_handle_t *)&p->sigterm, NULL);
 	pub_cluster_close(p);
-	gd_ctl_close(&p->ctl);
 	gd_input_stop(&p->in);
+	if (p->status.closed)
+		close_the_rest(p);
+	else
+		uv_timer_start(&p->status_timer, on_status_slow,
+		    PUB_STATUS_WAIT_MS, 0);
 }
 
 /* ---- the end of the stream ----
@@ -242,6 +295,11 @@ static void on_force_exit(uv_timer_t *t)
 
 	gd_err("standard output did not take the last status lines within a "
 	    "second; exiting");
+	/* what was not written is not recorded as said; closed here, its
+	 * writes cancelled, rather than by the teardown's walk, which would
+	 * close it a second time from their callbacks (an abort) */
+	p->status_lost = 1;
+	gd_out_abort(&p->status, NULL);
 	uv_stop(&p->loop);	/* gd_pub_run closes what is left */
 }
 
@@ -270,6 +328,10 @@ static void on_signal(uv_signal_t *h, int sig)
 
 	if (p->ending) {	/* the stream has ended: stop waiting */
 		end_done(p);
+		return;
+	}
+	if (p->wound_up) {	/* for the last status lines */
+		status_give_up(p, name);
 		return;
 	}
 	if (++p->sigs >= 2) {
@@ -308,7 +370,7 @@ static int start(struct pub *p)
 	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
-	if ((rc = pub_listen(p)) != 0)
+	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
 		return rc;
 	p->korigin = p->origin;
 	if (p->conf->port == 0)	/* -p 0: say which port */
@@ -334,12 +396,13 @@ static int start(struct pub *p)
 	    uv_timer_init(&p->loop, &p->end_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->force_exit) != 0 ||
 	    uv_timer_init(&p->loop, &p->tick) != 0 ||
+	    uv_timer_init(&p->loop, &p->status_timer) != 0 ||
 	    uv_prepare_init(&p->loop, &p->prep) != 0) {
 		gd_err("cannot set up the event loop");
 		return GD_EX_FAIL;
 	}
 	p->timer.data = p->ready_timer.data = p->force_exit.data = p;
-	p->end_timer.data = p;
+	p->end_timer.data = p->status_timer.data = p;
 	p->tick.data = p->prep.data = p;
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
@@ -465,6 +528,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	}
 	if ((rc = start(p)) == 0) {
 		uv_run(&p->loop, UV_RUN_DEFAULT);
+		gd_ctl_close(&p->ctl);	/* uv_stop: the socket file goes too */
 		pub_journal_end(p);
 		gd_status_clear();
 		rc = outcome(p);

@@ -3,7 +3,9 @@
  * secondary holds each block (lib/cluster.c decides) until the pre-acks
  * of the subscribers that got it from another member drop it, or its
  * tentative timeout passes and it is forwarded; a pre-ack for a block this
- * member sent counts as that subscriber's acknowledgement. Status lines:
+ * member sent counts as that subscriber's acknowledgement. A secondary
+ * forwards only while a GD subscriber is connected whose gdsub has sent
+ * the pre-acks it missed (see synced). Status lines:
  * PREACK ID when a block is dropped on a pre-ack, FORWARD ID when a held
  * block goes out (its ACK or NACK follows). */
 #include "pub_int.h"
@@ -36,6 +38,47 @@ static void forward(struct pub *p, const struct gd_cheld *h)
 	gd_chunk_unref(&p->in, c);	/* the hold's reference */
 }
 
+/* A GD subscriber connected whose gdsub has told this member every
+ * pre-acknowledgement it missed while away (an empty PREACK frame ends
+ * them): forwarding before that would send blocks its pipeline already
+ * acknowledged, and forwarding to nobody only runs down their timeout. */
+static int synced(const struct pub *p)
+{
+	unsigned i;
+
+	for (i = 0; i < GD_MAX_SUBS; i++)
+		if (p->slot_conn[i] != NULL && p->slot_conn[i]->cl_synced)
+			return 1;
+	return 0;
+}
+
+/* No subscriber to forward to: a held block past its tentative timeout
+ * by GDpub_timeout is NACKed, as it would have been had it been forwarded
+ * to nobody (and gdpub can end). */
+static void nack_unserved(struct pub *p)
+{
+	uint64_t limit = (uint64_t)(p->conf->timeout * 1e9), n = 0, first = 0;
+	uint64_t due;
+	struct gd_cheld h;
+
+	while ((due = gd_cluster_next_due(&p->cl)) != 0 &&
+	    due + limit <= p->now && gd_cluster_pop(&p->cl, &h)) {
+		if (n++ == 0)
+			first = h.id;
+		status_word(p, "NACK", h.id);
+		p->dv.n_nack++;
+		pub_release(p, h.owner);
+	}
+	if (n == 0)
+		return;
+	gd_err("NACKing %" PRIu64 " held block%s from %" PRIu64 ": no GD "
+	    "subscriber told this member its pre-acknowledgements within "
+	    "GDpub_timeout (%g s) after GDpub_tentativePreAckTimeout", n,
+	    n == 1 ? "" : "s", first, p->conf->timeout);
+	pub_kick(p);
+	pub_maybe_done(p);
+}
+
 /* Every preAckTimerInterval: forward the held blocks past their
  * tentative timeout, forget the pre-acks past the confirmed one. */
 static void on_cl_timer(uv_timer_t *t)
@@ -45,12 +88,26 @@ static void on_cl_timer(uv_timer_t *t)
 	uint64_t n = 0, first = 0;
 
 	p->now = uv_hrtime();
+	gd_cluster_expire(&p->cl, p->now);
+	if (!synced(p)) {
+		if (gd_cluster_next_due(&p->cl) != 0 &&
+		    gd_cluster_next_due(&p->cl) <= p->now && !p->cl_waiting) {
+			gd_info("holding the blocks past "
+			    "GDpub_tentativePreAckTimeout: no GD subscriber has "
+			    "told this member its pre-acknowledgements yet (NACKed "
+			    "if none has within GDpub_timeout, %g s)",
+			    p->conf->timeout);
+			p->cl_waiting = 1;
+		}
+		nack_unserved(p);
+		return;
+	}
+	p->cl_waiting = 0;
 	while (gd_cluster_due(&p->cl, p->now, &h)) {
 		if (n++ == 0)
 			first = h.id;
 		forward(p, &h);
 	}
-	gd_cluster_expire(&p->cl, p->now);
 	if (n == 0)
 		return;
 	gd_info("forwarding %" PRIu64 " held block%s from %" PRIu64 ": no "
@@ -144,6 +201,13 @@ void pub_cluster_preacks(struct pub *p, struct sconn *c,
 
 	if (c->slot < 0 || !p->cluster)
 		return;		/* not a GD subscriber, or not a member */
+	if (n == 0) {
+		if (!c->cl_synced)
+			gd_trace(1, "subscriber %s: its pre-acknowledgements "
+			    "from before it connected are in", c->addr);
+		c->cl_synced = 1;
+		return;
+	}
 	for (i = 0; i < n; i++) {
 		uint64_t id = gd_get64(f->body + (size_t)GD_PREACK_SIZE * i);
 		uint32_t s = gd_pending_find(&p->dv.pend, id);

@@ -266,7 +266,8 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
 	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
-	    "handshake_timeouts:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
+	    "handshake_timeouts:n\tpassed_over:n\tnack_passed:n\t"
+	    "nack_absent:n\tnack_late:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
 	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
@@ -282,6 +283,9 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "%d\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
 	    p->port, p->nconns, p->n_auth_refused, p->n_conn_refused,
 	    p->n_hs_timeout);
+	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
+	    d->pend.npassed, d->n_nack_passed, d->n_nack_absent,
+	    d->n_nack_slow);
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,

@@ -65,6 +65,8 @@ struct sconn {
 	int end_sent;			/* told the stream ended */
 	int end_late;			/* ... once it connected again after */
 	int bye;			/* it said BYE */
+	int cl_synced;			/* cluster: its gdsub's catch-up
+					 * pre-acks are all in (pub_cluster.c) */
 	int shut_wanted;
 	unsigned nwrites;		/* uv_writes outstanding */
 	struct cseg *qh, *qt;		/* its own queue */
@@ -146,12 +148,20 @@ struct pub {
 
 	/* GDpub_cluster (pub_cluster.c) */
 	int cluster, secondary;
+	int cl_waiting;		/* held blocks due, none synced: said */
 	char cname[80];			/* "@NAME" */
 	struct gd_cluster cl;
 	uv_timer_t cl_timer;
 
 	/* lifecycle */
 	int eof, ready, finished, sigs, stop_code, warned_few;
+	/* the status output broke, or was given up on: the outcomes not
+	 * written stay in the journal, unrecorded (pub_status_lost) */
+	int status_lost;
+	/* the run is over but the status output has not taken its last
+	 * lines: the control socket and the signals stay until it has */
+	int wound_up, all_closed;
+	uv_timer_t status_timer;
 	/* the end told, gdpub waits (at most PUB_END_LINGER_MS) for each
 	 * subscriber's BYE, and for one that lost its connection before it
 	 * had the end to connect again and be told (pub.c) */
@@ -172,6 +182,8 @@ static inline int pub_gd(const struct pub *p) { return p->needed > 0; }
 
 /* pub.c */
 #define PUB_END_LINGER_MS 3000
+/* the run is over and the status lines still wait: said after this */
+#define PUB_STATUS_WAIT_MS 5000
 void pub_maybe_done(struct pub *p);
 /* A connection told the end closed (bye: it said BYE first): once none
  * is left and none lost the end, the run is over. */
@@ -181,9 +193,12 @@ void pub_end_closed(struct pub *p, const struct sconn *c, int bye);
 int pub_journal_commit(struct pub *p);
 /* The journal cannot record: stop (exit 74), sending nothing more. */
 void pub_journal_failed(struct pub *p);
-/* Open GDpub_journal (if set): the run and the ids it continues; 0 or an
- * exit code. */
+/* Open and lock GDpub_journal (if set), changing nothing in it: the run
+ * and the ids it continues; 0 or an exit code. */
 int pub_journal_open(struct pub *p);
+/* Once the port is bound: the torn tail cut, the replay announced; 0 or
+ * an exit code. */
+int pub_journal_begin(struct pub *p);
 /* An ACK or NACK waiting for its status line to be written. */
 struct pub_jres {
 	uint64_t id, seq;
@@ -258,6 +273,18 @@ int pub_stream_open(struct pub *p, int fd);
 
 /* pub_status.c */
 int pub_status_open(struct pub *p, int fd);
+/* Where the status lines go: "standard output", "standard error" or
+ * "the status file 'F'". */
+const char *pub_status_where(const struct pub *p, char *buf, size_t sz);
+/* What becomes of the outcomes whose status lines are not written, for
+ * the end of a message: kept in the journal, or unreported. */
+const char *pub_status_fate(const struct pub *p, char *buf, size_t sz);
+/* The status output cannot take the outcomes (broken, or given up on
+ * after a signal), the caller has said why: no more input, exit non-zero
+ * (74 with a journal, which keeps every outcome not written for the next
+ * start; 1 without); with a journal gdpub stops now, the run goes on
+ * later; without one the pending blocks are seen to the end. */
+void pub_status_lost(struct pub *p);
 void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
 void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The journal: the run it continues, what is pending in it. */
+/* The journal: locked and read, the run it continues; nothing in it
+ * changes before the port is bound (pub_journal_begin). */
 int pub_journal_open(struct pub *p)
 {
 	const struct gd_conf *c = p->conf;
@@ -24,17 +25,31 @@ int pub_journal_open(struct pub *p)
 		return GD_EX_USAGE;
 	}
 	gd_dbuf_init(&p->jres, PUB_JRES_MAX);
-	if (gd_journal_open(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
+	if (gd_journal_lock(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
 		gd_err("%s", p->jn.err);
 		return GD_EX_IOERR;
 	}
 	p->journal = 1;
+	p->epoch = p->jn.epoch;
+	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
+	return 0;
+}
+
+/* The port is bound: the torn tail is cut, what is pending said. */
+int pub_journal_begin(struct pub *p)
+{
+	const struct gd_conf *c = p->conf;
+
+	if (!p->journal)
+		return 0;
+	if (gd_journal_begin(&p->jn) != 0) {
+		gd_err("%s", p->jn.err);
+		return GD_EX_IOERR;
+	}
 	if (p->jn.torn_at)
 		gd_warn("journal '%s': a torn record at byte offset %" PRIu64
 		    " (%" PRIu64 " bytes, a crash mid-write) was cut off",
 		    c->journal, p->jn.torn_at, p->jn.torn_bytes);
-	p->epoch = p->jn.epoch;
-	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
 	if (p->jn.npending > 0)
 		gd_info("journal '%s': %zu blocks pending from before; sending "
 		    "them again first", c->journal, p->jn.npending);
@@ -50,7 +65,8 @@ void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 	struct pub_jres r;
 	int rc;
 
-	if (!p->journal || p->journal_failed)
+	/* with the status output lost, no outcome is said: none recorded */
+	if (!p->journal || p->journal_failed || p->status_lost)
 		return;
 	memset(&r, 0, sizeof(r));
 	r.id = e->id;
@@ -72,7 +88,8 @@ void pub_journal_settle(struct pub *p)
 	const struct pub_jres *r = (const struct pub_jres *)p->jres.buf;
 	size_t i, n = p->jres.len / sizeof(*r);
 
-	if (n == 0 || p->journal_failed || gd_out_backlog(&p->status) > 0)
+	if (n == 0 || p->journal_failed || p->status_lost ||
+	    gd_out_backlog(&p->status) > 0)
 		return;
 	for (i = 0; i < n; i++)
 		if (gd_journal_resolved(&p->jn, r[i].id, r[i].seq, r[i].len,
@@ -146,8 +163,9 @@ void pub_journal_compact(struct pub *p)
 	struct walk w = { p, p->dv.pend.head, p->replay.next };
 
 	/* the rewrite keeps only what is pending: it would record the
-	 * waiting resolutions before their status lines are out */
-	if (p->jres.len > 0)
+	 * waiting resolutions before their status lines are out, or those
+	 * that will never be out */
+	if (p->jres.len > 0 || p->status_lost)
 		return;
 	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
 		gd_warn("%s; the journal keeps growing", p->jn.err);

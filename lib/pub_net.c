@@ -53,8 +53,12 @@ void pub_conn_close(struct sconn *c, const char *why)
 		gd_deliver_slot_down(&p->dv, (unsigned)c->slot);
 		pub_kick(p);
 	}
-	/* a GD subscriber leaving mid-stream is why blocks will be NACKed */
-	if (why && c->slot >= 0 && !p->finished)
+	/* a GD subscriber leaving mid-stream is why blocks will be NACKed;
+	 * not when nothing is pending and no input is left (its last acks
+	 * and its goodbye may come in one read, before gdpub has seen that
+	 * it is done) */
+	if (why && c->slot >= 0 && !p->finished && (p->dv.pend.count > 0 ||
+	    !p->eof || pub_input_left(p)))
 		gd_warn("GD subscriber %s (%s) disconnected: %s; %u of %u "
 		    "connected, %u blocks pending", c->name, c->addr, why,
 		    p->ngd, p->needed, p->dv.pend.count);

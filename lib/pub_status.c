@@ -14,18 +14,65 @@
 #include <string.h>
 #include <unistd.h>
 
+const char *pub_status_where(const struct pub *p, char *buf, size_t sz)
+{
+	if (p->status.fd == 2)
+		return "standard error";
+	if (p->status.fd == 1)
+		return "standard output";
+	snprintf(buf, sz, "the status file '%s'", p->opt.status);
+	return buf;
+}
+
+const char *pub_status_fate(const struct pub *p, char *buf, size_t sz)
+{
+	if (p->journal && !p->journal_failed)
+		snprintf(buf, sz, "stay in journal '%s' and are said when gdpub "
+		    "starts again with it", p->conf->journal);
+	else
+		snprintf(buf, sz, "go unreported");
+	return buf;
+}
+
+/* Like a broken -o: an outcome that cannot be said must not be recorded
+ * as said, nor more blocks published whose outcomes nobody will hear. */
 static void on_status_error(struct gd_out *o, int err)
 {
-	(void)o;
-	gd_err("cannot write status lines on standard output: %s; "
-	    "publishing goes on, outcomes are no longer reported",
-	    uv_strerror(err));
+	struct pub *p = o->data;
+	char w[4200], f[4200];
+
+	gd_err("cannot write status lines on %s: %s; no more input is read, "
+	    "and the outcomes not written %s", pub_status_where(p, w, sizeof(w)),
+	    uv_strerror(err), pub_status_fate(p, f, sizeof(f)));
+	pub_status_lost(p);
+}
+
+void pub_status_lost(struct pub *p)
+{
+	if (p->status_lost)
+		return;
+	p->status_lost = 1;
+	/* a signal's or bad input's own code stays */
+	if (p->stop_code == 0 || p->stop_code == GD_EX_FAIL)
+		p->stop_code = p->journal && !p->journal_failed ? GD_EX_IOERR :
+		    GD_EX_FAIL;
+	pub_drop_input(p);
+	if (p->finished)
+		return;
+	if (p->journal && !p->journal_failed) {
+		p->finished = 1;	/* no end of stream: the run goes on later */
+		pub_finish(p);
+	} else {
+		pub_arm_timer(p);
+		pub_maybe_done(p);
+	}
 }
 
 int pub_status_open(struct pub *p, int fd)
 {
 	int rc = gd_out_open(&p->status, &p->loop, fd);
 
+	p->status.data = p;
 	p->status.on_error = on_status_error;
 	return rc;
 }

@@ -17,6 +17,7 @@ int gd_recv_init(struct gd_recv *r, int dedup)
 	r->last = 0;
 	r->st = NULL;
 	r->run = NULL;
+	r->mem = NULL;
 	gd_order_init(&r->ord);
 	return gd_dedup_init(&r->dd);
 }
@@ -25,6 +26,8 @@ void gd_recv_free(struct gd_recv *r)
 {
 	gd_dedup_free(&r->dd);
 	gd_order_free(&r->ord);
+	gd_srun_free(r->mem);
+	r->mem = NULL;
 }
 
 void gd_recv_attach(struct gd_recv *r, struct gd_state *st,
@@ -36,12 +39,34 @@ void gd_recv_attach(struct gd_recv *r, struct gd_state *st,
 		gd_order_start(&r->ord, gd_state_resume(run));
 }
 
+/* The indexes this subscriber acknowledged in the publisher's run: the
+ * state file's, else those kept in memory; NULL when none. */
+static const struct gd_srun *acked_run(const struct gd_recv *r)
+{
+	return r->run != NULL ? r->run : r->mem;
+}
+
+/* A copy of a block the dedup set no longer tells about (the floor passed
+ * it, or its id was published again): acknowledged again if this
+ * subscriber acknowledged it, else a duplicate. */
+static int resolved_copy(struct gd_recv *r, uint64_t id, uint64_t seq,
+    int how)
+{
+	const struct gd_srun *run = acked_run(r);
+
+	r->n_dup++;
+	if ((how & GD_RB_GD) && run != NULL && gd_state_has(run, seq, id) > 0)
+		return GD_RV_REACK;
+	return GD_RV_DUP;
+}
+
 /* Not a copy of a block in the set: was it acknowledged before a restart
  * (the state file), is it a late one (--dedup index), does it wait behind
  * a gap (--consecutive)? 0 to go on as a new block, else a verdict. */
 static int new_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 {
-	int had = r->run ? gd_state_has(r->run, seq, id) : 0;
+	const struct gd_srun *run = acked_run(r);
+	int had = run ? gd_state_has(run, seq, id) : 0;
 
 	if (had > 0) {
 		r->n_dup++;
@@ -103,21 +128,17 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 
 	if (!(how & GD_RB_RELEASED))	/* counted when it arrived */
 		r->n_recv++;
-	if (seq < r->floor && !(how & GD_RB_RELEASED)) {
-		/* resolved at the publisher: a late copy */
-		r->n_dup++;
-		return GD_RV_DUP;
-	}
+	if (seq < r->floor && !(how & GD_RB_RELEASED))
+		return resolved_copy(r, id, seq, how);	/* resolved at the
+							 * publisher */
 	slot = gd_dedup_find(&r->dd, id);
 	if (slot != GD_NONE) {
 		e = gd_dedup_at(&r->dd, slot);
 		if (seq == e->seq)
 			return same_block(r, e, how);
-		if (seq < e->seq) {	/* an earlier block with this id, resolved
+		if (seq < e->seq)	/* an earlier block with this id, resolved
 					 * before this one was published */
-			r->n_dup++;
-			return GD_RV_DUP;
-		}
+			return resolved_copy(r, id, seq, how);
 	}
 	if ((rv = new_block(r, id, seq, how)) != 0)
 		return rv;
@@ -197,8 +218,14 @@ int gd_recv_ack(struct gd_recv *r, uint64_t id, int how, uint64_t *seq)
 		rc = GD_RA_OK;	/* acknowledged before; nothing left to send */
 	else
 		r->n_acked++;
-	if (r->run && gd_state_ack(r->st, r->run, e->seq, id) != 0)
-		r->state_nomem = 1;	/* the engine's commit reports it */
+	if (r->run) {
+		if (gd_state_ack(r->st, r->run, e->seq, id) != 0)
+			r->state_nomem = 1;	/* the engine's commit says it */
+	} else if (r->mem != NULL || (r->mem = gd_srun_new()) != NULL) {
+		/* out of memory is as past the bound: a resend of it below
+		 * the floor is dropped, then NACKed by its publisher */
+		(void)gd_srun_ack(r->mem, e->seq, id);
+	}
 	*seq = e->seq;
 	gd_dedup_settled(&r->dd, slot);
 	return rc;
@@ -268,6 +295,8 @@ int64_t gd_recv_reset(struct gd_recv *r)
 	r->floor = 0;
 	r->last = 0;
 	r->run = NULL;		/* the new run is attached at its first block */
+	gd_srun_free(r->mem);	/* the new run's indexes start over */
+	r->mem = NULL;
 	(void)gd_order_reset(&r->ord);
 	if (gd_dedup_init(&r->dd) != 0)
 		return -1;

@@ -11,7 +11,17 @@
  * acknowledgement that reaches the publisher names the sequence index of
  * the copy it completes, and the publisher counts it for that block only.
  * A payload is never acknowledged unless gdack acknowledged that copy, or
- * a later one of the same key. */
+ * a later one of the same key.
+ *
+ * Below the publisher's floor a block is resolved, and a copy is dropped,
+ * except one this subscriber acknowledged: it is acknowledged again. A
+ * gdpub restarted from its journal keeps its run and sends again every
+ * block whose outcome it had not recorded, including blocks its floor
+ * had passed; dropped, they were sent until --resend ran out and NACKed
+ * (issue 21). What was acknowledged is known from the state file, or
+ * without one from the ranges kept in memory (gd_srun_new: the same
+ * bound, GD_STATE_RANGES per run), past the floor that frees the dedup
+ * set's entries. */
 #ifndef GD_RECEIVE_H
 #define GD_RECEIVE_H
 
@@ -73,6 +83,8 @@ struct gd_recv {
 	struct gd_state *st;	/* GDsub_state, or NULL */
 	struct gd_srun *run;	/* the publisher run in st, NULL before its
 				 * first block (gd_recv_attach) */
+	struct gd_srun *mem;	/* without st: the indexes acknowledged, in
+				 * memory (NULL before the first) */
 	uint64_t floor;		/* every sequence index below it is resolved */
 	uint64_t unacked;	/* copies written and not yet acknowledged */
 	uint64_t seq_base;	/* blocks of the publisher's earlier runs */

@@ -123,6 +123,14 @@ uint64_t gd_state_next_acked(const struct gd_srun *run, uint64_t seq);
  * commit. 0, or -1 when out of memory. */
 int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
     uint64_t id);
+/* A run in memory only, for a gdsub without a state file: the same
+ * ranges and bounds, nothing written. NULL when out of memory; freed by
+ * gd_srun_free. */
+struct gd_srun *gd_srun_new(void);
+void gd_srun_free(struct gd_srun *run);
+/* Block (seq, id) was acknowledged, in a run of gd_srun_new. 0, or -1
+ * when out of memory. */
+int gd_srun_ack(struct gd_srun *run, uint64_t seq, uint64_t id);
 /* The publisher's floor, recorded when it moves. */
 void gd_state_floor(struct gd_srun *run, uint64_t floor);
 /* The lowest index at or above the run's floor that is not acknowledged:

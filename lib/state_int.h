@@ -7,6 +7,5 @@
 /* Merge [in->lo, in->hi) into run's ranges; past the bound of ranges
  * per run the oldest is forgotten. -1 when out of memory. */
 int gd_srun_add_range(struct gd_srun *run, const struct gd_srange *in);
-void gd_srun_free(struct gd_srun *run);
 
 #endif

@@ -14,10 +14,18 @@ static uint64_t offset_of(const struct gd_srange *r)
 	return r->id_lo - r->lo;	/* wraps: only compared for equality */
 }
 
+/* The live ranges. A run that never had one has no array: NULL + 0 is
+ * undefined in C, so no arithmetic on it (UBSan under clang; this came
+ * back once already when the code moved, tests/fuzz/regress/state). */
+static struct gd_srange *ranges(const struct gd_srun *run)
+{
+	return run->r != NULL ? run->r + run->off : NULL;
+}
+
 /* The index of the first range whose hi is at or above seq (n if none). */
 static uint32_t lower(const struct gd_srun *run, uint64_t seq)
 {
-	const struct gd_srange *r = run->r + run->off;
+	const struct gd_srange *r = ranges(run);
 	uint32_t a = 0, b = run->n;
 
 	while (a < b) {
@@ -56,7 +64,7 @@ static int room_for_one(struct gd_srun *run)
 /* Add [lo, hi) to the run, merging with the ranges it touches. */
 int gd_srun_add_range(struct gd_srun *run, const struct gd_srange *in)
 {
-	struct gd_srange *r = run->r + run->off, m = *in;
+	struct gd_srange *r = ranges(run), m = *in;
 	uint32_t i, j;
 
 	if (m.lo >= m.hi)
@@ -88,7 +96,7 @@ int gd_srun_add_range(struct gd_srun *run, const struct gd_srange *in)
 	}
 	if (room_for_one(run) != 0)
 		return -1;
-	r = run->r + run->off;
+	r = ranges(run);
 	memmove(&r[i + 1], &r[i], (run->n - i) * sizeof(*r));
 	r[i] = m;
 	run->n++;
@@ -174,8 +182,22 @@ static void run_clear(struct gd_srun *run)
 	run->n_forgotten = 0;
 }
 
+struct gd_srun *gd_srun_new(void)
+{
+	return calloc(1, sizeof(struct gd_srun));
+}
+
+int gd_srun_ack(struct gd_srun *run, uint64_t seq, uint64_t id)
+{
+	struct gd_srange m = { seq, seq + 1, id, 1 };
+
+	return seq == UINT64_MAX ? 0 : gd_srun_add_range(run, &m);
+}
+
 void gd_srun_free(struct gd_srun *run)
 {
+	if (run == NULL)
+		return;
 	free(run->r);
 	free(run->pend);
 	free(run);

@@ -57,7 +57,7 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 {
 	struct sub_pub *pc;
 	size_t olen;
-	uint64_t id, seq;
+	uint64_t id, seq = 0;	/* 0: no copy of the current block */
 	int flags;
 
 	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
@@ -72,11 +72,11 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 		if (sub_ack_queue(pc, id, seq) != 0)
 			return "out of memory; the publisher will resend the block";
 		if (pc->cl >= 0)	/* and to the other members */
-			sub_cluster_acked(s, pc, id);
+			sub_cluster_acked(s, pc, id, seq);
 		return NULL;
 	case GD_RA_OK:
 		if (pc->cl >= 0)
-			sub_cluster_acked(s, pc, id);
+			sub_cluster_acked(s, pc, id, seq);
 		return NULL;
 	case GD_RA_UNKNOWN:
 		return "unknown key: no such block is waiting for acknowledgement";

@@ -49,6 +49,9 @@ struct sub_pub {
 	size_t nqueued, capqueued;
 	uint64_t n_snap;
 	int cl;			/* its cluster in s->cls, or -1 */
+	uint64_t cbit;		/* its bit among the cluster's members */
+	int cl_warned;		/* unreachable, another member serves */
+	int pq_sync;		/* send the end of the catch-up pre-acks */
 	uint64_t *pq;		/* pre-acks to send (sub_cluster.c) */
 	size_t npq, cappq;
 	/* reliability=ordered: the last block received, to confirm once
@@ -166,8 +169,12 @@ int sub_cluster_block(struct sub *s, struct sub_pub *pc,
     const struct gd_block *b);
 struct sub_pub *sub_cluster_find(struct sub *s, const char *origin,
     size_t len, uint64_t id);
-void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id);
+void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id,
+    uint64_t seq);
 void sub_cluster_flush(struct sub *s);
+/* Does another member serve pc's cluster? */
+enum { SUB_CL_NONE, SUB_CL_SERVED, SUB_CL_ENDED };
+int sub_cluster_cover(const struct sub *s, const struct sub_pub *pc);
 void sub_cluster_free(struct sub *s);
 
 /* sub_state.c: the state file */

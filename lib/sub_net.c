@@ -29,6 +29,38 @@ static void schedule_retry(struct sub_pub *pc)
 	    (uint64_t)(pc->s->conf->retry_int * 1000), 0);
 }
 
+/* A cluster member unreachable past maxRetries: while another member of
+ * its cluster serves it, gdsub keeps trying it (quietly) instead of
+ * exiting; once every other member has ended its stream, so has the
+ * cluster, and this one counts as ended. 1 when it now counts as ended. */
+static int cluster_gone(struct sub_pub *pc)
+{
+	struct sub *s = pc->s;
+
+	switch (sub_cluster_cover(s, pc)) {
+	case SUB_CL_SERVED:
+		if (!pc->cl_warned)
+			gd_warn("publisher %s is unreachable; another member of "
+			    "cluster %s serves it: trying it again every %g s",
+			    pc->addr, pc->origin + 1, s->conf->retry_int);
+		pc->cl_warned = 1;
+		return 0;
+	case SUB_CL_ENDED:
+		gd_warn("giving up on publisher %s after %d attempts: the other "
+		    "members of cluster %s have ended their streams", pc->addr,
+		    pc->attempts, pc->origin + 1);
+		pc->cl_warned = 0;
+		pc->state = SUB_PS_ENDED;
+		s->nended++;
+		if (s->nended == s->npc && !s->stream_in)
+			sub_begin_close(s, NULL);
+		sub_in_kick(s);
+		return 1;
+	}
+	pc->cl_warned = 0;
+	return 0;
+}
+
 static void attempt_failed(struct sub_pub *pc, const char *why)
 {
 	struct sub *s = pc->s;
@@ -51,9 +83,12 @@ static void attempt_failed(struct sub_pub *pc, const char *why)
 	} else {
 		if (max == 0)
 			max = 1;
-		gd_err("cannot connect to %s: %s (attempt %d of %" PRId64 ")",
-		    pc->addr, why, pc->attempts, max);
-		if (pc->attempts >= max) {
+		if (pc->attempts <= max || !pc->cl_warned)
+			gd_err("cannot connect to %s: %s (attempt %d of %" PRId64
+			    ")", pc->addr, why, pc->attempts, max);
+		if (pc->attempts >= max && cluster_gone(pc))
+			return;
+		if (pc->attempts >= max && !pc->cl_warned) {
 			gd_err("giving up on publisher %s after %d attempt%s",
 			    pc->addr, pc->attempts, gd_plural(pc->attempts));
 			sub_finish(s, GD_EX_UNAVAILABLE);
@@ -196,6 +231,7 @@ static void on_welcome(struct sub *s, struct sub_pub *pc,
 	pc->ack_status = (int)w->ack_status;
 	pc->state = SUB_PS_ACTIVE;
 	pc->attempts = 0;
+	pc->cl_warned = 0;
 	if (gd_recv_refused(pc->ack_status) && s->conf->gd)
 		gd_err("publisher %s refused the acknowledgement connection: %s",
 		    pc->addr, gd_ack_status_str(pc->ack_status) + 9);

@@ -4,10 +4,13 @@
 # older than a day); otherwise print the exact command and fail.
 #   deps.sh build   packages needed to compile
 #   deps.sh check   packages needed to run the tests
+#   deps.sh clang   clang and its sanitizer and libFuzzer runtimes (make
+#                   fuzz; make SANITIZE=1 unless CC is named)
 set -u
 case "${1:-build}" in
 build) pkgs="gcc make pkg-config libuv1-dev libinih-dev libssl-dev" ;;
 check) pkgs="bats bats-support bats-assert mandoc python3 socat mosquitto mosquitto-clients" ;;
+clang) pkgs="clang libclang-rt-dev" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 64 ;;
 esac
 

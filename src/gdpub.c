@@ -98,8 +98,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
-/* A cluster member's blocks are the producer's: every member must give a
- * block the same ID, so gdpub may not number them itself. */
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;

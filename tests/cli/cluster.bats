@@ -132,7 +132,7 @@ words() {
 @test "a cluster needs the producer's IDs: without -I or -f frame gdpub refuses to start; a line without an ID is REJECTed" {
 	expect_usage gdpub "GDpub_cluster needs the block IDs from the input (-I/--ids or -f frame): every member of cluster c1 must give a block the same ID, and gdpub would number them itself" -- gdpub -p 1 --cluster c1
 	expect_usage gdpub "GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?" -- gdpub -p 1 --role secondary
-	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out GDpub_tentativePreAckTimeout" -- gdpub -p 1 -I --cluster c1 --role secondary
+	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out its GDpub_tentativePreAckTimeout first" -- gdpub -p 1 -I --cluster c1 --role secondary
 	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -p 1 -I --cluster c1 -o -
 	expect_usage gdpub "invalid value 'a/b' for --cluster: expected a cluster name of 1 to 64 letters, digits, '.', '_' or '-'" -- gdpub -p 1 -I --cluster a/b
 	port=$(free_port)
@@ -141,4 +141,190 @@ words() {
 	assert_output 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)'
 	assert_equal "$(stderr_before_summary)" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"
 	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 2 blocks in "[0-9.]+" s: 1 published (GD off), 1 REJECT (each REJECT line says why)"$ ]]
+}
+
+# A re-published ID is a new block in a cluster too (issue 21 item 2):
+# before, @CLUSTER/ID dedup knew the ID only, so the second block under an
+# ID was dropped as a copy of the first and ACKed unwritten.
+
+@test "re-published ID, primary alone: the second block under each ID is written and ACKed once it is, not dropped as a copy of the first" {
+	p1=$(free_port)
+	feed_open a.fifo
+	member a "$p1" primary 20 a.fifo 7>&-
+	subscriber s.ini "$p1"
+	wait_until 20 listening "$p1"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
+	printf '%s\tfirst-%s\n' 1 1 2 2 3 3 >&7
+	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 3 ]'
+	printf '%s\tsecond-%s\n' 1 1 2 2 3 3 >&7
+	feed_close
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 first-2 first-3 second-1 second-2 second-3)"
+	assert_equal "$(cut -f1 out.txt | sort | uniq -c | awk '{ print $1 }' | sort -u)" 2
+	assert_equal "$(words a.st ACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(cat sub.err ack.err a.err)" ""
+}
+
+@test "re-published ID, primary and secondary: both blocks under each ID written once; the secondary drops both copies on their own pre-acks" {
+	p1=$(free_port); p2=$(free_port)
+	feed_open a.fifo
+	mkfifo b.fifo
+	exec 8<>b.fifo
+	member a "$p1" primary 20 a.fifo 7>&- 8>&-
+	member b "$p2" secondary 20 b.fifo 7>&- 8>&-
+	subscriber s.ini "$p1" "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
+	wait_until 20 has_line b.st '^READY$'
+	printf '%s\tfirst-%s\n' 1 1 2 2 3 3 | tee /dev/fd/8 >&7
+	wait_until 20 bash -c '[ "$(grep -c "^PREACK " b.st)" -eq 3 ]'
+	printf '%s\tsecond-%s\n' 1 1 2 2 3 3 | tee /dev/fd/8 >&7
+	feed_close
+	exec 8>&-
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is b.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 first-2 first-3 second-1 second-2 second-3)"
+	assert_equal "$(words a.st ACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(words b.st PREACK)" "$(printf '%s\n' 1 1 2 2 3 3)"
+	assert_equal "$(words b.st FORWARD)" ""
+}
+
+@test "re-published ID through another member: a secondary that was pre-acked for the first block forwards the second, which is written, not taken for a copy of the first" {
+	p1=$(free_port); p2=$(free_port)
+	feed_open a.fifo
+	mkfifo b.fifo
+	exec 8<>b.fifo
+	member a "$p1" primary 20 a.fifo 7>&- 8>&-
+	member b "$p2" secondary 0.5 b.fifo 7>&- 8>&-
+	subscriber s.ini "$p1" "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
+	wait_until 20 has_line b.st '^READY$'
+	printf '1\tfirst-1\n' | tee /dev/fd/8 >&7
+	wait_until 20 has_line b.st '^PREACK 1$'
+	# the primary never gets the second block (it is gone for it)
+	printf '1\tsecond-1\n' >&8
+	exec 8>&-
+	wait_until 20 file_is b.rc 0
+	feed_close
+	wait_until 20 file_is a.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(cut -f2 out.txt)" "$(printf '%s\n' first-1 second-1)"
+	assert_equal "$(cat a.st)" "$(printf '%s\n' READY 'ACK 1')"
+	assert_equal "$(cat b.st)" "$(printf '%s\n' READY 'PREACK 1' 'FORWARD 1' 'ACK 1')"
+}
+
+# Failover as gdkit(7) gives it (issue 21 item 4): before, a plain tee died
+# of SIGPIPE with the primary and the lines after reached no member; with
+# tee -p, gdsub gave up on the dead primary after GDsub_maxRetries (69) and
+# the secondaries forwarded to nobody and NACKed.
+
+@test "gdsub does not give up on an unreachable member while another member of its cluster serves it, and counts it ended once that one ended its stream" {
+	seq 1 200 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	head -n 100 in.txt > first.txt
+	p1=$(free_port); p2=$(free_port)
+	member a "$p1" primary 20 '<(cat first.txt; sleep 120)'
+	pa=$SPAWNED
+	member b "$p2" secondary 3 in.txt
+	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
+	    'GDsub_retryInt=0.05' 'GDsub_maxRetries=3'
+	wait_until 20 listening "$p1"
+	wait_until 20 listening "$p2"
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 100 ]'
+	kill -KILL -- "-$pa"
+	wait_until 40 file_is s.rc '0 0'
+	wait_until 20 file_is b.rc 0
+	assert_equal "$(cut -f1 out.txt | sort -t/ -k2n)" "$(seq 1 200 | sed 's|^|@c1/|')"
+	assert_equal "$(sort -n <(words b.st ACK) <(words b.st PREACK))" "$(seq 1 200)"
+	assert_equal "$(words b.st NACK)" ""
+	grep -q "^gdsub: warning: publisher 127.0.0.1:$p1 is unreachable; another member of cluster c1 serves it: trying it again every 0.05 s$" sub.err
+	grep -q "^gdsub: warning: giving up on publisher 127.0.0.1:$p1 after [0-9]* attempts: the other members of cluster c1 have ended their streams$" sub.err
+	# quiet after the warning: only the three attempts are reported
+	[ "$(grep -c "^gdsub: cannot connect to 127.0.0.1:$p1: " sub.err)" -eq 3 ]
+	run ! grep -q 'giving up on publisher .* after [0-9]* attempts\?$' sub.err
+}
+
+@test "a secondary that connects after the cluster acknowledged its blocks gets their pre-acks first and drops them all, forwarding none" {
+	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p1=$(free_port); p2=$(free_port)
+	# gdsub tries the secondary every 3 s: it connects well after the
+	# secondary's tentative timeout has passed
+	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
+	    'GDsub_retryInt=3' 'GDsub_maxRetries=-1'
+	member a "$p1" primary 20 in.txt
+	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 30 file_is a.rc 0
+	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
+	    'GDpub_cluster=c1' 'GDpub_role=secondary' 'GDpub_preAckTimerInterval=0.1' \
+	    'GDpub_tentativePreAckTimeout=0.3'
+	spawn "gdpub -c b.ini -I < in.txt > b.st 2> b.err; echo \$? > b.rc"
+	wait_until 30 file_is b.rc 0
+	wait_until 20 file_is s.rc '0 0'
+	assert_equal "$(words b.st PREACK)" "$(seq 1 20)"
+	assert_equal "$(words b.st FORWARD)" ""
+	assert_equal "$(words b.st ACK)" ""
+	[ "$(wc -l < out.txt)" -eq 20 ]
+}
+
+@test "gdkit(7) multisend recipe as pasted, the primary killed mid-stream: every block ACKed at some member, written once (R = UR = 1), gdsub exits 0" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	p1=$(free_port); p2=$(free_port); p3=$(free_port)
+	# the display's commands, the prompt removed; its own ports replaced,
+	# the producer's two lines by 100 lines, a pause until the primary is
+	# killed, and 200 more; the primary started through a shell that
+	# tells its pid; the reading commands at its end dropped
+	mandoc -Tascii "$BATS_TEST_DIRNAME/../../man/gdkit.7" | col -bx |
+	    awk '/A multisend cluster: a producer/ { on = 1 } /Should the primary fail/ { on = 0 } on && /^ +\$ / { sub(/^ +\$ /, ""); print }' > display.sh
+	grep -q "| tee -p to2 to3 | gdpub -c primary.ini -p 20001 " display.sh
+	{
+		echo 'producer() {'
+		echo '	seq 1 100 | awk '\''{ print $1 "\tbuy " $1 }'\'''
+		echo '	for _ in $(seq 1200); do [ -e go ] && break; sleep 0.05; done'
+		echo '	seq 101 300 | awk '\''{ print $1 "\tsell " $1 }'\'''
+		echo '}'
+		sed -e "s/20001/$p1/g; s/20002/$p2/g; s/20003/$p3/g" \
+		    -e "s/^printf '101\\\\tbuy\\\\n102\\\\tsell\\\\n' |/producer |/" \
+		    -e "s/| gdpub -c primary.ini/| sh -c 'echo \$\$ > primary.pid; exec \"\$@\"' sh gdpub -c primary.ini/" \
+		    -e '/^cat /d; /^cut /d' display.sh
+		echo wait
+	} > recipe.sh
+	cat recipe.sh
+	grep -q '^producer | tee -p to2 to3 | sh -c' recipe.sh
+	spawn "timeout 120 bash recipe.sh > recipe.out 2> recipe.err; echo \$? > recipe.rc"
+	wait_until 30 bash -c '[ "$(grep -c "^ACK " recipe.out)" -eq 100 ]'
+	kill -KILL "$(cat primary.pid)"
+	touch go
+	# the second member forwards 101-300 ten seconds after reading them
+	wait_until 90 file_is recipe.rc 0
+	# written once each
+	cut -f1 orders.txt > seen.txt
+	seq 1 300 | sed 's|^|@orders/|' > sent.txt
+	run gdinspect measure sent.txt seen.txt
+	assert_success
+	assert_line --index 1 --regexp '^300 +300 +300 +0 +0 +0 +1\.0000 +1\.0000 +exactly-once$'
+	echo "# recipe failover: $(sed -n 2p <<<"$output")" >&3
+	# every block ACKed at some member (PREACK: acknowledged through
+	# another member's copy), none NACKed
+	assert_equal "$(words recipe.out ACK)" "$(seq 1 100)"
+	assert_equal "$(sort -n <(words recipe.out ACK) <(words second.txt ACK) <(words second.txt PREACK) | uniq)" "$(seq 1 300)"
+	assert_equal "$(words second.txt FORWARD)" "$(words second.txt ACK)"
+	assert_equal "$(words third.txt PREACK)" "$(seq 1 300)"
+	assert_equal "$(cat recipe.out second.txt third.txt | grep -c '^NACK ')" 0
+	# gdsub waited for the gone primary while the others served, then ended
+	grep -q "^gdsub: warning: giving up on publisher 127.0.0.1:$p1 after [0-9]* attempts: the other members of cluster orders have ended their streams$" recipe.err
+	run ! grep -q 'giving up on publisher .* after [0-9]* attempts\?$' recipe.err
+}
+
+@test "a secondary with no subscriber holds its blocks past the tentative timeout instead of forwarding them to nobody, and NACKs them GDpub_timeout later" {
+	seq 1 5 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	p2=$(free_port)
+	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=1' \
+	    'GDpub_cluster=c1' 'GDpub_role=secondary' 'GDpub_preAckTimerInterval=0.1' \
+	    'GDpub_tentativePreAckTimeout=0.3'
+	run --separate-stderr timeout 30 gdpub -c b.ini -I < in.txt
+	assert_failure 1
+	assert_equal "$output" "$(statuses NACK 1 2 3 4 5)"
+	grep -q '^gdpub: holding the blocks past GDpub_tentativePreAckTimeout: no GD subscriber has told this member its pre-acknowledgements yet (NACKed if none has within GDpub_timeout, 1 s)$' <<<"$stderr"
+	grep -q '^gdpub: NACKing 5 held blocks from 1: no GD subscriber told this member its pre-acknowledgements within GDpub_timeout (1 s) after GDpub_tentativePreAckTimeout$' <<<"$stderr"
 }

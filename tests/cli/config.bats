@@ -130,7 +130,7 @@ conf_err() {
 	conf_err gdpub "bad.ini:2: GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?"
 	expect_usage gdpub "GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?" -- gdpub -p 1 --role secondary
 	cfg bad.ini GDpub_port=1 GDpub_cluster=c1 'GDpub_role = secondary' GDpub_numSubs=0
-	expect_fail 78 "gdpub: bad.ini:3: GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out GDpub_tentativePreAckTimeout (GDpub_numSubs on line 4)" -- gdpub -c bad.ini -I
+	expect_fail 78 "gdpub: bad.ini:3: GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out its GDpub_tentativePreAckTimeout first (GDpub_numSubs on line 4)" -- gdpub -c bad.ini -I
 	cfg bad.ini GDpub_port=1 GDpub_cluster=c1
 	conf_err gdpub "bad.ini:2: GDpub_cluster needs the block IDs from the input (-I/--ids or -f frame): every member of cluster c1 must give a block the same ID, and gdpub would number them itself"
 	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -c bad.ini -I -o -

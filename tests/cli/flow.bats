@@ -7,11 +7,16 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
+# staged NAME PORT STAGE: spawn gdsub | STAGE | gdack
+staged() {
+	spawn "gdsub -P 127.0.0.1:$2 --name $1 --retry-interval 0.05 --max-retries 200 2> $1.sub.err |
+		$3 |
+		gdack -P 127.0.0.1:$2 --name $1 > /dev/null 2> $1.ack.err; echo \${PIPESTATUS[*]} > $1.rc"
+}
+
 # throttled NAME PORT RATE: spawn gdsub | throttle.py RATE | gdack
 throttled() {
-	spawn "gdsub -P 127.0.0.1:$2 --name $1 --retry-interval 0.05 --max-retries 200 2> $1.sub.err |
-		python $BATS_TEST_DIRNAME/throttle.py $3 |
-		gdack -P 127.0.0.1:$2 --name $1 > /dev/null 2> $1.ack.err; echo \${PIPESTATUS[*]} > $1.rc"
+	staged "$1" "$2" "python $BATS_TEST_DIRNAME/throttle.py $3"
 }
 
 @test "defaults: 20,000 blocks through a pipeline throttled to 2,000 blocks/s are all ACKed" {
@@ -83,9 +88,7 @@ throttled() {
 @test "a stage that filters lines: every block resolved in about one timeout, the NACKs explained on stderr" {
 	port=$(free_port)
 	awk 'BEGIN { for (i = 1; i <= 2000; i++) print (i % 10 == 0 ? "ERROR " : "info ") i }' > in.txt
-	spawn "gdsub -P 127.0.0.1:$port --name f --retry-interval 0.05 --max-retries 200 2> f.sub.err |
-		grep --line-buffered ERROR |
-		gdack -P 127.0.0.1:$port --name f > /dev/null 2> f.ack.err; echo \${PIPESTATUS[*]} > f.rc"
+	staged f "$port" "grep --line-buffered ERROR"
 	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 2 --wait-ready=10 < in.txt
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 200 ]
@@ -110,6 +113,18 @@ throttled() {
 	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
 	[[ "$stderr" == *" s: 0 ACK, 1000 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
 	[[ "$stderr" == *"gdpub: warning: 1000 blocks in "* ]]
+	# gdinspect stats: owed by nobody, outside the window
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 3600 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	seq 1 300 >&7
+	wait_until 10 bash -c "gdinspect -p $port --json stats | grep -q '\"pending\":300[,}]'"
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial '"window":64,'
+	assert_output --partial '"passed_over":300,'
+	assert_output --partial '"nack_passed":0,"nack_absent":0,"nack_late":0'
+	feed_close
 }
 
 # Blocks a pipeline never acknowledges (a grep -v stage drops them) beside
@@ -120,9 +135,7 @@ throttled() {
 @test "stuck blocks beside flowing ones: the flowing ones are all ACKed before the stuck ones expire" {
 	port=$(free_port)
 	awk 'BEGIN { for (i = 1; i <= 10500; i++) print (i % 3 == 0 ? "STUCK " : "ok ") i }' > in.txt
-	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 2> s.sub.err |
-		grep --line-buffered -v STUCK | python $BATS_TEST_DIRNAME/throttle.py 1000 |
-		gdack -P 127.0.0.1:$port --name s > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	staged s "$port" "grep --line-buffered -v STUCK | python $BATS_TEST_DIRNAME/throttle.py 1000"
 	run --separate-stderr timeout 120 gdpub -p "$port" -n 1 -t 10 --wait-ready=10 < in.txt
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 7000 ]

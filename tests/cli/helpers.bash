@@ -256,11 +256,12 @@ mkstream() {
 # (ulimit -v), so that allocating what a frame header declares rather
 # than what came fails. Under AddressSanitizer, whose shadow memory needs
 # terabytes of address space (the programs of $GDKIT_BIN are built with
-# it: make SANITIZE=1), each allocation is capped at MB instead.
+# it: make SANITIZE=1), each allocation is capped at MB instead. clang
+# links ASan's runtime in, so ldd does not show it: look for its entry.
 small_mem() {
 	local mb=$1
 	shift
-	if ldd "$GDKIT_BIN/gdinspect" 2>/dev/null | grep -q libasan; then
+	if grep -q __asan_init "$GDKIT_BIN/gdinspect" 2>/dev/null; then
 		ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}allocator_may_return_null=1:max_allocation_size_mb=$mb" "$@"
 	else
 		(ulimit -v $((mb * 1024)) && exec "$@")

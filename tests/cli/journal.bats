@@ -77,6 +77,45 @@ for l in sys.stdin:
 	[[ "$stderr" == "gdpub: warning: journal 'j.gdj': a torn record at byte offset $off (34 bytes, a crash mid-write) was cut off"* ]]
 }
 
+@test "a second gdpub on a journal in use: exit 74 naming the file and the holder's pid, before touching it; the holder keeps its blocks" {
+	port=$(free_port)
+	port2=$(free_port)
+	touch cmds
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 has_line ev '^block 3 3 0 3$'
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 3 ]"
+	cp j.gdj before.gdj
+	# another gdpub, its own port and subscriber, the same journal
+	sub_conf s.ini "$port2"
+	ack_pipeline s
+	expect_fail 74 "gdpub: journal 'j.gdj' is in use by another gdpub (pid $pid)" -- gdpub -p "$port2" -n 1 --journal j.gdj --wait-ready=20
+	cmp j.gdj before.gdj
+	[ ! -s s.out ]
+	# the holder's blocks are its own to resolve and say
+	echo 'ack 1 1 2 2 3 3' >> cmds
+	wait_until 10 has_line st1 '^ACK 3$'
+	assert_equal "$(cat st1)" "$(echo READY; statuses ACK 1 2 3)"
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | wc -l)\" -eq 0 ]"
+	echo quit >> cmds
+}
+
+@test "a gdpub that cannot listen (port in use, 69) has not cut the journal's torn tail nor announced its replay" {
+	port=$(free_port)
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | wc -l)\" -eq 2 ]"
+	kill -KILL "$pid"
+	truncate -s $(($(stat -c %s j.gdj) - 3)) j.gdj
+	cp j.gdj before.gdj
+	# something else has the port
+	spawn "exec gdpub -p $port -n 0 < <(sleep 60) > /dev/null 2> other.err"
+	wait_until 10 listening "$port"
+	expect_fail 69 "gdpub: cannot listen on 127.0.0.1 port $port: address already in use" -- gdpub -p "$port" -n 1 --journal j.gdj
+	cmp j.gdj before.gdj
+}
+
 @test "corruption before the end of the journal: exit 74, nothing replayed or changed" {
 	port=$(free_port)
 	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
@@ -174,4 +213,90 @@ for l in sys.stdin:
 	assert_equal "$(wc -l < said)" 200000
 	assert_equal "$(head -n 1 said) $(tail -n 1 said)" "1 200000"
 	[ "$(nlines s2.out)" -eq 0 ]
+}
+
+@test "status output broken (| head -3) with a journal: no more input, exit 74, one line; the outcomes not written stay in the journal and the next start says them" {
+	port=$(free_port)
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	ack_pipeline s
+	run --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p $port -n 1 -t 5 --wait-ready=20 --journal j.gdj 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
+	assert_output "$(echo READY; statuses ACK 1 2)"
+	assert_equal "$(cat ps)" "0 74 0"
+	assert_equal "$(cat p.err)" "gdpub: cannot write status lines on standard output: broken pipe; no more input is read, and the outcomes not written stay in journal 'j.gdj' and are said when gdpub starts again with it"
+	# input stopped: the subscriber has far from all of it
+	got=$(nlines s.out)
+	[ "$got" -gt 0 ] && [ "$got" -lt 100000 ]
+	# what the subscriber got and gdpub could not say is in the journal
+	jrows j.gdj > journaled
+	[ -s journaled ]
+	cut -f1 s.out | sed 's|.*/||' | sort > gotids
+	[ -z "$(comm -13 gotids <(sort journaled))" ]
+	# said by the next start: acknowledged again from the state file, not
+	# written again
+	wait_until 30 test -s s.rc
+	sub_conf s2.ini "$port" "GDsub_state=s.state"
+	ack_pipeline s2
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 5 --wait-ready=20 --journal j.gdj < /dev/null
+	assert_success
+	assert_equal "$(grep '^ACK' <<<"$output" | cut -d' ' -f2 | sort -n)" "$(sort -n journaled)"
+	[ "$(nlines s2.out)" -eq 0 ]
+	assert_equal "$(jrows j.gdj)" ""
+}
+
+@test "status output broken without a journal: like a broken -o, no more input, exit 1, one line; the pending blocks still reach the end" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	run --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p $port -n 1 -t 5 --wait-ready=20 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
+	assert_equal "$(cat ps)" "0 1 0"
+	assert_equal "$(cat p.err)" "gdpub: cannot write status lines on standard output: broken pipe; no more input is read, and the outcomes not written go unreported"
+	wait_until 30 file_is s.rc "0 0"
+	[ "$(nlines s.out)" -lt 100000 ]
+}
+
+@test "input ended, every block resolved, standard output not read: gdpub says so after 5 s, its control socket answers to the end; SIGTERM ends the wait, exit 74, the outcomes not written in the journal" {
+	port=$(free_port)
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	ack_pipeline s
+	# some 2 MB of ACK lines, a pipe of 1 MiB that nobody reads
+	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
+	wait_until 10 test -s pub.pid
+	pub=$(cat pub.pid)
+	wait_until 60 file_is s.rc "0 0"
+	wait_until 30 has_line p.err 'has not taken'
+	[[ "$(cat p.err)" =~ ^"gdpub: warning: standard output has not taken the last status lines ("[0-9]+" bytes) for 5 s: waiting for its reader; on SIGINT or SIGTERM gdpub stops waiting, and the outcomes not written stay in journal 'j.gdj' and are said when gdpub starts again with it"$ ]]
+	run --separate-stderr gdinspect -p "$port" --json stats
+	assert_success
+	[[ "$output" == *'"published":200000,'* ]]
+	kill -TERM "$pub"
+	wait_until 10 test -s p.rc
+	assert_equal "$(cat p.rc)" 74
+	[[ "$(tail -n 1 p.err)" =~ ^"gdpub: SIGTERM: exiting with "[0-9]+" bytes of status lines not taken by standard output; the outcomes not written stay in journal 'j.gdj' and are said when gdpub starts again with it"$ ]]
+	[ ! -e "$(pub_sock "$port")" ]
+	jrows j.gdj > journaled
+	[ "$(wc -l < journaled)" -gt 1000 ]
+	# the next start says them; none is written again
+	sub_conf s2.ini "$port" "GDsub_state=s.state"
+	ack_pipeline s2
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 60 --journal j.gdj --wait-ready=20 < /dev/null
+	assert_success
+	assert_equal "$(grep -c '^ACK' <<<"$output")" "$(wc -l < journaled)"
+	[ "$(nlines s2.out)" -eq 0 ]
+}
+
+@test "a second SIGTERM while standard output is not read: exit 143 a second later (it aborted in the teardown, 134)" {
+	port=$(free_port)
+	# the pipeline drops the first block: it stays pending to the end
+	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> s.err |
+		{ IFS= read -r l; exec cat; } | gdack -P 127.0.0.1:$port 2> a.err"
+	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 600 --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
+	wait_until 10 test -s pub.pid
+	pub=$(cat pub.pid)
+	wait_until 60 bash -c "gdinspect -p $port --json stats | grep -q '\"ack\":199999,'"
+	kill -TERM "$pub"
+	wait_until 10 has_line p.err 'waiting for 1 pending'
+	kill -TERM "$pub"
+	wait_until 10 test -s p.rc
+	assert_equal "$(cat p.rc)" 143
+	grep -Fxq "gdpub: standard output did not take the last status lines within a second; exiting" p.err
 }

@@ -77,6 +77,67 @@ make_state() {
 	[ "$(state_records s.state | wc -l)" -ge 2 ]
 }
 
+# below_floor [GDSUB-CONF-LINE]: issue 21. gdpub --journal with its
+# status lines stuck in a pipe whose reader is stopped, so that their
+# outcomes wait unrecorded in the journal while the floor it sends goes
+# past them; one gdsub | gdack --tee, never restarted, acknowledges all
+# 150,001 blocks (their status lines outgrow the 1 MiB pipe gdpub asks
+# for). gdpub is killed -9 and started again from its journal: it sends again, with their indexes, the blocks whose outcome it had
+# not said, all below the floor the gdsub holds. Each must come back
+# ACKed, acknowledged again, not written again, and gdsub run throughout.
+below_floor() {
+	port=$(free_port)
+	sub_conf s.ini "$port" "GDsub_maxRetries=-1" "$@"
+	spawn "gdsub -c s.ini 2> s.err | gdack -c s.ini --tee > s.out 2> a.err; echo \${PIPESTATUS[*]} > s.rc"
+	feed_open in.fifo
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 60 --resend 255 --journal j.gdj --fsync never --wait-ready=20 < in.fifo 2> p1.err' |
+		{ echo \$BASHPID > cat.pid; kill -STOP \$BASHPID; exec cat > st1; }" 7>&-
+	wait_until 10 test -s pub.pid
+	wait_until 10 test -s cat.pid
+	seq 1 150000 >&7
+	wait_until 120 pub_acked "$port" 150000
+	# one more once gdpub resolved the others: the floor past them went
+	# out before it, on the same connection
+	echo 150001 >&7
+	wait_until 30 pub_acked "$port" 150001
+	[ "$(nlines s.out)" -eq 150001 ]
+	kill -KILL "$(cat pub.pid)"
+	kill -CONT "$(cat cat.pid)"
+	wait_until 10 bash -c "! kill -0 $(cat cat.pid) 2>/dev/null"
+	# a line cut short by the kill says nothing
+	cp st1 said1
+	[ -z "$(tail -c 1 said1)" ] || sed -i '$d' said1
+	unsaid=$((150001 - $(grep -c '^ACK' said1)))
+	[ "$unsaid" -gt 1000 ]
+	run --separate-stderr timeout -k 5 60 gdpub -p "$port" -n 1 -t 5 --resend 255 --journal j.gdj --fsync never --wait-ready=20 < /dev/null
+	printf '%s\n' "$stderr" | head -n 5
+	assert_success
+	# the unsaid ones, and those said whose outcome was not recorded yet
+	[ "$(grep -c '^ACK' <<<"$output")" -ge "$unsaid" ]
+	assert_equal "$(grep -c '^NACK' <<<"$output")" 0
+	{ cat said1; printf '%s\n' "$output"; } | awk '$1 == "ACK" { print $2 }' | sort -n | uniq > said
+	assert_equal "$(wc -l < said)" 150001
+	# acknowledged again, not written again; the same gdsub to the end
+	wait_until 30 test -s s.rc
+	assert_equal "$(cat s.rc)" "0 0"
+	[ "$(nlines s.out)" -eq 150001 ]
+	[ "$(cut -f2- s.out | sort -u | wc -l)" -eq 150001 ]
+}
+
+# pub_acked PORT N: the gdpub on PORT resolved N blocks as ACKed and has
+# none pending
+pub_acked() {
+	gdinspect -p "$1" --json stats 2>/dev/null | grep -q "\"ack\":$2,.*\"pending\":0,"
+}
+
+@test "state: gdpub restarted from its journal resends blocks below the floor it sent; the gdsub --state that acknowledged them, never restarted, acknowledges them again: all ACKed, none written twice (issue 21)" {
+	below_floor "GDsub_state=s.state"
+}
+
+@test "state: without --state the same: the gdsub remembers in memory which indexes it acknowledged, past the floor" {
+	below_floor
+}
+
 @test "state: a torn tail is cut with a warning naming its offset; the file is rewritten whole" {
 	make_state
 	last=$(state_records s.state | tail -n 1 | cut -d' ' -f1)

@@ -201,7 +201,7 @@ static const struct kv kvs[] = {
 	{ "GDpub_bind", "0.0.0.0", NULL },
 	{ "GDpub_host", "pub.example", NULL },
 	{ "GDpub_maxPending", "1000", NULL },
-	{ "GDpub_window", "128", NULL },
+	{ "GDpub_window", "500", NULL },
 	{ "GDpub_maxBlockSize", "4096", NULL },
 	{ "GDpub_resend", "3", NULL },
 	{ "GDpub_snapshot", "10", NULL },
@@ -647,6 +647,7 @@ TEST(pub_values_stored)
 	    "GDpub_bind=::\n"
 	    "GDpub_host=pub.example\n"
 	    "GDpub_maxPending=1\n"
+	    "GDpub_window=16777216\n"
 	    "GDpub_maxBlockSize=0\n"
 	    "GDpub_resend=255\n"
 	    "GDpub_snapshot=16777216\n"
@@ -662,6 +663,7 @@ TEST(pub_values_stored)
 	ASSERT_STR(c.bind, "::");
 	ASSERT_STR(c.host, "pub.example");
 	ASSERT_EQ(c.max_pending, 1);
+	ASSERT_EQ(c.window, 1 << 24);
 	ASSERT_EQ(c.max_block, 0);
 	ASSERT_EQ(c.resend, 255);
 	ASSERT_EQ(c.snapshot, 1 << 24);
@@ -717,6 +719,7 @@ TEST(defaults)
 	ASSERT_DBL(c.timeout, 10);
 	ASSERT_EQ(c.num_subs, 0);
 	ASSERT_EQ(c.max_pending, 65536);
+	ASSERT_EQ(c.window, 0);	/* auto */
 	ASSERT_EQ(c.max_block, 1048576);
 	ASSERT_EQ(c.resend, 0);
 	ASSERT_EQ(c.snapshot, 0);
@@ -1007,6 +1010,8 @@ TEST(err_bad_values)
 		{ GD_FAM_PUB, "GDpub_numSubs", "33", "expected an integer from 0 to 32" },
 		{ GD_FAM_PUB, "GDpub_maxPending", "0", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_maxPending", "1073741825", "expected an integer" },
+		{ GD_FAM_PUB, "GDpub_window", "0", "expected an integer from 1 to 16777216 or 'auto'" },
+		{ GD_FAM_PUB, "GDpub_window", "Auto", "expected an integer from 1 to 16777216 or 'auto'" },
 		{ GD_FAM_PUB, "GDpub_resend", "1001", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_snapshot", "-1", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_timeout", "0", "expected seconds" },

@@ -235,6 +235,44 @@ TEST(compaction_keeps_the_highest)
 	gd_journal_close(&j);
 }
 
+/* One writer: a second open while the first holds the file fails,
+ * naming the holder's pid, and changes nothing; the lock follows the file
+ * a rewrite puts at the path; locking alone cuts no torn tail. */
+TEST(one_writer)
+{
+	struct gd_journal a, b;
+	char want[400];
+	long full;
+
+	setup("l.j");
+	ASSERT_EQ(gd_journal_open(&a, path, GD_FSYNC_NEVER, 5), 0);
+	write_blocks(&a, 1, 2);
+	ASSERT_EQ(gd_journal_commit(&a, 0), 0);
+	full = fsize(path);
+	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6), -1);
+	snprintf(want, sizeof(want), "journal '%s' is in use by another gdpub "
+	    "(pid %ld)", path, (long)getpid());
+	ASSERT_STR(b.err, want);
+	gd_journal_close(&b);
+	ASSERT_EQ(fsize(path), full);
+	ASSERT_EQ(gd_journal_compact(&a, none, NULL), 0);
+	ASSERT_EQ(gd_journal_open(&b, path, GD_FSYNC_NEVER, 6), -1);
+	ASSERT_STR(b.err, want);
+	gd_journal_close(&b);
+	write_blocks(&a, 3, 2);
+	ASSERT_EQ(gd_journal_commit(&a, 0), 0);
+	gd_journal_close(&a);
+	full = fsize(path);
+	ASSERT_EQ(truncate(path, full - 3), 0);
+	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6), 0);
+	ASSERT(b.torn_at > 0);
+	ASSERT_EQ(b.npending, 1);
+	ASSERT_EQ(fsize(path), full - 3);		/* not cut yet */
+	ASSERT_EQ(gd_journal_begin(&b), 0);
+	ASSERT_EQ(fsize(path), (long)b.torn_at);
+	gd_journal_close(&b);
+}
+
 TEST(bloated)
 {
 	struct gd_journal j;
@@ -310,6 +348,7 @@ int main(void)
 	RUN(compaction_keeps_what_is_pending);
 	RUN(compaction_keeps_the_highest);
 	RUN(bloated);
+	RUN(one_writer);
 	RUN(fsync_policies);
 	RUN(disk_full);
 	RUN(unopenable);

@@ -59,10 +59,13 @@ TEST(reused_id_after_ack_is_new)
 	ASSERT_U64(r.unacked, 1);
 	ASSERT_U64(ack(&r, 1, GD_RA_SEND), 2);
 	ASSERT_U64(r.unacked, 0);
-	/* a late copy of the first block is not the second */
-	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_DUP);
+	/* a late copy of the first block is not the second: acknowledged
+	 * again as the first (it was), never written */
+	ASSERT_EQ(gd_recv_block(&r, 1, 1, GD), GD_RV_REACK);
+	ASSERT_U64(r.unacked, 0);
 	/* and a copy of the second is acknowledged again */
 	ASSERT_EQ(gd_recv_block(&r, 1, 2, GD), GD_RV_REACK);
+	ASSERT_U64(r.n_unique, 2);
 	gd_recv_free(&r);
 }
 
@@ -191,9 +194,9 @@ TEST(floor_drops_late_copies_and_frees)
 	/* 2..10 are forgotten; 1 still waits for gdack, set aside */
 	ASSERT_EQ(r.dd.count, 1);
 	ASSERT_EQ(r.dd.off, 1);
-	/* a copy of a resolved block below the floor is a duplicate, even
-	 * though its entry is gone: never written twice */
-	ASSERT_EQ(gd_recv_block(&r, 105, 5, GD), GD_RV_DUP);
+	/* a copy of a resolved block below the floor is never written
+	 * twice, though its entry is gone: acknowledged again (it was) */
+	ASSERT_EQ(gd_recv_block(&r, 105, 5, GD), GD_RV_REACK);
 	ASSERT_U64(ack(&r, 101, GD_RA_SEND), 1);
 	ASSERT_EQ(r.dd.count, 0);
 	ack(&r, 101, GD_RA_UNKNOWN);
@@ -202,6 +205,43 @@ TEST(floor_drops_late_copies_and_frees)
 	ASSERT_U64(r.floor, 11);
 	/* ids may come back above the floor */
 	ASSERT_EQ(gd_recv_block(&r, 105, 11, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+}
+
+/* Issue 21: gdpub restarted from its journal (the same run) sends again
+ * the blocks whose outcome it had not recorded, below the floor it
+ * announced before the kill. One this subscriber acknowledged is
+ * acknowledged again, not dropped (it was sent until --resend ran out,
+ * then NACKed); one it never acknowledged is still a late copy. */
+TEST(journal_resend_below_floor)
+{
+	struct gd_recv r;
+	uint64_t i;
+
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	for (i = 1; i <= 10; i++)
+		ASSERT_EQ(gd_recv_block(&r, 100 + i, i, GD), GD_RV_NEW);
+	for (i = 1; i <= 10; i++)
+		if (i != 4)	/* 4: NACKed at the publisher, never acked */
+			ack(&r, 100 + i, GD_RA_SEND);
+	gd_recv_floor(&r, 11);
+	ASSERT_EQ(gd_recv_block(&r, 104, 4, GD), GD_RV_DUP);	/* waiting */
+	gd_recv_ack(&r, 104, GD_RK_ENDED, &i);
+	/* the restarted gdpub's resends, its floor 1 ignored */
+	gd_recv_floor(&r, 1);
+	for (i = 1; i <= 10; i++)
+		ASSERT_EQ(gd_recv_block(&r, 100 + i, i, GD),
+		    i == 4 ? GD_RV_DUP : GD_RV_REACK);
+	/* the same index with another id is not that block */
+	ASSERT_EQ(gd_recv_block(&r, 999, 5, GD), GD_RV_DUP);
+	/* receive-only: nothing to acknowledge */
+	ASSERT_EQ(gd_recv_block(&r, 105, 5, 0), GD_RV_DUP);
+	ASSERT_U64(r.n_unique, 10);
+	ASSERT_U64(r.unacked, 0);
+	/* a new run (another epoch) forgets the indexes */
+	ASSERT_EQ(gd_recv_reset(&r), 0);
+	gd_recv_floor(&r, 11);
+	ASSERT_EQ(gd_recv_block(&r, 105, 5, GD), GD_RV_DUP);
 	gd_recv_free(&r);
 }
 
@@ -471,6 +511,40 @@ TEST(state_file)
 	unlink(path);
 }
 
+/* Issue 21 with GDsub_state (the recipe's exactly-once subscriber): the
+ * state file says what was acknowledged below the floor, in this gdsub
+ * and in the one before a restart. */
+TEST(state_below_floor)
+{
+	char path[64];
+	struct gd_state st;
+	struct gd_srun *run;
+	struct gd_recv r;
+	uint64_t s;
+
+	snprintf(path, sizeof(path), "%s/f.state", sdir);
+	if (gd_state_open(&st, path, 0) != 0) {
+		FAILF("open: %s", st.err);
+		return;
+	}
+	run = gd_state_run(&st, "h:1", 3, 78);
+	ASSERT_EQ(gd_state_ack(&st, run, 1, 101), 0);	/* a gdsub before */
+	ASSERT_EQ(gd_recv_init(&r, GD_DEDUP_ID), 0);
+	gd_recv_attach(&r, &st, run);
+	for (s = 2; s <= 6; s++) {
+		ASSERT_EQ(arrive(&r, 100 + s, s, GD), GD_RV_NEW);
+		ASSERT_U64(ack(&r, 100 + s, GD_RA_SEND), s);
+	}
+	ASSERT_EQ(gd_state_has(run, 6, 106), 1);
+	gd_recv_floor(&r, 7);
+	for (s = 1; s <= 6; s++)
+		ASSERT_EQ(arrive(&r, 100 + s, s, GD), GD_RV_REACK);
+	ASSERT_EQ(arrive(&r, 107, 7, GD), GD_RV_NEW);
+	gd_recv_free(&r);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	unlink(path);
+}
+
 int main(void)
 {
 	RUN(new_dup_ack_reack);
@@ -481,6 +555,7 @@ int main(void)
 	RUN(unwritable_and_closed);
 	RUN(ended_publisher);
 	RUN(floor_drops_late_copies_and_frees);
+	RUN(journal_resend_below_floor);
 	RUN(reset_on_restart);
 	RUN(ack_blocked_by_engine_state);
 	RUN(stream_runs);
@@ -492,6 +567,7 @@ int main(void)
 		return 1;
 	}
 	RUN(state_file);
+	RUN(state_below_floor);
 	rmdir(sdir);
 	return UNIT_DONE();
 }

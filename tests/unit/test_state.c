@@ -162,7 +162,7 @@ TEST(reopen)
 	struct gd_srun *r, *r2;
 	uint64_t s;
 	pid_t pid;
-	int ws;
+	int ws = 0;
 
 	/* a gdsub killed (-9) right after a commit: the log has it all */
 	if ((pid = fork()) == 0) {

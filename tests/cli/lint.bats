@@ -1,0 +1,34 @@
+#!/usr/bin/env bats
+# Lints of the test suite itself.
+load helpers
+
+# errexit ignores a command negated with '!', so '! cmd' fails a bats test
+# only as its last statement; anywhere else it can never fail: use
+# 'run ! cmd'. (A '!' inside if/while conditions or after && || is fine.)
+@test "no bats test has a bare '! cmd' before its last statement" {
+	run python - "$BATS_TEST_DIRNAME"/*.bats <<'PY'
+import re, sys
+bad = []
+for path in sys.argv[1:]:
+    lines = open(path).read().split("\n")
+    i = 0
+    while i < len(lines):
+        if re.match(r"^@test ", lines[i]):
+            body, j = [], i + 1
+            while j < len(lines) and lines[j] != "}":
+                body.append((j + 1, lines[j]))
+                j += 1
+            stmts = [(n, l) for n, l in body
+                     if l.strip() and not l.strip().startswith("#")]
+            for n, l in stmts[:-1]:
+                if re.match(r"^\s*!\s", l):
+                    bad.append("%s:%d: %s" % (path.rsplit("/", 1)[-1], n, l.strip()))
+            i = j
+        i += 1
+print("\n".join(bad))
+sys.exit(1 if bad else 0)
+PY
+	echo "$output"
+	assert_success
+	assert_output ""
+}
