@@ -38,6 +38,8 @@ struct ack {
 	char note_path[PATH_MAX];	/* gdsub's end note (endnote.h) */
 	struct gd_endnote note;
 	int ended;		/* no socket, and the note: gdsub has ended */
+	int answered;		/* a request got its answer on this connection */
+	int reconnected;	/* once, when it never did */
 };
 
 #define START_WAIT 2.0
@@ -245,15 +247,32 @@ static int exchange(struct ack *a)
 		if ((rc = gd_ctl_trust(a->path, a->fd)) != 0)
 			return rc;	/* the fd is closed at the end */
 	}
+again:
 	errno = 0;
 	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
 	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
-	    gd_write_all(a->fd, a->req, a->reqlen) != 0)
+	    gd_write_all(a->fd, a->req, a->reqlen) != 0 ||
+	    gd_lreader_line(&a->rd, &line, &len) != 1) {
+		/* Connected at the start to a gdsub that has gone since,
+		 * before it answered anything: the one this gdack's pipeline
+		 * was restarted after, which its new gdsub took the socket
+		 * from (gdsub(1)); the keys come from the new one. */
+		if (!a->answered && !a->reconnected) {
+			a->reconnected = 1;
+			close(a->fd);
+			a->fd = -1;
+			a->rd.off = a->rd.len = 0;
+			gd_trace(1, "the gdsub at %s went before answering; "
+			    "connecting again", a->path);
+			if (connect_rest(a, a->o->wait, 0) >= 0 &&
+			    gd_ctl_trust(a->path, a->fd) == 0)
+				goto again;
+		}
 		goto lost;
+	}
+	a->answered = 1;
 	a->reqlen = 0;
 	a->nreq = 0;
-	if (gd_lreader_line(&a->rd, &line, &len) != 1)
-		goto lost;
 	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
 		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
 		return GD_EX_UNAVAILABLE;
@@ -526,13 +545,28 @@ static int run(struct ack *a)
 static int open_sink(struct ack *a)
 {
 	const char *path = a->o->sink;
+	double waited = 0;
 
 	if ((a->sink = malloc(sizeof(*a->sink))) == NULL) {
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if (gd_sink_open(a->sink, path, a->o->delim, GD_SINK_TAIL) != 0) {
-		gd_err("cannot use sink file '%s': %s", path, a->sink->err);
+	/* a gdack killed just before this one started (a pipeline started
+	 * again at once) may still be on its way out: its lock goes with it */
+	while (gd_sink_open(a->sink, path, a->o->delim, GD_SINK_TAIL) != 0) {
+		struct timespec nap = { 0, 20 * 1000 * 1000 };
+		if (a->sink->busy && waited < a->o->wait) {
+			nanosleep(&nap, NULL);
+			waited += 0.02;
+			continue;
+		}
+		if (a->sink->busy)
+			gd_err("cannot use sink file '%s': %s (waited %g second%s)",
+			    path, a->sink->err, a->o->wait,
+			    gd_plural(a->o->wait));
+		else
+			gd_err("cannot use sink file '%s': %s", path,
+			    a->sink->err);
 		free(a->sink);
 		a->sink = NULL;
 		return GD_EX_IOERR;

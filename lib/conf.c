@@ -6,6 +6,7 @@
 #include "log.h"
 #include "parse.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,7 @@ static const struct key keys[] = {
 	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 1, 0 },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
+_Static_assert(NKEYS <= GD_CONF_KEYS_MAX, "struct gd_conf's set_at is too small");
 
 void gd_conf_init(struct gd_conf *c, int family)
 {
@@ -239,12 +241,21 @@ static int set_key(struct gd_conf *c, const struct key *k, const char *v,
 			if (strcmp(v, k->enums[i]) == 0)
 				break;
 		if (k->enums[i] == NULL) {
-			int n = snprintf(why, whysz, "expected one of");
-			size_t j;
+			/* an empty name (GDsub_reliability's default) is said
+			 * in words: "''" reads as a typo */
+			int empty = k->enums[0][0] == '\0';
+			int n = snprintf(why, whysz, "expected%s",
+			    empty ? "" : " one of");
+			size_t j, m = 0;
 			for (j = 0; k->enums[j] != NULL && n > 0 &&
 			    (size_t)n < whysz; j++)
-				n += snprintf(why + n, whysz - (size_t)n, "%s'%s'",
-				    j ? ", " : " ", k->enums[j]);
+				if (k->enums[j][0] != '\0')
+					n += snprintf(why + n, whysz - (size_t)n,
+					    "%s'%s'", m++ ? ", " : " ",
+					    k->enums[j]);
+			if (empty && n > 0 && (size_t)n < whysz)
+				snprintf(why + n, whysz - (size_t)n,
+				    " or nothing (an empty value, the default)");
 			return -1;
 		}
 		if (!k->supported && (int64_t)i != *(int64_t *)p)
@@ -358,6 +369,7 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 		gd_usage_err("invalid value '%s' for %s: %s", value, opt, why);
 		return GD_EX_USAGE;
 	}
+	c->set_at[k - keys] = -1;
 	return 0;
 }
 
@@ -443,6 +455,92 @@ int gd_conf_qos(struct gd_conf *c, const char *name, size_t nlen,
 	}
 	snprintf(why, whysz, "unknown QoS name");
 	return -1;
+}
+
+/* A check across keys failed: names the keys it is about, NULL-ended;
+ * cli says a command-line option without a key takes part (-o). */
+static int conflict(const struct gd_conf *c, const char *const *names,
+    int cli, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static int conflict(const struct gd_conf *c, const char *const *names,
+    int cli, const char *fmt, ...)
+{
+	char msg[1024], also[256];
+	size_t i, n = 0;
+	int line = 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	also[0] = '\0';
+	for (i = 0; names[i] != NULL; i++) {
+		int k = gd_conf_key_index(names[i], NULL), at;
+		at = k < 0 ? 0 : c->set_at[k];
+		if (at < 0)
+			cli = 1;
+		else if (at > 0 && line == 0)
+			line = at;
+		else if (at > 0 && n < sizeof(also))
+			n += (size_t)snprintf(also + n, sizeof(also) - n,
+			    "%s%s on line %d", n ? ", " : " (", names[i], at);
+	}
+	if (cli || line == 0 || c->path == NULL) {
+		gd_usage_err("%s", msg);
+		return GD_EX_USAGE;
+	}
+	gd_err("%s:%d: %s%s%s", c->path, line, msg, also, n ? ")" : "");
+	return GD_EX_CONFIG;
+}
+
+int gd_conf_check_keys(const struct gd_conf *c, int ids, int out)
+{
+	static const char *const role_cluster[] = { "GDpub_role",
+	    "GDpub_cluster", NULL };
+	static const char *const cluster[] = { "GDpub_cluster", NULL };
+	static const char *const role_subs[] = { "GDpub_role",
+	    "GDpub_numSubs", NULL };
+	static const char *const journal_subs[] = { "GDpub_journal",
+	    "GDpub_numSubs", NULL };
+	static const char *const snapshot[] = { "GDpub_snapshot", NULL };
+	static const char *const state_gd[] = { "GDsub_state", "GDsub_gd",
+	    NULL };
+
+	if (c->family == GD_FAM_SUB) {
+		if (c->state && !c->gd)
+			return conflict(c, state_gd, 0, "cannot use --state "
+			    "(GDsub_state) with --no-gd (GDsub_gd=0): nothing "
+			    "is acknowledged");
+		return 0;
+	}
+	if (out && c->snapshot > 0)
+		return conflict(c, snapshot, 1, "GDpub_snapshot cannot be used "
+		    "with -o: a stream has no subscribers joining later to "
+		    "replay blocks to");
+	if (c->cluster == NULL && c->role == GD_ROLE_SECONDARY)
+		return conflict(c, role_cluster, 0, "GDpub_role=secondary needs "
+		    "GDpub_cluster (--cluster NAME): a secondary of which "
+		    "cluster?");
+	if (c->cluster != NULL && !ids)
+		return conflict(c, cluster, 0, "GDpub_cluster needs the block "
+		    "IDs from the input (-I/--ids or -f frame): every member "
+		    "of cluster %s must give a block the same ID, and gdpub "
+		    "would number them itself", c->cluster);
+	if (c->cluster != NULL && out)
+		return conflict(c, cluster, 1, "GDpub_cluster cannot be used "
+		    "with -o: cluster members serve their subscribers over TCP");
+	if (c->cluster != NULL && c->role == GD_ROLE_SECONDARY &&
+	    c->num_subs == 0)
+		return conflict(c, role_subs, 0, "GDpub_role=secondary needs "
+		    "GDpub_numSubs of 1 or more: pre-acknowledgements come "
+		    "from GD subscribers, and without them every block would "
+		    "wait out its GDpub_tentativePreAckTimeout first");
+	/* pub_journal.c says it too, but only once the run has begun */
+	if (c->journal != NULL && c->num_subs == 0)
+		return conflict(c, journal_subs, 0, "GDpub_journal needs "
+		    "GDpub_numSubs above 0: with GD off nothing is pending to "
+		    "journal");
+	return 0;
 }
 
 int gd_conf_check(const struct gd_conf *c, int family)

@@ -15,6 +15,7 @@
 #define GD_SUB_NAME_MAX 255
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
 #define GD_MAX_PUBS 1024	/* GDsub_pub lines */
+#define GD_CONF_KEYS_MAX 48	/* room in set_at for conf.c's table */
 
 enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
@@ -76,6 +77,10 @@ struct gd_conf {
 	int64_t conn_cached;
 	double locator_timeout;
 	unsigned char seen_pub, seen_sub;	/* any key of the family given */
+	/* where each key of conf.c's table got its value, so a check across
+	 * keys can say a config file's line: 0 its default, N > 0 line N of
+	 * path, -1 the command line */
+	int set_at[GD_CONF_KEYS_MAX];
 };
 
 void gd_conf_init(struct gd_conf *c, int family);
@@ -100,6 +105,15 @@ int gd_conf_set_opt(struct gd_conf *c, const char *key, const char *opt,
 /* Checks that need the whole config (required keys). Returns 0 or an
  * exit code after printing why. */
 int gd_conf_check(const struct gd_conf *c, int family);
+
+/* The checks across keys of c's family (GDpub_role=secondary needs
+ * GDpub_cluster), with what the command line says beside them: ids, the
+ * input carries the block IDs (-I, -f frame); out, gdpub writes a stream
+ * (-o). 0, or the exit code after printing why: a config error, 78, when
+ * the config file alone set the keys ("FILE:LINE: why", the line of the
+ * first key, the others' lines after it); a bad command line, 64, when
+ * an option set one of them or takes part. */
+int gd_conf_check_keys(const struct gd_conf *c, int ids, int out);
 
 /* Set the key whose command-line option is opt ("--port": the table's
  * option column, so the programs do not restate which option sets which

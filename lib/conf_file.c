@@ -244,6 +244,7 @@ static int handler(void *user, const char *section, const char *name,
 	switch (gd_conf_set_named(x->c, name, value, why, sizeof(why))) {
 	case 0:
 		note_repeat(x, name);
+		x->c->set_at[gd_conf_key_index(name, NULL)] = x->line;
 		break;
 	case GD_CONF_UNKNOWN:
 		fail(x, "%.*s: unknown key",

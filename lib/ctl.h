@@ -12,6 +12,9 @@
  *   pending [sort=S] [limit=N] | subs | stats
  *                         -> "NAME ROWS", a header row of NAME:TYPE fields
  *                            (TYPE n number, s string), then ROWS rows (TSV)
+ *   takeover NAME         -> (gdsub) "takeover ok", then it finishes at once
+ *                            when NAME is its own name: a new gdsub of the
+ *                            same config takes the socket over
  *   anything else         -> "error REASON" (the connection stays usable)
  *
  * Version 2 added the types in the header and the pending arguments.

@@ -402,6 +402,16 @@ int gd_journal_dump(const char *path, int json)
 			    b->len > GD_DECODE_PREVIEW ? "..." : "");
 		}
 	}
+	/* what a producer giving IDs resumes after (gdkit(7)), also when
+	 * nothing is pending and the table is empty */
+	if (json)
+		printf("{\"highest_id\":%" PRIu64 ",\"highest_index\":%" PRIu64
+		    ",\"epoch\":%" PRIu64 ",\"pending\":%zu}\n", j.max_id,
+		    j.max_seq, j.epoch, j.npending);
+	else
+		printf("highest ID %" PRIu64 ", index %" PRIu64 ", epoch %"
+		    PRIu64 "; %zu pending\n", j.max_id, j.max_seq, j.epoch,
+		    j.npending);
 	gd_journal_close(&j);
 	if (fflush(stdout) != 0 || ferror(stdout))
 		rc = out_failed();

@@ -171,12 +171,16 @@ static void json_row(const struct table *t, char *const *f)
 	fputs("}\n", stdout);
 }
 
+/* Spaces, n of them. The run is sized by its literal, so no terminating
+ * NUL is ever written as padding. */
 static void pad(size_t n)
 {
-	static const char sp[64] = "                                                               ";
+	static const char run[] = "                                                                ";
+	static const size_t nrun = sizeof(run) - 1;
+
 	while (n > 0) {
-		size_t k = n < sizeof(sp) ? n : sizeof(sp);
-		fwrite(sp, 1, k, stdout);
+		size_t k = n < nrun ? n : nrun;
+		fwrite(run, 1, k, stdout);
 		n -= k;
 	}
 }

@@ -114,6 +114,14 @@ void gd_info(const char *fmt, ...)
 	va_end(ap);
 }
 
+void gd_note(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	emit(NULL, fmt, ap);
+	va_end(ap);
+}
+
 void gd_trace(int level, const char *fmt, ...)
 {
 	va_list ap;

@@ -41,6 +41,9 @@ void gd_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A trace, shown at -v (level 1) or -vv (level 2); level 0 always (but
  * not at -q). Timestamped at -v and -vv only, like every other line. */
 void gd_trace(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* a line an option asked for (gdpub --progress=N): shown at every level,
+ * -q included, timestamped at -v like the rest */
+void gd_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A status line on stderr, redrawn in place ("\r" PROG ": " text, then
  * clear to the end of the line); the next message or gd_status_clear
  * erases it. */

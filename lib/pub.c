@@ -439,17 +439,34 @@ static int start(struct pub *p)
 	return 0;
 }
 
-/* Why blocks were NACKed, in one line without -v: the count of each
- * cause gdpub saw at their deadlines, and the likeliest named. */
+/* The run in one line on stderr, without -v, when a block failed: how
+ * many blocks, how long, each outcome; for NACKs the count of each cause
+ * gdpub saw at their deadlines, and the likeliest named. -q silences it
+ * (a warning). */
 static void nack_summary(const struct pub *p)
 {
 	const struct gd_deliver *d = &p->dv;
 	uint64_t a = d->n_nack_absent, ps = d->n_nack_passed,
 	    sl = d->n_nack_slow, o;
+	double secs = (double)(uv_hrtime() - p->t_start) / 1e9;
+	char head[256];
 	const char *why;
 
-	if (d->n_nack == 0)
+	if (d->n_nack == 0 && p->n_reject == 0)
 		return;
+	if (pub_gd(p))
+		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
+		    PRIu64 " ACK, %" PRIu64 " NACK, %" PRIu64 " REJECT",
+		    d->n_pub + p->n_reject, secs, d->n_ack, d->n_nack,
+		    p->n_reject);
+	else	/* nothing is ACKed or NACKed with GD off */
+		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
+		    PRIu64 " published (GD off), %" PRIu64 " REJECT",
+		    d->n_pub + p->n_reject, secs, d->n_pub, p->n_reject);
+	if (d->n_nack == 0) {
+		gd_warn("%s (each REJECT line says why)", head);
+		return;
+	}
 	o = d->n_nack - a - ps - sl;	/* at a stop, or by the cluster */
 	if (ps >= a && ps >= sl && ps >= o)
 		why = "the pipelines passed them over (a later block was "
@@ -462,10 +479,10 @@ static void nack_summary(const struct pub *p)
 		    "GDpub_timeout (slower than the timeout allows)";
 	else
 		why = "gdpub was stopped, or the cluster gave them up";
-	gd_warn("%" PRIu64 " of %" PRIu64 " blocks NACKed, most because %s: "
-	    "%" PRIu64 " passed over, %" PRIu64 " with subscribers missing, "
-	    "%" PRIu64 " late (GDpub_timeout=%gs), %" PRIu64 " otherwise",
-	    d->n_nack, d->n_pub, why, ps, a, sl, p->conf->timeout, o);
+	gd_warn("%s; NACKed most because %s: %" PRIu64 " passed over, %"
+	    PRIu64 " with subscribers missing, %" PRIu64 " late "
+	    "(GDpub_timeout=%gs), %" PRIu64 " otherwise", head, why, ps, a, sl,
+	    p->conf->timeout, o);
 }
 
 static int outcome(struct pub *p)

@@ -15,6 +15,8 @@ struct gd_pub_opts {
 	int armor;		/* --armor: one text line per frame (armor.h) */
 	const char *status;	/* --status FILE|-: where status lines go */
 	int progress;		/* a status line on stderr (--progress) */
+	double progress_every;	/* > 0: a line every so many seconds instead
+				 * (--progress=SECONDS), for logs */
 };
 
 /* Runs until the input ends and every block is resolved; returns the

@@ -172,6 +172,7 @@ struct pub {
 	uv_timer_t end_timer;
 	uint64_t now;			/* monotonic ns, per callback */
 	uint64_t t_start;
+	uint64_t progress_at;		/* the last --progress=SECONDS line */
 
 	/* counters and rate (pub_status.c) */
 	uint64_t n_reject, n_bytes, n_nosub;

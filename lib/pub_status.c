@@ -160,7 +160,19 @@ void pub_tick(struct pub *p, uint64_t now)
 	p->rate_head = (p->rate_head + 1) % PUB_RATE_SAMPLES;
 	if (p->rate_n < PUB_RATE_SAMPLES)
 		p->rate_n++;
-	if (p->opt.progress && !p->finished)
+	if (p->progress_at == 0)
+		p->progress_at = p->t_start;
+	if (p->opt.progress_every > 0) {
+		if (p->finished || now - p->progress_at <
+		    (uint64_t)(p->opt.progress_every * 1e9))
+			return;
+		p->progress_at = now;
+		gd_note("progress: %.1f s, %" PRIu64 " read, %" PRIu64 " ACK, %"
+		    PRIu64 " NACK, %" PRIu64 " REJECT, %u pending, %.0f "
+		    "blocks/s", (double)(now - p->t_start) / 1e9, p->dv.n_pub +
+		    p->n_reject, p->dv.n_ack, p->dv.n_nack, p->n_reject,
+		    p->dv.pend.count, pub_rate(p, now));
+	} else if (p->opt.progress && !p->finished)
 		gd_status("%" PRIu64 " read, %" PRIu64 " ACK, %" PRIu64 " NACK, %u "
 		    "pending, %.0f blocks/s", p->dv.n_pub + p->n_reject,
 		    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count,

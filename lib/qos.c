@@ -82,10 +82,12 @@ size_t gd_qos_format(const struct gd_qos_params *q, char *buf, size_t sz)
 	return (size_t)n < sz ? (size_t)n : sz - 1;
 }
 
+/* For people: the empty reliability (the default, pipelined) is left
+ * out, "reliability=," read as a value lost */
 void gd_qos_describe(const struct gd_qos_params *q, char *buf, size_t sz)
 {
-	snprintf(buf, sz, "reliability=%s,retryCount=%" PRId64,
-	    q->ordered ? "ordered" : "", q->retry_count);
+	snprintf(buf, sz, "%sretryCount=%" PRId64,
+	    q->ordered ? "reliability=ordered," : "", q->retry_count);
 }
 
 const char *gd_qos_state_name(int state)

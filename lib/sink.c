@@ -257,9 +257,12 @@ int gd_sink_open(struct gd_sink *k, const char *path, char delim,
 		goto bad;
 	}
 	if (flock(k->fd, LOCK_EX | LOCK_NB) != 0) {
-		fail(k, errno == EWOULDBLOCK ? "in use by another gdack" : "%s",
+		int busy = errno == EWOULDBLOCK;
+		fail(k, busy ? "in use by another gdack" : "%s",
 		    strerror(errno));
-		goto bad;
+		gd_sink_close(k);
+		k->busy = busy;
+		return -1;
 	}
 	k->size = (uint64_t)st.st_size;
 	/* a file just created must still be there after a crash */

@@ -35,6 +35,7 @@ struct gd_sink {
 	uint32_t mask;
 	struct gd_dbuf keys;		/* the keys' bytes, one after another */
 	char err[256];
+	int busy;			/* open failed: another gdack has it */
 };
 
 /* Open (create) path for appending, take its lock, cut a torn last record

@@ -60,6 +60,55 @@ static void on_linger(uv_timer_t *t)
 	sub_finish(s, GD_EX_OK);
 }
 
+/* Blocks arrived from every source, duplicates included: an idle gdsub
+ * is one to which nothing comes, not one that writes nothing. */
+static uint64_t arrivals(const struct sub *s)
+{
+	uint64_t n = 0;
+	size_t i;
+
+	for (i = 0; i < s->npc; i++)
+		n += s->pc[i].rv.n_recv;
+	return n;
+}
+
+/* Connected to a publisher (or reading -i): the idle time counts only
+ * then, as mosquitto_sub -W's from its connection, so a publisher that is
+ * down is still --max-retries' to report (69), not an idle end. */
+static int can_receive(const struct sub *s)
+{
+	size_t i;
+
+	if (s->stream_in)
+		return 1;
+	for (i = 0; i < s->npc; i++)
+		if (s->pc[i].state == SUB_PS_ACTIVE)
+			return 1;
+	return 0;
+}
+
+/* --idle-timeout: a look every quarter of it (at most a second apart);
+ * when no block arrived since a look that long ago, end as the end of the
+ * stream would: stdout closed, then what was written acknowledged. */
+static void on_idle(uv_timer_t *t)
+{
+	struct sub *s = t->data;
+	uint64_t n = arrivals(s), now = uv_now(&s->loop);
+
+	if (n != s->idle_seen || !can_receive(s)) {
+		s->idle_seen = n;
+		s->idle_since = now;
+		return;
+	}
+	if ((double)(now - s->idle_since) < s->opt.idle_timeout * 1000)
+		return;
+	uv_timer_stop(t);
+	gd_info("no block arrived for %g second%s (--idle-timeout); ending "
+	    "after %" PRIu64 " block%s", s->opt.idle_timeout,
+	    gd_plural(s->opt.idle_timeout), n, gd_plural((double)n));
+	sub_begin_close(s, "--idle-timeout");
+}
+
 /* Once stdout is closed, exit when every block written is acknowledged
  * and the gdack that reads our pipeline has gone (it may still be sending
  * keys that need no acknowledgement, as with numSubs=0; a gdack that has
@@ -105,6 +154,7 @@ void sub_finish(struct sub *s, int code)
 		sub_net_shut(&s->pc[i], s->hard);
 	uv_close((uv_handle_t *)&s->prep, NULL);
 	uv_close((uv_handle_t *)&s->linger, NULL);
+	uv_close((uv_handle_t *)&s->idle, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
 	if (s->state)
@@ -208,9 +258,18 @@ static int start(struct sub *s)
 	if ((rc = sub_out_open(s)) != 0)
 		return rc;
 	if ((rc = uv_prepare_init(&s->loop, &s->prep)) != 0 ||
-	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0)
+	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0 ||
+	    (rc = uv_timer_init(&s->loop, &s->idle)) != 0)
 		goto uv_failed;
-	s->prep.data = s->linger.data = s;
+	s->prep.data = s->linger.data = s->idle.data = s;
+	if (s->opt.idle_timeout > 0) {
+		double every = s->opt.idle_timeout * 1000 / 4;
+		uint64_t ms = every > 1000 ? 1000 : every < 10 ? 10 :
+		    (uint64_t)every;
+		s->idle_since = uv_now(&s->loop);
+		if ((rc = uv_timer_start(&s->idle, on_idle, ms, ms)) != 0)
+			goto uv_failed;
+	}
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;

@@ -9,9 +9,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* How long a new gdsub waits for the one it takes over from to exit:
+ * that one only commits its state and closes, well under a second. */
+#define TAKEOVER_WAIT_S 10.0
 
 static int req_subs(struct sub *s, struct gd_ctl_client *cl, const char *line,
     const char *args)
@@ -146,6 +154,34 @@ static int req_hello(struct sub *s, struct gd_ctl_client *cl,
 	return 0;
 }
 
+/* A new gdsub of the same config (the same name, the same socket) was
+ * started: this one's pipeline is being replaced, most often because its
+ * gdack was killed, which leaves no one to acknowledge what it writes.
+ * It finishes at once, as on a second signal; its acknowledgements are
+ * recorded and sent first, and the blocks it wrote without one are sent
+ * again by their publishers to the new gdsub. */
+static int req_takeover(struct sub *s, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	uint64_t n = sub_unacked(s);
+
+	(void)line;
+	if (strcmp(args, s->name) != 0) {
+		gd_ctl_printf(cl, "error this gdsub is named '%s', not '%.300s'\n",
+		    s->name, args);
+		return 0;
+	}
+	gd_warn("a new gdsub of the same name takes over control socket %s: "
+	    "finishing now; %" PRIu64 " block%s written and not acknowledged "
+	    "will be sent again by %s publishers", s->ctl.path, n,
+	    gd_plural((double)n), n == 1 ? "its" : "their");
+	gd_ctl_printf(cl, "takeover ok\n");
+	gd_ctl_flush(&s->ctl);
+	s->hard = 1;
+	sub_finish(s, n > 0 ? GD_EX_FAIL : GD_EX_OK);
+	return 0;	/* this connection was closed with the rest */
+}
+
 /* The requests by their first word; args: 1 when it takes arguments
  * (after one space), 0 when the word is the whole line. */
 static const struct request {
@@ -158,6 +194,7 @@ static const struct request {
 	{ "hello", 0, req_hello },
 	{ "stats", 0, req_stats },
 	{ "subs", 0, req_subs },
+	{ "takeover", 1, req_takeover },
 };
 
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
@@ -184,12 +221,102 @@ static void on_ctl_gone(void *user)
 	sub_maybe_done(user);
 }
 
+/* Gone, or a zombie its parent has not reaped yet: either way its files
+ * and locks are closed. */
+static int proc_gone(long pid)
+{
+	char path[64], buf[256], *rp;
+	FILE *f;
+	size_t n;
+
+	if (kill((pid_t)pid, 0) != 0)
+		return errno == ESRCH;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* "PID (COMM) STATE ...": COMM may hold ')' */
+	return (rp = strrchr(buf, ')')) != NULL && rp[1] == ' ' && rp[2] == 'Z';
+}
+
+/* The socket is served: by a gdsub of this name (a pipeline restarted
+ * while the old gdsub still ran, its gdack killed), ask it to finish and
+ * wait until it has exited, so its state file and subscriptions are free;
+ * 0 then, or when nothing serves the socket. Anything else serving it is
+ * left alone: an exit code after saying why. */
+static int take_over(struct sub *s, const char *path)
+{
+	struct gd_lreader *rd;
+	struct stat st;
+	char *line, prog[32];
+	size_t len;
+	uid_t uid;
+	long pid = -1;
+	int fd, ver, rc = GD_EX_UNAVAILABLE;
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	double waited = 0;
+
+	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+	    (fd = gd_ctl_connect(path, 0)) < 0)
+		return 0;	/* gd_ctl_listen says what is in the way */
+	if ((rd = calloc(1, sizeof(*rd))) == NULL) {
+		close(fd);
+		gd_err("out of memory");
+		return GD_EX_FAIL;
+	}
+	rd->fd = fd;
+	if (gd_ctl_trust(path, fd) != 0)
+		goto out;
+	(void)gd_ctl_peer_uid(fd, &uid, &pid);
+	if (gd_write_all(fd, "hello\n", 6) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1)
+		goto gone;
+	if (sscanf(line, "hello %31s %d", prog, &ver) != 2 ||
+	    strcmp(prog, "gdsub") != 0) {
+		gd_err("cannot use control socket %s: another program (%.32s) is "
+		    "serving it (give --ctl or a different config)", path,
+		    sscanf(line, "hello %31s", prog) == 1 ? prog : "unknown");
+		goto out;
+	}
+	if (dprintf(fd, "takeover %s\n", s->name) < 0)
+		goto gone;
+	/* "takeover ok", or the connection closed as it finishes */
+	if (gd_lreader_line(rd, &line, &len) == 1 &&
+	    strcmp(line, "takeover ok") != 0) {
+		gd_err("cannot use control socket %s: the gdsub (pid %ld) serving "
+		    "it does not give it up: %.300s", path, pid,
+		    strncmp(line, "error ", 6) == 0 ? line + 6 : line);
+		goto out;
+	}
+gone:
+	while (pid > 0 && !proc_gone(pid)) {
+		if (waited >= TAKEOVER_WAIT_S) {
+			gd_err("cannot use control socket %s: the gdsub (pid %ld) "
+			    "serving it was asked to finish and still runs after "
+			    "%g seconds", path, pid, TAKEOVER_WAIT_S);
+			goto out;
+		}
+		nanosleep(&nap, NULL);
+		waited += 0.02;
+	}
+	gd_warn("took over control socket %s from the gdsub (pid %ld) that "
+	    "served it: it has finished", path, pid);
+	rc = 0;
+out:
+	close(fd);
+	free(rd);
+	return rc;
+}
+
 int sub_ctl_listen(struct sub *s)
 {
 	char path[108], note[PATH_MAX];
 	int rc;
 
 	if ((rc = gd_ctl_path_sub(s->conf, path, sizeof(path))) != 0 ||
+	    (rc = take_over(s, path)) != 0 ||
 	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
 		return rc;
 	s->ctl.on_gone = on_ctl_gone;

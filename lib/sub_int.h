@@ -97,6 +97,9 @@ struct sub {
 	uv_loop_t loop;
 	uv_prepare_t prep;
 	uv_timer_t linger;
+	uv_timer_t idle;	/* --idle-timeout: looks for arrivals */
+	uint64_t idle_seen;	/* blocks arrived at its last look */
+	uint64_t idle_since;	/* loop ms: when that count last moved */
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
 	struct gd_out out;

@@ -6,12 +6,139 @@
 #include "parse.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+int gd_sub_template_check(const char *t, int gd, char delim, char *why,
+    size_t whysz)
+{
+	const char *p;
+
+	if (*t == '\0') {
+		snprintf(why, whysz, "empty");
+		return -1;
+	}
+	for (p = t; *p; p++) {
+		char c;
+		if (*p == '%') {
+			if (p[1] == '\0' || strchr("kiosrt%", p[1]) == NULL) {
+				snprintf(why, whysz, "unknown %%%.1s (expected %%k key, "
+				    "%%i ID, %%o origin, %%s payload, %%r resent, %%t "
+				    "arrival time or %%%%)", p + 1);
+				return -1;
+			}
+			p++;
+			continue;
+		}
+		c = *p;
+		if (*p == '\\') {
+			if (p[1] == '\0' || strchr("tn0\\", p[1]) == NULL) {
+				snprintf(why, whysz, "unknown \\%.1s (expected \\t, "
+				    "\\n, \\0 or \\\\)", p + 1);
+				return -1;
+			}
+			p++;
+			c = *p == 't' ? '\t' : *p == 'n' ? '\n' : *p == '0' ?
+			    '\0' : '\\';
+		}
+		if (gd && c == delim) {
+			snprintf(why, whysz, "it would end the record inside it "
+			    "(records end with %s), and gdack reads one record per "
+			    "key%s", delim ? "a newline" : "NUL",
+			    delim ? "; use -0, or --no-gd" : "; or give --no-gd");
+			return -1;
+		}
+	}
+	if (gd && !(strncmp(t, "%k", 2) == 0 && (t[2] == '\0' || t[2] == '\t' ||
+	    strncmp(t + 2, "\\t", 2) == 0))) {
+		snprintf(why, whysz, "gdack reads the key from the start of each "
+		    "record up to a TAB: start it with %%k\\t (or %%k alone), or "
+		    "give --no-gd when nothing acknowledges");
+		return -1;
+	}
+	return 0;
+}
+
+/* The bytes a template can take for this block, at most. */
+static size_t template_need(const char *t, const struct sub_origin *o,
+    const struct gd_block *b)
+{
+	size_t n = 1;
+
+	for (; *t; t++)
+		n += t[0] == '%' && t[1] == 's' ? b->len : o->len + 48;
+	return n;
+}
+
+/* One record by the template (checked by gd_sub_template_check); %k is
+ * the key as -f line writes it, flags included, so gdack and --sink read
+ * it alike. */
+static size_t template_put(uint8_t *d, const char *t,
+    const struct sub_origin *o, const struct gd_block *b, const char *flags)
+{
+	size_t n = 0;
+	const char *f;
+
+	for (; *t; t++) {
+		if (*t == '\\') {
+			t++;
+			d[n++] = *t == 't' ? '\t' : *t == 'n' ? '\n' : *t == '0' ?
+			    '\0' : '\\';
+			continue;
+		}
+		if (*t != '%') {
+			d[n++] = (uint8_t)*t;
+			continue;
+		}
+		switch (*++t) {
+		case 'k':
+			memcpy(d + n, o->s, o->len);
+			n += o->len;
+			d[n++] = '/';
+			n += gd_u64toa((char *)d + n, b->id);
+			if (flags[0]) {
+				d[n++] = '/';
+				for (f = flags; *f; f++)
+					d[n++] = (uint8_t)*f;
+			}
+			break;
+		case 'i':
+			n += gd_u64toa((char *)d + n, b->id);
+			break;
+		case 'o':
+			memcpy(d + n, o->s, o->len);
+			n += o->len;
+			break;
+		case 's':
+			if (b->len)
+				memcpy(d + n, b->data, b->len);
+			n += b->len;
+			break;
+		case 'r':
+			d[n++] = strchr(flags, 'r') ? '1' : '0';
+			break;
+		case 't': {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			n += (size_t)snprintf((char *)d + n, 40, "%lld.%06ld",
+			    (long long)ts.tv_sec, ts.tv_nsec / 1000);
+			break;
+		}
+		default:	/* %% */
+			d[n++] = '%';
+			break;
+		}
+	}
+	return n;
+}
 
 void sub_out_block(struct sub *s, const struct sub_origin *o,
     const struct gd_block *b, const char *flags)
 {
-	size_t need = o->len + 32 + b->len + GD_SFRAME_HDR + GD_SFRAME_TRAILER;
+	size_t need = s->opt.format == GD_OUT_TEMPLATE ?
+	    template_need(s->opt.tmpl, o, b) :
+	    o->len + 32 + b->len + GD_SFRAME_HDR + GD_SFRAME_TRAILER;
 	uint8_t *d = gd_out_reserve(&s->out, need);
 	size_t n = 0;
 
@@ -25,6 +152,12 @@ void sub_out_block(struct sub *s, const struct sub_origin *o,
 		struct gd_sframe f = { GD_SF_BLOCK, b->flags, b->id, b->seq,
 			b->time_ns, o->epoch, o->s, o->len, b->data, b->len };
 		gd_out_commit(&s->out, gd_sframe_put(d, &f));
+		return;
+	}
+	if (s->opt.format == GD_OUT_TEMPLATE) {
+		n = template_put(d, s->opt.tmpl, o, b, flags);
+		d[n++] = (uint8_t)s->opt.delim;
+		gd_out_commit(&s->out, n);
 		return;
 	}
 	if (s->opt.format == GD_OUT_LINE) {
@@ -58,7 +191,8 @@ void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
 {
 	gd_err("block %.*s/%" PRIu64 " cannot be written in %s format: its "
 	    "payload contains %s; not acknowledged", (int)o->len, o->s, b->id,
-	    s->opt.format == GD_OUT_LINE ? "line" : "payload",
+	    s->opt.format == GD_OUT_LINE ? "line" :
+	    s->opt.format == GD_OUT_TEMPLATE ? "template" : "payload",
 	    s->opt.delim ? "a newline (use -0)" : "a NUL byte");
 	s->n_unwritable++;
 }

@@ -44,7 +44,8 @@ static const char usage[] =
 "      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
 "                           for line-oriented engines (mosquitto_pub -l, kcat)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
-"      --progress           a status line on stderr, 4 times a second\n"
+"      --progress[=SECS]    a status line on stderr, 4 times a second; with\n"
+"                           SECS, a line every SECS seconds instead (for logs)\n"
 "      --no-progress        none (the default unless stderr is a terminal)\n"
 "  -v, --verbose            trace connections on stderr (-vv more)\n"
 "  -q, --quiet              errors only\n"
@@ -88,7 +89,7 @@ static const struct option longopts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
 	{ "status", required_argument, NULL, O_STATUS },
-	{ "progress", no_argument, NULL, O_PROGRESS },
+	{ "progress", optional_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -96,41 +97,6 @@ static const struct option longopts[] = {
 	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
-
-/* A cluster member's blocks are the producer's: every member must give a
- * block the same ID, so gdpub may not number them itself. */
-static int cluster_check(const struct gd_conf *conf,
-    const struct gd_pub_opts *opt)
-{
-	if (conf->cluster == NULL) {
-		if (conf->role == GD_ROLE_SECONDARY) {
-			gd_usage_err("GDpub_role=secondary needs GDpub_cluster "
-			    "(--cluster NAME): a secondary of which cluster?");
-			return GD_EX_USAGE;
-		}
-		return 0;
-	}
-	if (!opt->ids && !opt->frame) {
-		gd_usage_err("GDpub_cluster needs the block IDs from the input "
-		    "(-I/--ids or -f frame): every member of cluster %s must "
-		    "give a block the same ID, and gdpub would number them "
-		    "itself", conf->cluster);
-		return GD_EX_USAGE;
-	}
-	if (opt->out) {
-		gd_usage_err("GDpub_cluster cannot be used with -o: cluster "
-		    "members serve their subscribers over TCP");
-		return GD_EX_USAGE;
-	}
-	if (conf->role == GD_ROLE_SECONDARY && conf->num_subs == 0) {
-		gd_usage_err("GDpub_role=secondary needs GDpub_numSubs of 1 or "
-		    "more: pre-acknowledgements come from GD subscribers, and "
-		    "without them every block would wait out its "
-		    "GDpub_tentativePreAckTimeout first");
-		return GD_EX_USAGE;
-	}
-	return 0;
-}
 
 int main(int argc, char **argv)
 {
@@ -191,8 +157,19 @@ int main(int argc, char **argv)
 			opt.status = optarg;
 			break;
 		case O_PROGRESS:
+			opt.progress = 1;
+			opt.progress_every = 0;
+			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
+			    &opt.progress_every) != 0) {
+				gd_usage_err("invalid value '%s' for --progress: "
+				    "expected seconds from 0.25", optarg);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			break;
 		case O_NO_PROGRESS:
-			opt.progress = ch == O_PROGRESS;
+			opt.progress = 0;
+			opt.progress_every = 0;
 			break;
 		case 'v':
 			verbose++;
@@ -239,12 +216,6 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if (opt.out && conf.snapshot > 0) {
-		gd_usage_err("GDpub_snapshot cannot be used with -o: a stream has "
-		    "no subscribers joining later to replay blocks to");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
 	if (opt.out && opt.status && strcmp(opt.out, "-") == 0 &&
 	    strcmp(opt.status, "-") == 0) {
 		gd_usage_err("-o - and --status - would both write on standard "
@@ -257,7 +228,8 @@ int main(int argc, char **argv)
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if ((rc = cluster_check(&conf, &opt)) != 0)
+	if ((rc = gd_conf_check_keys(&conf, opt.ids || opt.frame,
+	    opt.out != NULL)) != 0)
 		goto out;
 	rc = gd_pub_run(&conf, &opt);
 out:

@@ -29,7 +29,10 @@ static const char usage[] =
 "      --auth-key-file FILE   prove this pre-shared key to each publisher and\n"
 "                             have it prove it (mode 0600 or stricter)\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
-"                             stream, binary-safe; see gdkit-stream(5))\n"
+"                             stream, binary-safe; see gdkit-stream(5)), or\n"
+"                             a template: %k key, %i ID, %o origin, %s\n"
+"                             payload, %r resent, %t time, \\t \\n \\0 (starts\n"
+"                             with %k\\t for gdack unless --no-gd)\n"
 "  -i, --input FILE|-         read blocks from a framed stream (gdpub -o)\n"
 "                             instead of TCP; acks still go to each block's\n"
 "                             publisher, which must be one of GDsub_pub;\n"
@@ -37,6 +40,7 @@ static const char usage[] =
 "  -0, --null                 end each record with NUL instead of newline\n"
 "  -C, --count N              exit after N unique blocks\n"
 "      --linger SECS          wait for acks after stdout closed (default 10)\n"
+"      --idle-timeout SECS    end cleanly when no block arrived for SECS\n"
 "      --qos NAME=VALUE       IceStorm QoS, repeatable: reliability=ordered,\n"
 "                             retryCount=N, connectionCached=0|1,\n"
 "                             locatorCacheTimeout=SECS\n"
@@ -51,7 +55,7 @@ static const char usage[] =
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
-	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK };
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -72,6 +76,7 @@ static const struct option longopts[] = {
 	{ "null", no_argument, NULL, '0' },
 	{ "count", required_argument, NULL, 'C' },
 	{ "linger", required_argument, NULL, O_LINGER },
+	{ "idle-timeout", required_argument, NULL, O_IDLE },
 	{ "input", required_argument, NULL, 'i' },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "quiet", no_argument, NULL, 'q' },
@@ -83,7 +88,7 @@ static const struct option longopts[] = {
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
-	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL };
+	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0, NULL };
 	int ch, rc, verbose = 0, quiet = 0;
 	int64_t n;
 
@@ -105,8 +110,11 @@ int main(int argc, char **argv)
 				opt.format = GD_OUT_PAYLOAD;
 			else if (strcmp(optarg, "frame") == 0)
 				opt.format = GD_OUT_FRAME;
-			else {
-				gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload' or 'frame'",
+			else if (strchr(optarg, '%') != NULL) {
+				opt.format = GD_OUT_TEMPLATE;
+				opt.tmpl = optarg;
+			} else {
+				gd_usage_err("invalid value '%s' for --format: expected 'line', 'payload', 'frame' or a template with %%k, %%s ...",
 				    optarg);
 				rc = GD_EX_USAGE;
 			}
@@ -126,6 +134,14 @@ int main(int argc, char **argv)
 			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.linger) != 0) {
 				gd_usage_err("invalid value '%s' for --linger: expected seconds",
 				    optarg);
+				rc = GD_EX_USAGE;
+			}
+			break;
+		case O_IDLE:
+			if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
+			    &opt.idle_timeout) != 0) {
+				gd_usage_err("invalid value '%s' for --idle-timeout: "
+				    "expected seconds above 0", optarg);
 				rc = GD_EX_USAGE;
 			}
 			break;
@@ -159,11 +175,17 @@ int main(int argc, char **argv)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
 		goto out;
-	if (conf.state && !conf.gd) {
-		gd_usage_err("cannot use --state (GDsub_state) with --no-gd "
-		    "(GDsub_gd=0): nothing is acknowledged");
-		rc = GD_EX_USAGE;
+	if ((rc = gd_conf_check_keys(&conf, 0, 0)) != 0)
 		goto out;
+	if (opt.format == GD_OUT_TEMPLATE) {
+		char why[256];
+		if (gd_sub_template_check(opt.tmpl, conf.gd != 0, opt.delim, why,
+		    sizeof(why)) != 0) {
+			gd_usage_err("invalid template '%s' for --format: %s",
+			    opt.tmpl, why);
+			rc = GD_EX_USAGE;
+			goto out;
+		}
 	}
 	if (opt.format == GD_OUT_FRAME && opt.delim != '\n') {
 		gd_usage_err("-f frame cannot be combined with -0: frames carry "

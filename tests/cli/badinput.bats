@@ -73,7 +73,7 @@ pubin() {
 	bad 64 "gdsub: invalid value '127.0.0.1:http' for --pub: expected HOST:PORT" -- gdsub -P 127.0.0.1:http
 }
 @test "option: gdsub -f xml" {
-	bad 64 "gdsub: invalid value 'xml' for --format: expected 'line', 'payload' or 'frame'" -- gdsub -P 127.0.0.1:7001 -f xml
+	bad 64 "gdsub: invalid value 'xml' for --format: expected 'line', 'payload', 'frame' or a template with %k, %s ..." -- gdsub -P 127.0.0.1:7001 -f xml
 }
 @test "option: gdack --wait abc" {
 	bad 64 "gdack: invalid value 'abc' for --wait: expected seconds" -- gdack -P 127.0.0.1:7001 --wait abc

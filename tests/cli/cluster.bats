@@ -139,7 +139,8 @@ words() {
 	run --separate-stderr timeout 20 gdpub -p "$port" -I --cluster c1 < <(printf '7\tok\nno id here\n')
 	assert_failure 1
 	assert_output 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)'
-	assert_equal "$stderr" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"
+	assert_equal "$(stderr_before_summary)" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 2 blocks in "[0-9.]+" s: 1 published (GD off), 1 REJECT (each REJECT line says why)"$ ]]
 }
 
 # A re-published ID is a new block in a cluster too (issue 21 item 2):

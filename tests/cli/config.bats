@@ -125,6 +125,27 @@ conf_err() {
 	done
 }
 
+@test "keys that need each other: from the file alone a config error (78) naming file, line and key; with a command-line option a usage error (64)" {
+	cfg bad.ini GDpub_port=1 GDpub_role=secondary
+	conf_err gdpub "bad.ini:2: GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?"
+	expect_usage gdpub "GDpub_role=secondary needs GDpub_cluster (--cluster NAME): a secondary of which cluster?" -- gdpub -p 1 --role secondary
+	cfg bad.ini GDpub_port=1 GDpub_cluster=c1 'GDpub_role = secondary' GDpub_numSubs=0
+	expect_fail 78 "gdpub: bad.ini:3: GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out its GDpub_tentativePreAckTimeout first (GDpub_numSubs on line 4)" -- gdpub -c bad.ini -I
+	cfg bad.ini GDpub_port=1 GDpub_cluster=c1
+	conf_err gdpub "bad.ini:2: GDpub_cluster needs the block IDs from the input (-I/--ids or -f frame): every member of cluster c1 must give a block the same ID, and gdpub would number them itself"
+	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -c bad.ini -I -o -
+	cfg bad.ini GDpub_port=1 '# the journal of a pipeline' GDpub_journal=j.gdj
+	conf_err gdpub "bad.ini:3: GDpub_journal needs GDpub_numSubs above 0: with GD off nothing is pending to journal"
+	# the command line sets one of them: the command line is what to fix
+	expect_usage gdpub "GDpub_journal needs GDpub_numSubs above 0: with GD off nothing is pending to journal" -- gdpub -c bad.ini -n 0
+	[ ! -e j.gdj ]
+	cfg bad.ini GDpub_port=1 GDpub_snapshot=3
+	expect_usage gdpub "GDpub_snapshot cannot be used with -o: a stream has no subscribers joining later to replay blocks to" -- gdpub -c bad.ini -o -
+	cfg bad.ini GDsub_pub=127.0.0.1:1 GDsub_state=s.state GDsub_gd=0
+	conf_err gdsub "bad.ini:2: cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged (GDsub_gd on line 3)"
+	[ ! -e s.state ]
+}
+
 @test "gdinspect checks the values of both families" {
 	cfg bad.ini 'GDpub_port=x'
 	expect_fail 78 "gdinspect: bad.ini:1: GDpub_port: invalid value 'x': expected an integer from 0 to 65535" -- gdinspect -c bad.ini pending

@@ -95,7 +95,7 @@ throttled() {
 	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1800 ]
 	[ "$(grep -c '^ACK [0-9]*0$' <<<"$output")" -eq 200 ]
 	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
-	[[ "$stderr" == "gdpub: warning: 1800 of 2000 blocks NACKed, most because the pipelines passed them over "* ]]
+	[[ "$stderr" =~ ^"gdpub: warning: 2000 blocks in "[0-9]+\.[0-9]" s: 200 ACK, 1800 NACK, 0 REJECT; NACKed most because the pipelines passed them over " ]]
 	[[ "$stderr" == *": 1800 passed over, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise" ]]
 }
 
@@ -111,7 +111,8 @@ throttled() {
 	run --separate-stderr timeout 60 bash -c "seq 1 1000 | gdpub -p $port -n 1 -t 0.5"
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
-	[[ "$stderr" == *"gdpub: warning: 1000 of 1000 blocks NACKed, most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
+	[[ "$stderr" == *" s: 0 ACK, 1000 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
+	[[ "$stderr" == *"gdpub: warning: 1000 blocks in "* ]]
 	# gdinspect stats: owed by nobody, outside the window
 	feed_open in.fifo
 	spawn "gdpub -p $port -n 1 -t 3600 < in.fifo > st 2> pub.err" 7>&-
@@ -193,4 +194,32 @@ throttled() {
 	wait_until 20 test -s f.rc
 	[ "$(grep -c $'\tERROR [0-9]*0$' out.txt)" -eq 200 ]
 	[ "$(wc -l < out.txt)" -eq 200 ]
+}
+
+# reject_run NAME INPUT [GDPUB-OPTS]: gdpub -I -n 1 of INPUT through a
+# fresh gdsub | gdack pipeline; run's status, output and stderr
+reject_run() {
+	port=$(free_port)
+	spawn "gdsub -P 127.0.0.1:$port --name $1 --retry-interval 0.05 --max-retries 400 2> $1.sub.err |
+		gdack -P 127.0.0.1:$port --name $1 --tee > $1.out 2> $1.ack.err"
+	printf "$2" > "$1.in"
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 30 -I --wait-ready=30 ${3:-} < "$1.in"
+}
+
+# The run in one line at its end whenever a block failed (issue 26):
+# counts of ACK, NACK and REJECT and the wall time; nothing when all were
+# ACKed; -q silences it (before: REJECTs alone gave no summary).
+@test "a run with REJECTs ends with one summary line: blocks, seconds, ACK, NACK, REJECT; none when all ACKed; -q silences it" {
+	reject_run a '1\tone\nbad line\n2\ttwo\n'
+	[ "$status" -eq 1 ]
+	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 2\nREADY\nREJECT - malformed line 2: expected ID<TAB>payload with a decimal ID')"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 3 blocks in "[0-9]+\.[0-9]" s: 2 ACK, 0 NACK, 1 REJECT (each REJECT line says why)"$ ]]
+	# -q: the REJECT's own error only
+	reject_run b '3\tthree\nbad line\n' -q
+	[ "$status" -eq 1 ]
+	assert_equal "$stderr" "gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID"
+	# all ACKed: no summary
+	reject_run c '4\tfour\n'
+	assert_success
+	assert_equal "$stderr" ""
 }

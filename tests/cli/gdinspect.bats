@@ -338,3 +338,52 @@ pending_rows() {
 	assert_success
 	python -c 'import json, sys; d = json.loads(sys.stdin.read()); assert d["snapshot"] == 2 and d["unique"] == 0, d' <<<"$output"
 }
+
+# ---- wide columns (issue 26 item 9) ----
+
+# no_nul FILE: FILE has no NUL byte (grep would call it binary)
+no_nul() {
+	[ "$(tr -dc '\000' < "$1" | wc -c)" -eq 0 ]
+}
+
+@test "text tables pad a column wider than 64 with spaces, never a NUL byte: pending, subs at both ends" {
+	port=$(free_port)
+	host=$(printf 'h%.0s' $(seq 90)).example
+	name=$(printf 'n%.0s' $(seq 120))
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_host=%s\n' "$port" "$host" > p.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\nGDsub_name=%s\n' "$port" "$name" > s.ini
+	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
+	spawn "(printf 'a\nbb\n'; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	wait_until 60 has_lines out.txt 2
+	timeout 30 gdinspect -c p.ini pending > pending.txt
+	timeout 30 gdinspect -c p.ini subs > psubs.txt
+	timeout 30 gdinspect -c s.ini subs > ssubs.txt
+	for f in pending.txt psubs.txt ssubs.txt; do
+		no_nul "$f" || { echo "$f has a NUL byte:"; od -c "$f" | head; return 1; }
+	done
+	# the padding is there, as spaces: the header's next column starts
+	# after the widest cell and two spaces
+	grep -Eq "^ID +KEY {$(( ${#host} - 3 )),}ACKS" pending.txt
+	grep -Eq "^NAME {$(( ${#name} - 4 + 2 ))}ADDRESS" psubs.txt
+	grep -Eq "^$name  127\.0\.0\.1:" psubs.txt
+	grep -Eq "^PUBLISHER +ORIGIN {$(( ${#host} - 6 + 2 )),}STATE" ssubs.txt
+}
+
+@test "decode and journal tables: a wide column has no NUL byte either" {
+	# an origin of 250 bytes makes decode's KEY column wide
+	printf 'set origin=%s:7001\nblock 1 1 - x\nblock 2 2 - y\n' "$(printf 'o%.0s' $(seq 250))" |
+		python "$BATS_TEST_DIRNAME/mkstream.py" > s.gds
+	timeout 30 gdinspect decode s.gds > decode.txt
+	grep -q "^o\{250\}:7001/2  -  " decode.txt
+	no_nul decode.txt
+	# a journal with two blocks pending, one of them 300 bytes
+	port=$(free_port)
+	touch cmds
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
+	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(echo x; printf 'p%.0s' \$(seq 300); echo; sleep 60) > st 2> p.err"
+	wait_until 20 has_line ev '^block 2 '
+	timeout 30 gdinspect journal j.gdj > journal.txt
+	grep -q '^2 .*"ppp' journal.txt
+	no_nul journal.txt
+	echo quit >> cmds
+}

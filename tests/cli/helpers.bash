@@ -276,3 +276,17 @@ declares_1g() {
 	printf 'with plen=0x40000000\nblock 1 1 -\n' | mkstream --cut 60 > "$1"
 	[ "${2:-0}" -eq 0 ] || head -c "$2" /dev/zero >> "$1"
 }
+
+# summary_is ACK NACK REJECT: the last line of $stderr is gdpub's summary
+# of a run in which a block failed, with these counts (gdpub(1) FLOW
+# CONTROL); stderr_before_summary prints the lines before it.
+summary_is() {
+	local last
+	last=$(tail -n 1 <<<"$stderr")
+	[[ "$last" =~ ^"gdpub: warning: "[0-9]+" blocks in "[0-9]+\.[0-9]" s: $1 ACK, $2 NACK, $3 REJECT"(;| \() ]] ||
+		{ echo "not the summary of $1 ACK, $2 NACK, $3 REJECT: $last"; return 1; }
+}
+
+stderr_before_summary() {
+	head -n -1 <<<"$stderr"
+}

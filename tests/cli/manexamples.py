@@ -243,6 +243,8 @@ def normalize(lines, ports):
         l = re.sub(r"\b[A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d \w+ \d{4}\b",
                    "<DATE>", l)
         l = re.sub(r"(?<![\d.])\d+\.\d{3}(?![\d.])", "<F3>", l)
+        # gdpub's summary of a run: its wall time
+        l = re.sub(r"blocks in \d+\.\d s:", "blocks in <S> s:", l)
         l = re.sub(r"127\.0\.0\.1:(\d+)", eph, l)
         l = squash(l)
         out.append(l)

@@ -54,6 +54,35 @@ check_short_options() {
 	[ -z "$missing" ] || { echo "$page lacks:$missing"; return 1; }
 }
 
+# check_synopsis PROG: each option in the option column of PROG --help is
+# in the SYNOPSIS of man/PROG.1: its short form when it has one ("Fl x",
+# or x in a cluster such as "Fl 0hqVv"), else "Fl -long".
+check_synopsis() {
+	local prog=$1 page="$MANDIR/$1.1" syn help line o s missing=""
+	syn=$(sed -n '/^\.Sh SYNOPSIS/,/^\.Sh DESCRIPTION/p' "$page")
+	help=$("$prog" --help) || return 1
+	while IFS= read -r line; do
+		o=$(grep -oE -- '--[a-z][a-z0-9-]*' <<<"$line" | head -n 1)
+		s=$(grep -oE -- '^ +-[a-zA-Z0-9],' <<<"$line" | tr -d ' ,-')
+		if [ -n "$s" ]; then
+			grep -Eq -- "Fl [0-9A-Za-z]*$s[0-9A-Za-z]*( |\$)" <<<"$syn" ||
+				missing="$missing -$s"
+		else
+			grep -Eq -- "Fl -${o#--}([^a-z0-9-]|\$)" <<<"$syn" ||
+				missing="$missing $o"
+		fi
+	done < <(grep -E -- '^ {2,}(-[a-zA-Z0-9], )?--[a-z]' <<<"$help")
+	[ -z "$missing" ] || { echo "$page: SYNOPSIS lacks:$missing"; return 1; }
+}
+
+# check_once PAGE: no option is described twice, as the head ("Fl ..." on
+# an .It line) of two entries of PAGE
+check_once() {
+	local page="$MANDIR/$1" twice
+	twice=$(grep -E '^\.It ' "$page" | grep -oE 'Fl -?[a-zA-Z0-9][a-z0-9-]*' | sort | uniq -d | tr '\n' ' ')
+	[ -z "$twice" ] || { echo "$page: described twice: $twice"; return 1; }
+}
+
 @test "every man page exists" {
 	for p in $PAGES; do
 		[ -f "$MANDIR/$p" ] || { echo "missing man/$p"; return 1; }
@@ -150,6 +179,34 @@ check_short_options() {
 	for p in $PAGES; do args+=("$MANDIR/$p"); done
 	run python "$BATS_TEST_DIRNAME/manexamples.py" render "${args[@]}"
 	[ "$status" -eq 0 ] && [ -z "$output" ] || { echo "$output"; return 1; }
+}
+
+@test "each program's SYNOPSIS lists every option of its --help (short form when it has one)" {
+	local p bad=0
+	for p in $PROGS; do
+		check_synopsis "$p" || bad=1
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "no option is described twice in a program's page" {
+	local p bad=0
+	for p in $PROGS; do
+		check_once "$p.1" || bad=1
+	done
+	[ "$bad" -eq 0 ]
+}
+
+@test "no quote nested in a quote once rendered (.Ql inside .Pq Ql ...)" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local p bad=0 hits
+	for p in $PAGES; do
+		# a closing quote right after another, or an opening one inside
+		# a quote that has not closed
+		hits=$(mandoc -Tascii "$MANDIR/$p" | col -bx | grep -nE "''|\`[^'\`]*\`[^']*'") || true
+		[ -z "$hits" ] || { echo "man/$p:"; echo "$hits"; bad=1; }
+	done
+	[ "$bad" -eq 0 ]
 }
 
 # run_examples PAGE [TOOL...]: run the EXAMPLES of man/PAGE as a user
@@ -263,7 +320,75 @@ recipe() {
 	mkdir m
 	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > m/pub.ini
 	printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > m/s.ini
-	{ recipe 4; echo wait; } > m/recipe.sh
+	{ recipe 5; echo wait; } > m/recipe.sh
 	(cd m && timeout 60 bash -e recipe.sh > recipe.out 2> recipe.err)
 	grep -q 'exactly-once' m/recipe.out
+}
+
+# pid_in SID PROG: the pid of PROG in the session SID (a spawn)
+pid_in() {
+	pgrep -s "$1" -x "$2"
+}
+
+# Pasted as a user would after a kill: the pipeline line of recipe 3,
+# its gdpub line with the input given in three parts (so the run cannot
+# end before each kill, however slow the machine), and the restart lines
+# of gdpub as the page gives them. Each piece is killed with SIGKILL and
+# started again at once, without waiting for anything (before: the new
+# gdsub found the old one still serving the control socket, 10 s after
+# its gdack was killed, and exited 69; and the recipe's gdsub gave up 9 s
+# after its gdpub went down).
+@test "gdkit(7) exactly once: gdack, gdsub and gdpub each killed with SIGKILL and started again at once; each block once in the sink, every block ACKed" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	local n=3000 sid pubsid pid pipe pub
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > pub.ini
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.1\n' "$port" > s.ini
+	seq 1 "$n" > input
+	recipe 3 > r.sh
+	recipe 4 > restart.sh
+	cat r.sh restart.sh
+	grep -q '^echo GDsub_maxRetries=-1 >> s.ini$' r.sh
+	bash -e <(grep '^echo ' r.sh)
+	pipe=$(grep '^gdsub ' r.sh | sed "s/| work |/| sed -u 's|\$| done|' |/; s/ &\$//")
+	pub=$(grep '^gdpub ' r.sh | sed 's/< input > status.txt$/< in.fifo > status.txt/')
+	[ "$pipe" != "$(grep '^gdsub ' r.sh)" ] && [ "$pub" != "$(grep '^gdpub ' r.sh)" ]
+	grep -q '^tail -n +\$((n + 1)) input | gdpub -c pub.ini ' restart.sh
+	feed_open in.fifo
+	spawn "$pipe 2>> pipe.err" 7>&-
+	sid=$SPAWNED
+	spawn "$pub 2> pub1.err" 7>&-
+	pubsid=$SPAWNED
+	# gdack
+	sed -n '1,1000p' input >&7
+	wait_until 60 lines_at_least out.txt 600
+	pid=$(pid_in "$sid" gdack)
+	kill -KILL "$pid"
+	spawn "$pipe 2>> pipe.err" 7>&-
+	sid=$SPAWNED
+	# gdsub
+	sed -n '1001,1600p' input >&7
+	wait_until 60 lines_at_least out.txt 1300
+	pid=$(pid_in "$sid" gdsub)
+	kill -KILL "$pid"
+	spawn "$pipe 2>> pipe.err" 7>&-
+	sid=$SPAWNED
+	# gdpub, fed again from its journal's highest ID plus one as the page
+	# says: the lines it had not read yet come from there
+	sed -n '1601,2300p' input >&7
+	wait_until 60 lines_at_least out.txt 2000
+	pid=$(pid_in "$pubsid" gdpub)
+	kill -KILL "$pid"
+	feed_close
+	spawn "$(cat restart.sh) 2> pub2.err; echo \$? > pub2.rc"
+	wait_until 120 test -s pub2.rc
+	assert_equal "$(cat pub2.rc)" 0
+	# the sink: every line once, as the work stage left it
+	assert_equal "$(cut -f2- out.txt | sort -n | uniq -c | awk '$1 != 1' | head)" ""
+	assert_equal "$(cut -f2- out.txt | sort -n)" "$(seq 1 "$n" | sed 's/$/ done/')"
+	# every block ACKed, over both gdpub runs
+	assert_equal "$(sed -n 's/^ACK //p' status.txt | sort -n | uniq)" "$(seq 1 "$n")"
+	run ! grep -q '^NACK' status.txt
+	# the pipelines started cleanly each time: no gdsub refused the socket
+	run ! grep -q 'another program is serving it' pipe.err
 }

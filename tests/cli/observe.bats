@@ -163,13 +163,13 @@ assert a["gd"] == "yes" and a["state"] == "online" and a["in_flight"] == 3 and a
 assert b["gd"] == "yes" and b["state"] == "online" and b["in_flight"] == 5 and b["acks"] == 0, b
 assert c["gd"] == "no" and c["state"] == "refused: numSubs reached" and c["in_flight"] is None, c
 for r in rows.values():
-    assert r["qos"] == "reliability=,retryCount=0" and r["failures"] == 0 and r["queue"] == 0, r
+    assert r["qos"] == "retryCount=0" and r["failures"] == 0 and r["queue"] == 0, r
     assert r["discarded"] == 0 and r["dropped"] == 0, r
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini subs
 	assert_success
 	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE +QOS +QUEUE +IN_FLIGHT +FAILURES +ACKS +DISCARDED +DROPPED$'
-	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +reliability=,retryCount=0 +0 +- +0 +0 +0 +0$'
+	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +retryCount=0 +0 +- +0 +0 +0 +0$'
 	grep -q "gdpub: refused acknowledgement connection from gamma" pub.err
 }
 
@@ -496,6 +496,38 @@ print(len(parts))
 	assert_equal "$(cat pub.rc)" 0
 	n=$(status_lines pub.err)
 	python -c 'import sys; n, t = int(sys.argv[1]), float(sys.argv[3]) - float(sys.argv[2]); assert 2 <= n <= 4 * t + 1, (n, t)' "$n" "$t0" "$t1"
+}
+
+# For logs (issue 26): before, --progress drew only a line redrawn in
+# place, and took no interval.
+@test "gdpub --progress=SECONDS: a whole line every SECONDS on stderr, also at -q and without a terminal; bad values 64" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port -q --progress=0.5 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	printf '%s\n' 1 2 3 >&7
+	wait_until 20 lines_at_least pub.err 3
+	feed_close
+	wait_until 10 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	# whole lines, no carriage return or terminal escape, and each of the
+	# documented form, the times growing by about 0.5 s
+	run ! grep -q $'[\r\033]' pub.err
+	python -c '
+import re, sys
+lines = open("pub.err").read().splitlines()
+pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ blocks/s")
+ts = []
+for l in lines:
+    m = pat.fullmatch(l)
+    assert m, l
+    ts.append(float(m.group(1)))
+assert len(ts) >= 3 and ts == sorted(ts), ts
+assert all(t2 - t1 >= 0.45 for t1, t2 in zip(ts, ts[1:])), ts
+assert ts[0] >= 0.45, ts
+assert "3 read" in lines[-1], lines
+'
+	expect_usage gdpub "invalid value '0.1' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=0.1
+	expect_usage gdpub "invalid value 'x' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=x
 }
 
 # ontty.py OUT CMD: run the shell command CMD with its stderr on a new

@@ -83,7 +83,7 @@ load helpers
 	expect_usage gdsub "invalid value '-2' for --max-retries: expected an integer from -1 to 1073741824" -- gdsub -P 127.0.0.1:1 --max-retries -2
 	expect_usage gdsub "invalid value '0' for --retry-interval: expected seconds from 0.001 to 3.1536e+07" -- gdsub -P 127.0.0.1:1 --retry-interval 0
 	expect_usage gdsub "invalid value 'later' for --linger: expected seconds" -- gdsub -P 127.0.0.1:1 --linger later
-	expect_usage gdsub "invalid value 'xml' for --format: expected 'line', 'payload' or 'frame'" -- gdsub -P 127.0.0.1:1 -f xml
+	expect_usage gdsub "invalid value 'xml' for --format: expected 'line', 'payload', 'frame' or a template with %k, %s ..." -- gdsub -P 127.0.0.1:1 -f xml
 	expect_usage gdsub "invalid value 'bogus=1' for --qos: expected reliability=, retryCount=, connectionCached= or locatorCacheTimeout=" -- gdsub -P 127.0.0.1:1 --qos bogus=1
 }
 
@@ -169,10 +169,11 @@ load helpers
 	expect_usage gdack "cannot use -v and -q together" -- gdack --ctl x.sock --verbose --quiet
 }
 
-@test "gdsub: --state with --no-gd is refused, from options or keys" {
+@test "gdsub: --state with --no-gd is refused, from options (64) or keys (78, file and line)" {
 	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -P 127.0.0.1:1 --state s.state --no-gd
 	printf 'GDsub_pub=127.0.0.1:1\nGDsub_state=s.state\nGDsub_gd=0\n' > s.ini
-	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -c s.ini
+	expect_fail 78 "gdsub: s.ini:2: cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged (GDsub_gd on line 3)" -- gdsub -c s.ini
+	expect_usage gdsub "cannot use --state (GDsub_state) with --no-gd (GDsub_gd=0): nothing is acknowledged" -- gdsub -c s.ini --no-gd
 	[ ! -e s.state ]
 }
 
@@ -208,22 +209,31 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	[ ! -e "$(pub_sock "$port")" ]
 }
 
-@test "gdsub: a second gdsub with the same config -> 69 naming the control socket" {
+@test "gdsub: a second gdsub with the same config takes the control socket over; one of another name, or a gdpub's socket -> 69" {
 	dead=$(free_port)
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.2\nGDsub_maxRetries=-1\n' "$dead" > s.ini
-	spawn "exec gdsub -c s.ini > sub1.out 2> sub1.err"
-	first=$SPAWNED
+	spawn "gdsub -c s.ini > sub1.out 2> sub1.err; echo \$? > sub1.rc"
 	wait_until 20 sub_sock
 	sock=$(sub_sock)
-	expect_fail 69 "gdsub: cannot use control socket $sock: another program is serving it (give --ctl or a different config)" -- gdsub -c s.ini
-	# the same file named another way is the same config
-	expect_fail 69 "gdsub: cannot use control socket $sock: another program is serving it (give --ctl or a different config)" -- gdsub -c "$BATS_TEST_TMPDIR/./s.ini"
-	# the first one is unharmed and still answers
-	kill -0 "$first"
-	[ -S "$sock" ]
+	# the same file named another way is the same config: it takes over,
+	# the first one finishes (nothing unacknowledged: status 0)
+	spawn "gdsub -c $BATS_TEST_TMPDIR/./s.ini > sub2.out 2> sub2.err; echo \$? > sub2.rc"
+	wait_until 20 test -s sub1.rc
+	assert_equal "$(cat sub1.rc)" 0
+	wait_until 20 has_line sub2.err "took over control socket $sock from the gdsub"
 	run timeout 30 gdinspect -c s.ini subs
 	assert_success
 	assert_line --index 1 --regexp "^127\.0\.0\.1:$dead "
+	# another name on the same socket: refused, the one there goes on
+	run --separate-stderr timeout 30 gdsub -P "127.0.0.1:$dead" --name other --ctl "$sock"
+	assert_failure 69
+	[[ "$stderr" == "gdsub: cannot use control socket $sock: the gdsub (pid "*") serving it does not give it up: this gdsub is named '"*"', not 'other'" ]]
+	run ! test -s sub2.rc
+	# a gdpub's socket
+	port=$(free_port)
+	spawn "exec sleep 120 | gdpub -p $port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	wait_until 20 test -S pub.sock
+	expect_fail 69 "gdsub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program (gdpub) is serving it (give --ctl or a different config)" -- gdsub -P "127.0.0.1:$dead" --ctl "$BATS_TEST_TMPDIR/pub.sock"
 }
 
 @test "gdpub: a control socket another gdpub serves (--ctl) -> 69" {

@@ -61,7 +61,8 @@ bats_require_minimum_version 1.5.0
 		< <(printf '5\ta\n5\tb\n')
 	assert_failure 1
 	assert_equal "$output" "$(printf 'READY\nREJECT 5 invalid event block ID: 5 is already pending\nNACK 5')"
-	assert_equal "$stderr" "$(printf '%s\n' "gdpub: REJECT 5: invalid event block ID: 5 is already pending" "gdpub: warning: 1 of 1 blocks NACKed, most because the pipelines did not acknowledge them within GDpub_timeout (slower than the timeout allows): 0 passed over, 0 with subscribers missing, 1 late (GDpub_timeout=1s), 0 otherwise")"
+	assert_equal "$(stderr_before_summary)" "gdpub: REJECT 5: invalid event block ID: 5 is already pending"
+	summary_is 0 1 1
 	# only the first block was published
 	wait_until 5 lines_at_least out.txt 1
 	assert_equal "$(cat out.txt)" "$(printf '127.0.0.1:%s/5\ta' "$port")"
@@ -80,7 +81,8 @@ bats_require_minimum_version 1.5.0
 	assert_line 'ACK 7'
 	assert_line 'ACK 9'
 	[ "${#lines[@]}" -eq 5 ]
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID\ngdpub: REJECT -: malformed line 3: expected ID<TAB>payload with a decimal ID')"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID\ngdpub: REJECT -: malformed line 3: expected ID<TAB>payload with a decimal ID')"
+	summary_is 2 0 2
 	wait_until 10 file_is s.rc "0 0"
 	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/7\tseven\n127.0.0.1:%s/9\tnine' "$port" "$port")"
 }
@@ -94,7 +96,8 @@ bats_require_minimum_version 1.5.0
 	run --separate-stderr timeout 20 gdpub -p "$port" --ids -o s.gds < in.txt
 	assert_failure 1
 	assert_equal "$output" "$(printf 'REJECT - malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 6 blocks in "[0-9.]+" s: 3 published (GD off), 3 REJECT (each REJECT line says why)"$ ]]
 	run gdinspect decode --json s.gds
 	assert_success
 	assert_equal "$(python -c 'import json, sys
@@ -116,7 +119,8 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	assert_line --index 0 READY
 	# REJECT comes when the block is read, ACKs when acks come: sort
 	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 3\nACK 5\nREADY\nREJECT 2 block larger than GDpub_maxBlockSize (16 bytes)\nREJECT 4 block larger than GDpub_maxBlockSize (16 bytes)')"
-	assert_equal "$stderr" "$(printf 'gdpub: REJECT 2: block larger than GDpub_maxBlockSize (16 bytes)\ngdpub: REJECT 4: block larger than GDpub_maxBlockSize (16 bytes)')"
+	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT 2: block larger than GDpub_maxBlockSize (16 bytes)\ngdpub: REJECT 4: block larger than GDpub_maxBlockSize (16 bytes)')"
+	summary_is 3 0 2
 	wait_until 10 file_is s.rc "0 0"
 	assert_equal "$(cut -f2- s.out)" "$(printf 'short\nexactly-16-bytes\nok')"
 }
@@ -639,4 +643,90 @@ gdack_connected() {
 	assert_equal "$(cat pub.rc)" 0
 	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
 	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
+}
+
+# issue 26: like mosquitto_sub -W, for cron jobs and tests (before: no such
+# option; gdsub ran until its publishers ended the stream)
+@test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS while connected, everything written acknowledged; blocks before keep it going" {
+	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	spawn "gdsub -P 127.0.0.1:$port --idle-timeout 3 2> sub.err | gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc" 7>&-
+	wait_until 20 has_line st '^READY$'
+	# twenty blocks 0.25 s apart, over more than the timeout: each arrives
+	# well within the timeout of the one before
+	t0=$(date +%s.%N)
+	for i in $(seq 1 20); do
+		last=$(date +%s.%N)	# before it can arrive
+		echo "$i" >&7
+		wait_until 20 lines_at_least out.txt "$i"
+		[ "$i" -eq 20 ] || sleep 0.25	# the producer's pace
+	done
+	wait_until 60 test -s rc
+	end=$(date +%s.%N)
+	assert_equal "$(cat rc)" "0 0"
+	assert_equal "$(cut -f2 out.txt)" "$(seq 1 20)"
+	# the blocks spanned more than the timeout, and it ended no earlier
+	# than the timeout after the last
+	python -c 'import sys; t0, last, end = map(float, sys.argv[1:]); assert last - t0 > 3 and end - last >= 3, sys.argv' "$t0" "$last" "$end"
+	assert_equal "$(cat sub.err)" "gdsub: no block arrived for 3 seconds (--idle-timeout); ending after 20 blocks"
+	wait_until 20 has_line st '^ACK 20$'
+	assert_equal "$(grep -c '^ACK' st)" 20
+	feed_close
+	# the idle time counts while connected: a publisher that is down is
+	# still --max-retries' to report
+	run --separate-stderr timeout 30 gdsub -P "127.0.0.1:$(free_port)" --idle-timeout 0.2 --max-retries 4 --retry-interval 0.3
+	assert_failure 69
+	expect_usage gdsub "invalid value '0' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout 0
+	expect_usage gdsub "invalid value 'x' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout x
+}
+
+# issue 26: a template like kcat -f (before: only line, payload, frame)
+@test "gdsub -f TEMPLATE: %k %i %o %s %r %t %% and \\t \\n \\0 \\\\; gdack reads the key back (the template starts with %k and a TAB); a resent block says %r 1; bad templates 64" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 1.5 --resend 3 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	# block 2 is acknowledged only when it comes again (resent: --dedup
+	# none writes it again)
+	spawn "gdsub -c s.ini --dedup none -f '%k\\t%i|%o|%r|%t|%s|100%%|a\\\\b' 2> sub.err | tee out.txt |
+		sed -u '/\\/2\t[^|]*|[^|]*|0|/d' | gdack -c s.ini 2> ack.err" 7>&-
+	wait_until 20 has_line st '^READY$'
+	t0=$(date +%s)
+	printf 'one\ntwo two\nthree\n' >&7
+	wait_until 30 has_line st '^ACK 2$'
+	t1=$(date +%s)
+	wait_until 10 has_line st '^ACK 3$'
+	python -c '
+import re, sys
+port, t0, t1 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rows = [l.rstrip("\n") for l in open("out.txt")]
+seen = []
+for l in rows:
+    key, rest = l.split("\t", 1)
+    i, origin, r, t, s, pct, bs = rest.split("|")
+    seen.append((key, i, r, s))
+    assert origin == "127.0.0.1:" + port, l
+    assert key.startswith(origin + "/" + i), l
+    assert pct == "100%" and bs == "a\\b", l
+    assert re.fullmatch(r"\d+\.\d{6}", t) and t0 - 1 <= float(t) <= t1 + 1, l
+want = [("127.0.0.1:%s/1" % port, "1", "0", "one"), ("127.0.0.1:%s/2" % port, "2", "0", "two two"),
+        ("127.0.0.1:%s/3" % port, "3", "0", "three"), ("127.0.0.1:%s/2/r" % port, "2", "1", "two two")]
+assert seen[:3] == want[:3] and want[3] in seen[3:], seen
+' "$port" "$t0" "$t1"
+	assert_equal "$(grep -c '^NACK' st)" 0
+	feed_close
+	# \t \n \0 with -0 and --no-gd: any template; gdack is not involved
+	printf 'set origin=127.0.0.1:7001\nblock 4 1 - x\n' | python "$BATS_TEST_DIRNAME/mkstream.py" > s.gds
+	timeout 30 gdsub -i s.gds -P 127.0.0.1:7001 --no-gd -0 -f '%s\n%i\t%o' > t.out
+	assert_equal "$(od -An -c t.out | tr -s ' ')" "$(printf 'x\n4\t127.0.0.1:7001\0' | od -An -c | tr -s ' ')"
+	# templates gdack could not read back, or unknown escapes: 64
+	local why="gdack reads the key from the start of each record up to a TAB: start it with %k\\t (or %k alone), or give --no-gd when nothing acknowledges"
+	expect_usage gdsub "invalid template '%s' for --format: $why" -- gdsub -P 127.0.0.1:1 -f '%s'
+	expect_usage gdsub "invalid template '%i\\t%k' for --format: $why" -- gdsub -P 127.0.0.1:1 -f '%i\t%k'
+	expect_usage gdsub "invalid template '%k\\n%s' for --format: it would end the record inside it (records end with a newline), and gdack reads one record per key; use -0, or --no-gd" -- gdsub -P 127.0.0.1:1 -f '%k\n%s'
+	expect_usage gdsub "invalid template '%k%x' for --format: unknown %x (expected %k key, %i ID, %o origin, %s payload, %r resent, %t arrival time or %%)" -- gdsub -P 127.0.0.1:1 -f '%k%x'
+	expect_usage gdsub "invalid template '%k\\q' for --format: unknown \\q (expected \\t, \\n, \\0 or \\\\)" -- gdsub -P 127.0.0.1:1 -f '%k\q'
+	expect_usage gdsub "invalid value 'json' for --format: expected 'line', 'payload', 'frame' or a template with %k, %s ..." -- gdsub -P 127.0.0.1:1 -f json
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # A publisher that restarts, and --dedup none.
 load helpers
+bats_require_minimum_version 1.5.0
 
 # has_lines FILE N: FILE has exactly N lines
 has_lines() {
@@ -44,4 +45,54 @@ has_lines() {
 	[ "$(wc -l < out.txt)" -gt 3 ]
 	grep -q '/r	' out.txt
 	[ "$(cut -f2 out.txt | sort -u | wc -l)" -eq 3 ]
+}
+
+# ---- a gdsub started again while the one before still runs ----
+
+# clients_at_least SOCK N: the program serving SOCK holds N connections
+# it accepted, or more
+clients_at_least() {
+	[ "$(ss -Hx state connected src "$1" 2>/dev/null | wc -l)" -ge "$2" ]
+}
+
+# A pipeline started again at once after its gdack was killed finds the
+# old gdsub still there (lingering, or idle with nothing to write). The
+# new one takes the socket over: the old one finishes (its state
+# recorded) and the new one serves. A gdack that reached the old one at
+# its start connects again to the new one. (Before: the new gdsub exited
+# 69, "another program is serving it".)
+@test "a new gdsub of the same config takes over from the one still running; a gdack connected to the old one goes on with the new" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	feed_open in.fifo
+	spawn "gdpub -p $port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	wait_until 10 listening "$port"
+	spawn "gdsub -c s.ini > a.out 2> a.err; echo \$? > a.rc" 7>&-
+	wait_until 10 sub_sock
+	sock=$(sub_sock)
+	# a gdack whose keys come later: connected to the old gdsub now
+	spawn "(while [ ! -s keys ]; do sleep 0.05; done; cat keys) | gdack -c s.ini -v 2> g.err; echo \$? > g.rc" 7>&-
+	wait_until 10 clients_at_least "$sock" 1
+	# the new gdsub
+	spawn "gdsub -c s.ini > b.out 2> b.err; echo \$? > b.rc" 7>&-
+	wait_until 20 test -s a.rc
+	assert_equal "$(cat a.rc)" 0
+	grep -q "^gdsub: warning: a new gdsub of the same name takes over control socket $sock: finishing now; 0 blocks written and not acknowledged" a.err
+	wait_until 20 has_line b.err "^gdsub: warning: took over control socket $sock from the gdsub \(pid [0-9]+\) that served it: it has finished$"
+	# a block through the new gdsub, acknowledged by the gdack that had
+	# connected to the old one
+	echo one >&7
+	wait_until 20 lines_at_least b.out 1
+	cut -f1 b.out > keys
+	wait_until 20 has_line st '^ACK 1$'
+	grep -q "the gdsub at $sock went before answering; connecting again" g.err
+	# a gdsub of another name on the same socket is refused, the one
+	# serving it goes on
+	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --name other --ctl "$sock"
+	assert_failure 69
+	[[ "$stderr" == "gdsub: cannot use control socket $sock: the gdsub (pid "*") serving it does not give it up: this gdsub is named '"*"', not 'other'" ]]
+	run ! test -s b.rc
+	feed_close
+	wait_until 30 test -s b.rc
+	assert_equal "$(cat b.rc)" 0
 }

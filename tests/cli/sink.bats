@@ -75,7 +75,25 @@ gdack: 5 resent blocks already at the end of sink file 'out.txt' were acknowledg
 	: > out.txt
 	spawn "exec flock out.txt sleep 60"
 	wait_until 10 bash -c '! flock -n out.txt true'
-	expect_fail 74 "gdack: cannot use sink file 'out.txt': in use by another gdack" -- gdack -P 127.0.0.1:1 --sink out.txt
+	expect_fail 74 "gdack: cannot use sink file 'out.txt': in use by another gdack (waited 0.5 seconds)" -- gdack -P 127.0.0.1:1 --wait 0.5 --sink out.txt
+}
+
+# A pipeline started again at once after a kill: the gdack before may
+# still hold the sink for a moment (before: exit 74 at once).
+@test "gdack --sink waits up to --wait for the gdack before it to let go of the sink file" {
+	port=$(free_port)
+	sub_conf s.ini "$port"
+	: > out.txt
+	# a holder that lets go after a second
+	spawn "exec flock out.txt sleep 1"
+	wait_until 10 bash -c '! flock -n out.txt true'
+	spawn "seq 1 3 | gdpub -p $port -n 1 --wait-ready=30 > st 2> pub.err; echo \$? > pub.rc"
+	run --separate-stderr timeout 60 bash -c "gdsub -c s.ini | gdack -c s.ini --sink out.txt"
+	assert_success
+	assert_equal "$stderr" ""
+	wait_until 30 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cut -f2 out.txt)" "$(seq 1 3)"
 }
 
 @test "gdack --sink that cannot be written: exit 74 naming the file; the batch is not acknowledged and its blocks are NACKed, none ACKed and missing" {

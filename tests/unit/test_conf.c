@@ -1029,7 +1029,7 @@ TEST(err_bad_values)
 		{ GD_FAM_PUB, "GDpub_sendTimeout", "-2", "expected seconds" },
 		{ GD_FAM_PUB, "GDpub_bind", "", "expected a non-empty value" },
 		{ GD_FAM_SUB, "GDsub_dedup", "ID", "expected one of 'id', 'index', 'none'" },
-		{ GD_FAM_SUB, "GDsub_reliability", "Ordered", "expected one of" },
+		{ GD_FAM_SUB, "GDsub_reliability", "Ordered", "expected 'ordered' or nothing (an empty value, the default)" },
 		{ GD_FAM_SUB, "GDsub_maxRetries", "-2", "expected an integer from -1" },
 		{ GD_FAM_SUB, "GDsub_retryInt", "0", "expected seconds" },
 		{ GD_FAM_SUB, "GDsub_retryInt", "-inf", "expected seconds" },
@@ -1333,7 +1333,7 @@ TEST(unsupported_special_values)
 	ASSERT_EQ(c.reliability, GD_REL_ORDERED);
 	gd_conf_free(&c);
 	ASSERT_EQ(load_fails(GD_FAM_SUB, "GDsub_reliability=sorted\n"), GD_EX_CONFIG);
-	ASSERT_HAS(errbuf, "expected one of '', 'ordered'");
+	ASSERT_HAS(errbuf, "expected 'ordered' or nothing (an empty value, the default)");
 	/* fsync: every value */
 	ASSERT_EQ(load(&c, GD_FAM_PUB, "GDpub_fsync=never\n"), 0);
 	ASSERT_EQ(c.fsync, GD_FSYNC_NEVER);

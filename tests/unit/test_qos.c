@@ -42,7 +42,7 @@ TEST(parse_and_format)
 	    "retryCount=-1\n", &q, why, sizeof(why)), 0);
 	ASSERT_EQ(q.retry_count, -1);
 	ASSERT_EQ(gd_qos_parse("reliability=sorted", &q, why, sizeof(why)), -1);
-	ASSERT_STR(why, "'reliability=sorted': expected one of '', 'ordered'");
+	ASSERT_STR(why, "'reliability=sorted': expected 'ordered' or nothing (an empty value, the default)");
 	ASSERT_EQ(gd_qos_parse("colour=red", &q, why, sizeof(why)), -1);
 	ASSERT_STR(why, "'colour=red': unknown QoS name");
 	ASSERT_EQ(gd_qos_parse("retryCount=x", &q, why, sizeof(why)), -1);
