@@ -112,7 +112,7 @@ PY
 	# every line has a priority: info and traces <6>/<7>, warnings <4>
 	run grep -vE '^<[3467]>gdpub: ' j.err
 	assert_output ""
-	grep -q '^<4>gdpub: warning: 3 of 3 blocks NACKed' j.err
+	grep -qE '^<4>gdpub: warning: 3 blocks in [0-9.]+ s: 0 ACK, 3 NACK, 0 REJECT' j.err
 	grep -qE '^<7>gdpub: listening on 127\.0\.0\.1:' j.err
 	# an error, and a usage error's two lines
 	: > u.err
