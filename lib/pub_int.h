@@ -287,6 +287,8 @@ const char *pub_status_fate(const struct pub *p, char *buf, size_t sz);
  * later; without one the pending blocks are seen to the end. */
 void pub_status_lost(struct pub *p);
 void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
+/* "WHAT ID" (cluster: PREACK, FORWARD, a held block's NACK). */
+void pub_status_word(struct pub *p, const char *what, uint64_t id);
 void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pub_ready(struct pub *p);
