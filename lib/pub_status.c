@@ -69,7 +69,7 @@ void pub_status_lost(struct pub *p)
 	}
 }
 
-int pub_status_open(struct pub *p, int fd)
+static int pub_status_open(struct pub *p, int fd)
 {
 	int rc = gd_out_open(&p->status, &p->loop, fd);
 
