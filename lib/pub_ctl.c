@@ -305,7 +305,7 @@ static void ctl_latency(struct pub *p, struct gd_ctl_client *cl,
 	static const uint64_t bounds_us[] = { 50, 100, 250, 500, 1000, 2500,
 	    5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
 	    2500000, 5000000, 10000000, 30000000, 60000000 };
-	const struct gd_hist *h = &p->dv.lat;
+	const struct gd_hist *h = gd_deliver_latency(&p->dv);
 	size_t i, nb = sizeof(bounds_us) / sizeof(bounds_us[0]);
 
 	(void)args;

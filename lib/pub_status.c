@@ -197,14 +197,15 @@ void pub_notify_open(struct pub *p)
 /* From the loop's tick: a stalled loop stops the watchdog's pings. */
 void pub_notify_tick(struct pub *p, uint64_t now)
 {
+	struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	char msg[256];
 
 	gd_notify_tick(&p->notify, now);
 	if (!gd_notify_status_due(&p->notify, now))
 		return;
 	snprintf(msg, sizeof(msg), "STATUS=%" PRIu64 " published, %" PRIu64
-	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", p->dv.n_pub,
-	    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count, pub_rate(p, now));
+	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", d.pub,
+	    d.ack, d.nack, d.pending, pub_rate(p, now));
 	gd_notify_send(&p->notify, msg);
 }
 
