@@ -38,8 +38,15 @@ endif
 
 BUILD = build/$(VARIANT)
 BINDIR = $(if $(filter rel,$(VARIANT)),bin,$(BUILD)/bin)
-CFLAGS_ALL = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
-	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Ilib $(OPT) $(CFLAGS)
+CFLAGS_BASE = -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+	-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes $(OPT) $(CFLAGS)
+CFLAGS_ALL = $(CFLAGS_BASE) -Ilib
+# src/ sees the library's public tier only: its one include directory holds
+# nothing but a gdkit.h that includes lib/gdkit.h by a relative path, so a
+# main's #include "pending.h" finds no file, while gdkit.h's own includes
+# are found beside it in lib/ (a quoted include looks in its includer's
+# directory first).
+CFLAGS_SRC = $(CFLAGS_BASE) -I$(BUILD)/api
 DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
@@ -48,6 +55,7 @@ LIB_SRC = $(wildcard lib/*.c)
 LIB_OBJ = $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
 PROGS = gdpub gdsub gdack gdinspect
 PROG_BIN = $(PROGS:%=$(BINDIR)/%)
+PROG_OBJ = $(PROGS:%=$(BUILD)/src/%.o)
 UNIT_SRC = $(wildcard tests/unit/test_*.c)
 UNIT_BIN = $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 MANS = $(wildcard man/*.[0-9])
@@ -58,10 +66,17 @@ FUZZ_TIME ?= 60
 
 .PHONY: FORCE all deps check demo bench chaos install uninstall clean lint-man fuzz valgrind
 all: deps $(PROG_BIN)
+.SECONDARY: $(PROG_OBJ)
 
 # Installs missing Debian packages when root, else says how (mk/deps.sh).
+# Everything the compiler makes waits for it (| deps, order-only: it never
+# makes a target out of date): make -j2 on a fresh machine would otherwise
+# compile beside the apt-get that installs libuv-dev.
 deps:
 	@sh mk/deps.sh build
+ifeq ($(FUZZ),1)
+	@sh mk/deps.sh clang
+endif
 ifeq ($(SANITIZE),1)
 	@$(if $(filter clang,$(CC)),sh mk/deps.sh clang,true)
 	@$(CC) --version 2>/dev/null | grep -q clang || echo "gdkit:" \
@@ -70,20 +85,27 @@ endif
 
 # The compiler and flags a variant was built with: a change rebuilds it
 # (gcc's and clang's sanitizer runtimes do not mix).
-$(BUILD)/compiler: FORCE | $(BUILD)/lib
+$(BUILD)/compiler: FORCE | $(BUILD)/lib deps
 	@echo '$(CC) $(OPT)' | cmp -s - $@ || echo '$(CC) $(OPT)' >$@
 FORCE:
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/compiler | $(BUILD)/lib
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/compiler | $(BUILD)/lib deps
 	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -c $< -o $@
 
-$(BUILD)/libgdcore.a: $(LIB_OBJ)
+$(BUILD)/libgdcore.a: $(LIB_OBJ) | deps
 	rm -f $@ && ar rcs $@ $^
 
-$(BINDIR)/%: src/%.c $(BUILD)/libgdcore.a $(wildcard lib/*.h) | $(BINDIR)
-	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
+$(BUILD)/api/gdkit.h: | $(BUILD)/api
+	echo '#include "../../../lib/gdkit.h"' >$@
 
-$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libgdcore.a | $(BUILD)/tests
+$(BUILD)/src/%.o: src/%.c $(wildcard lib/*.h) $(BUILD)/compiler \
+		$(BUILD)/api/gdkit.h | $(BUILD)/src deps
+	$(CC) $(CFLAGS_SRC) $(DEPCFLAGS) -c $< -o $@
+
+$(BINDIR)/%: $(BUILD)/src/%.o $(BUILD)/libgdcore.a | $(BINDIR) deps
+	$(CC) $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c tests/unit/unit.h $(BUILD)/libgdcore.a | $(BUILD)/tests deps
 	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/unit $< $(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
 
 $(BUILD)/tests/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz.h $(BUILD)/libgdcore.a | $(BUILD)/tests
@@ -91,11 +113,11 @@ $(BUILD)/tests/replay_%: tests/fuzz/fuzz_%.c tests/fuzz/replay.c tests/fuzz/fuzz
 		-DFUZZ_TOP='"$(abspath .)"' tests/fuzz/replay.c $< \
 		$(BUILD)/libgdcore.a -o $@ $(LDFLAGS_ALL) $(LIBS)
 
-build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build/fuzz/libgdcore.a
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c tests/fuzz/fuzz.h build/fuzz/libgdcore.a | deps
 	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -Itests/fuzz -fsanitize=fuzzer $< \
 		build/fuzz/libgdcore.a -o $@ $(LDFLAGS_ALL) -fsanitize=fuzzer $(LIBS)
 
-$(BUILD)/lib $(BUILD)/tests $(BINDIR):
+$(BUILD)/lib $(BUILD)/tests $(BUILD)/src $(BUILD)/api $(BINDIR):
 	mkdir -p $@
 
 check: all

@@ -3,9 +3,10 @@
  * next request, so neither side can block the other. Blocking I/O:
  * nothing else to do. */
 #include "ack_client.h"
-#include "ctl.h"
+#include "ctl_client.h"
 #include "dbuf.h"
 #include "endnote.h"
+#include "fileio.h"
 #include "key.h"
 #include "log.h"
 #include "out.h"

@@ -139,7 +139,8 @@ const char *gd_conf_option(const char *key)
 	return k ? k->opt : NULL;
 }
 
-int gd_valid_cluster(const char *v)
+/* GD_VALID_CLUSTER_WHAT */
+static int gd_valid_cluster(const char *v)
 {
 	size_t i, n = strlen(v);
 

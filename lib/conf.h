@@ -144,6 +144,5 @@ const char *gd_conf_key_at(size_t i, int *family, int *supported);
 /* A cluster name for keys @NAME/ID: letters, digits, '.', '_', '-'. */
 #define GD_CLUSTER_NAME_MAX 64
 #define GD_VALID_CLUSTER_WHAT "a cluster name of 1 to 64 letters, digits, '.', '_' or '-'"
-int gd_valid_cluster(const char *v);
 
 #endif

@@ -26,43 +26,11 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "ctlproto.h"
 #include "conf.h"
 #include "dbuf.h"
 #include "wire.h"
 #include "fileio.h"	/* gd_write_all */
-
-#define GD_CTL_PROTO 2
-#define GD_CTL_LINE 1024
-#define GD_CTL_MAX_KEYS (1u << 20)
-/* The most bytes one reply may take. A request whose reply would be
- * larger (a pending table of a million blocks) is answered "error reply
- * larger than ..." instead, so a server never holds more than this per
- * client for a reply; gdinspect --limit asks for fewer rows. */
-#define GD_CTL_REPLY_MAX ((size_t)64 << 20)
-
-/* The subscriber's identity at its publishers: GDsub_name, else derived
- * from the host name and the config file (or the publisher list). */
-void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz);
-/* Socket paths; return 0, or print why and return an exit code. */
-int gd_ctl_path_pub(const struct gd_conf *c, char *buf, size_t sz);
-int gd_ctl_path_sub(const struct gd_conf *c, char *buf, size_t sz);
-
-/* The arguments of a pending request: the order of the rows and how many. */
-enum gd_ctl_sort { GD_SORT_AGE, GD_SORT_EXPIRES, GD_SORT_ID, GD_SORT_ACKS };
-struct gd_ctl_pending_req {
-	int sort;		/* enum gd_ctl_sort */
-	uint64_t limit;		/* 0: every row */
-};
-/* The sort name (age, expires, id, acks) as enum gd_ctl_sort, or -1. */
-int gd_ctl_sort_parse(const char *name);
-const char *gd_ctl_sort_name(int sort);
-/* Parse the words after "pending" (may be empty); 0, or -1 with the
- * reason in why. */
-int gd_ctl_pending_args(const char *args, struct gd_ctl_pending_req *r,
-    char *why, size_t whysz);
-/* Copy src into a table cell: at most sz - 1 bytes, control characters
- * (TAB and newline would break the row) as '?', "-" when empty. */
-void gd_ctl_cell(char *dst, size_t sz, const char *src);
 
 /* Server side, on a libuv loop. */
 struct gd_ctl_client;
@@ -111,27 +79,5 @@ int gd_ctl_reply(struct gd_ctl_client *cl, const void *buf, size_t len);
 int gd_ctl_printf(struct gd_ctl_client *cl, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void gd_ctl_flush(struct gd_ctl_srv *s);
-
-/* The uid (and pid, -1 if unknown) of the process at the other end of a
- * unix socket; -1 with errno on failure. */
-int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid);
-
-/* Client side, blocking (gdack, gdinspect: ctl_client.c). Connect, retrying for up to
- * wait_s seconds; returns the fd or -1 with errno set. */
-int gd_ctl_connect(const char *path, double wait_s);
-/* Refuse to talk to another user's program: the socket at path must be
- * ours, its directory ours or root's, and (fd >= 0) the program serving
- * the connected fd must run as our uid. Returns 0, or prints why and
- * returns GD_EX_UNAVAILABLE. A path that does not exist passes. */
-int gd_ctl_trust(const char *path, int fd);
-
-struct gd_lreader {
-	int fd;
-	char buf[65536];
-	size_t off, len;
-};
-/* Next line (newline stripped, NUL-terminated in place): 1, 0 at EOF,
- * -1 on error or a line longer than the buffer. */
-int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len);
 
 #endif

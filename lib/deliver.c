@@ -65,6 +65,11 @@ static void resolve(struct gd_deliver *d, uint32_t slot, int acked,
 	gd_pending_remove(&d->pend, slot);
 }
 
+void gd_deliver_nack_held(struct gd_deliver *d)
+{
+	d->n_nack++;
+}
+
 int gd_deliver_publish(struct gd_deliver *d, uint64_t id, int fresh,
     uint32_t owner, uint32_t off, uint32_t len, uint64_t now, uint64_t *seq)
 {

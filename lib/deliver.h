@@ -119,4 +119,69 @@ static inline uint64_t gd_deliver_seq(const struct gd_deliver *d,
 	return gd_pending_seq(&d->pend, e);
 }
 
+/* A block this process held and never made pending (a cluster
+ * secondary's, given up) is NACKed: counted with the NACKs of pending
+ * blocks, so every outcome is in one count. */
+void gd_deliver_nack_held(struct gd_deliver *d);
+
+/* ---- what the engine reads: calls, not fields ---- */
+
+static inline uint32_t gd_deliver_pending_count(const struct gd_deliver *d)
+{
+	return d->pend.count;
+}
+/* The pending table, read only: the control socket's listings and the
+ * journal's compaction walk it in deadline order (head, e[s].next). */
+static inline const struct gd_pending *gd_deliver_pending(
+    const struct gd_deliver *d)
+{
+	return &d->pend;
+}
+/* The pending block id's slot, GD_NONE when it is not pending. */
+static inline uint32_t gd_deliver_find(const struct gd_deliver *d,
+    uint64_t id)
+{
+	return gd_pending_find(&d->pend, id);
+}
+static inline const struct gd_pend *gd_deliver_at(const struct gd_deliver *d,
+    uint32_t s)
+{
+	return &d->pend.e[s];
+}
+/* The sequence index the next block gets; a journal's run goes on past
+ * what it recorded (set before the first publish). */
+static inline uint64_t gd_deliver_next_seq(const struct gd_deliver *d)
+{
+	return d->next_seq;
+}
+static inline void gd_deliver_set_next_seq(struct gd_deliver *d,
+    uint64_t seq)
+{
+	d->next_seq = seq;
+}
+/* The counts stats, --progress and the outcome report. */
+struct gd_deliver_counts {
+	uint64_t pub, ack, nack, resent, late;
+	uint64_t nack_absent, nack_passed, nack_slow;
+	uint32_t pending, passed;
+};
+static inline struct gd_deliver_counts gd_deliver_counts(
+    const struct gd_deliver *d)
+{
+	struct gd_deliver_counts n = { d->n_pub, d->n_ack, d->n_nack,
+	    d->n_resent, d->n_late, d->n_nack_absent, d->n_nack_passed,
+	    d->n_nack_slow, d->pend.count, d->pend.npassed };
+	return n;
+}
+/* Last send -> ACK, microseconds. */
+static inline const struct gd_hist *gd_deliver_latency(
+    const struct gd_deliver *d)
+{
+	return &d->lat;
+}
+static inline uint32_t gd_deliver_window(const struct gd_deliver *d)
+{
+	return gd_window_size(&d->win);
+}
+
 #endif

@@ -1,9 +1,10 @@
 /* Chunked record input (see input.h): chunks, the splitters that cut what
  * was read into regions of whole records or frames, and the loop's side
- * (take, done). Only the loop thread touches refs and idx; the reader and
- * the loop share the region queue and the free list under one mutex
- * (uncontended in loop mode, where the loop is the reader). The readers
- * themselves are input_read.c's. */
+ * (take, free a region). Only the loop thread touches refs and idx; the
+ * reader and the loop share the region queue and the free list under one
+ * mutex (uncontended in loop mode, where the loop is the reader). The
+ * readers themselves are input_read.c's, which calls down into this file
+ * and never the other way. */
 #define _GNU_SOURCE	/* memrchr */
 #include "input.h"
 #include "input_int.h"
@@ -386,7 +387,7 @@ void gd_chunk_unref(struct gd_input *in, struct gd_chunk *c)
 		chunk_release(in, c);
 }
 
-void gd_input_done(struct gd_input *in, struct gd_region *r)
+void gd_input_region_free(struct gd_input *in, struct gd_region *r)
 {
 	struct gd_chunk *c = r->c;
 
@@ -394,8 +395,6 @@ void gd_input_done(struct gd_input *in, struct gd_region *r)
 	in->qbytes -= r->len;
 	pthread_cond_signal(&in->cv);
 	pthread_mutex_unlock(&in->mu);
-	if (in->mode == GD_INPUT_LOOP)
-		gd_input_loop_resume(in);
 	if (c != NULL) {
 		if (r->flags & GD_RG_CHUNK_DONE) {
 			c->reading = 0;

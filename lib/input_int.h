@@ -1,5 +1,5 @@
-/* Shared by input.c (chunks, regions, the splitters) and input_read.c
- * (the thread and loop readers). */
+/* What input.c (chunks, regions, the splitters) offers input_read.c (the
+ * thread and loop readers, start, stop, done), which sits on it. */
 #ifndef GD_INPUT_INT_H
 #define GD_INPUT_INT_H
 
@@ -16,7 +16,9 @@ int gd_input_read_step(struct gd_input *in);
  * asked to stop. */
 int gd_input_hand_end(struct gd_input *in, size_t rest_off, size_t rest,
     int err);
-/* Loop mode: poll again once the loop took enough of what was handed. */
-void gd_input_loop_resume(struct gd_input *in);
+/* The loop is done with region r: its bytes leave the queue's count, its
+ * chunk reference goes, r is freed. gd_input_done is this and, in loop
+ * mode, polling again once the loop took enough. */
+void gd_input_region_free(struct gd_input *in, struct gd_region *r);
 
 #endif

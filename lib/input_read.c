@@ -2,7 +2,9 @@
  * blocking in poll() with a wake-up pipe, joined at free; the loop itself
  * (uv_poll) for pipes, sockets and ttys, paused while the loop has more
  * than qlimit bytes of regions to take. Both read through
- * gd_input_read_step (input.c), which splits what came into regions. */
+ * gd_input_read_step (input.c), which splits what came into regions; the
+ * loop gives a region back through gd_input_done here, which frees it in
+ * input.c and resumes the poll. */
 #define _GNU_SOURCE	/* pipe2, F_SETPIPE_SZ */
 #include "input.h"
 #include "input_int.h"
@@ -61,7 +63,7 @@ static void on_async(uv_async_t *a)
 static void on_readable(uv_poll_t *h, int status, int events);
 
 /* Poll again once the loop has taken enough of what was handed. */
-void gd_input_loop_resume(struct gd_input *in)
+static void loop_resume(struct gd_input *in)
 {
 	if (in->paused && in->started && !in->stop && !in->rd.done &&
 	    in->qbytes <= in->qlimit) {
@@ -88,6 +90,13 @@ static void on_readable(uv_poll_t *h, int status, int events)
 		if (in->on_ready)
 			in->on_ready(in);
 	}
+}
+
+void gd_input_done(struct gd_input *in, struct gd_region *r)
+{
+	gd_input_region_free(in, r);
+	if (in->mode == GD_INPUT_LOOP)
+		loop_resume(in);
 }
 
 /* Pipes, sockets and ttys can be polled; regular files cannot (epoll

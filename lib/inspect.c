@@ -4,8 +4,9 @@
  * NAME:s a string), so new columns need no change here and a subscriber
  * named "42" stays a string. */
 #include "inspect.h"
-#include "ctl.h"
+#include "ctl_client.h"
 #include "dbuf.h"
+#include "fileio.h"
 #include "log.h"
 #include "parse.h"
 #include "prom.h"

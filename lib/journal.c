@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -502,6 +503,15 @@ int gd_journal_compact(struct gd_journal *j,
 	j->len = 0;	/* what was recorded since is in the new file */
 	j->unsynced = 0;
 	return 0;
+}
+
+void gd_journal_set_err(struct gd_journal *j, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(j->err, sizeof(j->err), fmt, ap);
+	va_end(ap);
 }
 
 void gd_journal_forget_image(struct gd_journal *j)

@@ -110,6 +110,65 @@ static inline int gd_journal_bloated(const struct gd_journal *j)
  * then kept). */
 int gd_journal_compact(struct gd_journal *j,
     int (*next)(void *ctx, struct gd_jblock *b), void *ctx);
+
+/* ---- what the engine reads: calls, not fields ---- */
+
+/* Why the last call failed. */
+static inline const char *gd_journal_err(const struct gd_journal *j)
+{
+	return j->err;
+}
+/* The caller's reason the journal can no longer be kept (it failed
+ * beside the file: the outcomes waiting for their status lines). */
+void gd_journal_set_err(struct gd_journal *j, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* What the file held when locked: the run's epoch, the highest id and
+ * sequence index it recorded, its size now. */
+static inline uint64_t gd_journal_epoch(const struct gd_journal *j)
+{
+	return j->epoch;
+}
+static inline uint64_t gd_journal_max_id(const struct gd_journal *j)
+{
+	return j->max_id;
+}
+static inline uint64_t gd_journal_max_seq(const struct gd_journal *j)
+{
+	return j->max_seq;
+}
+static inline uint64_t gd_journal_size(const struct gd_journal *j)
+{
+	return j->size;
+}
+/* The offset of the torn tail that begin cuts off (0: none), its bytes in
+ * *bytes. */
+static inline uint64_t gd_journal_torn(const struct gd_journal *j,
+    uint64_t *bytes)
+{
+	*bytes = j->torn_bytes;
+	return j->torn_at;
+}
+/* The blocks pending from before, in sequence order (their data in the
+ * file's image until gd_journal_forget_image). */
+static inline const struct gd_jblock *gd_journal_pending(
+    const struct gd_journal *j, size_t *n)
+{
+	*n = j->npending;
+	return j->pending;
+}
+/* The caller takes the pending blocks (the array is its to free; the
+ * data still point into the image): the journal no longer has them. */
+static inline struct gd_jblock *gd_journal_take_pending(struct gd_journal *j,
+    size_t *n)
+{
+	struct gd_jblock *b = j->pending;
+
+	*n = j->npending;
+	j->pending = NULL;
+	j->npending = 0;
+	return b;
+}
+
 /* Bytes a block's record takes. */
 static inline uint64_t gd_journal_recsize(uint32_t len)
 {

@@ -50,7 +50,6 @@ void gd_log_init(const char *prog)
 
 const char *gd_prog(void) { return prog_name; }
 void gd_log_level(int level) { log_level = level; }
-int gd_log_get_level(void) { return log_level; }
 
 static void emit(const char *tag, const char *fmt, va_list ap)
 {

@@ -32,7 +32,6 @@ int gd_log_journald(const char *env, int fd);
 const char *gd_prog(void);
 /* -q = -1, default 0, -v 1, -vv 2 */
 void gd_log_level(int level);
-int gd_log_get_level(void);
 
 void gd_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void gd_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

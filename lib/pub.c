@@ -248,7 +248,7 @@ void pub_end_closed(struct pub *p, const struct sconn *c, int bye)
 void pub_maybe_done(struct pub *p)
 {
 	if (p->finished || !p->eof || pub_input_left(p) ||
-	    p->dv.pend.count > 0 || pub_held(p))
+	    gd_deliver_pending_count(&p->dv) > 0 || pub_held(p))
 		return;
 	p->finished = 1;
 	/* nothing pending: the journal shrinks to its header (and the
@@ -259,9 +259,10 @@ void pub_maybe_done(struct pub *p)
 	if (p->journal && pub_journal_commit(p) == 0 &&
 	    p->replay.next >= p->replay.n)
 		pub_journal_compact(p);
-	if (p->sink->readers(p) && p->dv.next_seq != p->floor_sent) {
-		p->sink->floor(p, p->dv.next_seq);
-		p->floor_sent = p->dv.next_seq;
+	if (p->sink->readers(p) &&
+	    gd_deliver_next_seq(&p->dv) != p->floor_sent) {
+		p->sink->floor(p, gd_deliver_next_seq(&p->dv));
+		p->floor_sent = gd_deliver_next_seq(&p->dv);
 	}
 	p->sink->end(p);
 	pub_net_end(p);
@@ -311,7 +312,7 @@ static void on_force_exit(uv_timer_t *t)
 static void stop_now(struct pub *p, const char *signame, int code)
 {
 	gd_err("second %s: reporting the %u pending blocks as NACK and exiting",
-	    signame, p->dv.pend.count);
+	    signame, gd_deliver_pending_count(&p->dv));
 	p->stop_code = code;
 	p->now = uv_hrtime();
 	pub_drop_input(p);
@@ -390,7 +391,7 @@ static int start(struct pub *p)
 		return GD_EX_FAIL;
 	}
 	if (p->journal)
-		p->dv.next_seq = p->jn.max_seq + 1;
+		gd_deliver_set_next_seq(&p->dv, gd_journal_max_seq(&p->jn) + 1);
 	if ((rc = pub_outputs_open(p)) != 0)
 		return rc;
 	if (uv_timer_init(&p->loop, &p->timer) != 0 ||
@@ -445,29 +446,27 @@ static int start(struct pub *p)
  * (a warning). */
 static void nack_summary(const struct pub *p)
 {
-	const struct gd_deliver *d = &p->dv;
-	uint64_t a = d->n_nack_absent, ps = d->n_nack_passed,
-	    sl = d->n_nack_slow, o;
+	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
+	uint64_t a = d.nack_absent, ps = d.nack_passed, sl = d.nack_slow, o;
 	double secs = (double)(uv_hrtime() - p->t_start) / 1e9;
 	char head[256];
 	const char *why;
 
-	if (d->n_nack == 0 && p->n_reject == 0)
+	if (d.nack == 0 && p->n_reject == 0)
 		return;
 	if (pub_gd(p))
 		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
 		    PRIu64 " ACK, %" PRIu64 " NACK, %" PRIu64 " REJECT",
-		    d->n_pub + p->n_reject, secs, d->n_ack, d->n_nack,
-		    p->n_reject);
+		    d.pub + p->n_reject, secs, d.ack, d.nack, p->n_reject);
 	else	/* nothing is ACKed or NACKed with GD off */
 		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
 		    PRIu64 " published (GD off), %" PRIu64 " REJECT",
-		    d->n_pub + p->n_reject, secs, d->n_pub, p->n_reject);
-	if (d->n_nack == 0) {
+		    d.pub + p->n_reject, secs, d.pub, p->n_reject);
+	if (d.nack == 0) {
 		gd_warn("%s (each REJECT line says why)", head);
 		return;
 	}
-	o = d->n_nack - a - ps - sl;	/* at a stop, or by the cluster */
+	o = d.nack - a - ps - sl;	/* at a stop, or by the cluster */
 	if (ps >= a && ps >= sl && ps >= o)
 		why = "the pipelines passed them over (a later block was "
 		    "acknowledged: a stage dropped them; a stage must write a "
@@ -487,18 +486,18 @@ static void nack_summary(const struct pub *p)
 
 static int outcome(struct pub *p)
 {
-	const struct gd_deliver *d = &p->dv;
+	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 
 	if (p->n_nosub > 0 && !pub_gd(p))
 		gd_warn("%" PRIu64 " of %" PRIu64 " blocks were published while "
-		    "no subscriber was connected", p->n_nosub, d->n_pub);
+		    "no subscriber was connected", p->n_nosub, d.pub);
 	gd_trace(1, "published %" PRIu64 ", ACK %" PRIu64 ", NACK %" PRIu64
-	    ", REJECT %" PRIu64 ", resent %" PRIu64, d->n_pub, d->n_ack,
-	    d->n_nack, p->n_reject, d->n_resent);
+	    ", REJECT %" PRIu64 ", resent %" PRIu64, d.pub, d.ack,
+	    d.nack, p->n_reject, d.resent);
 	nack_summary(p);
 	if (p->stop_code)
 		return p->stop_code;
-	return d->n_nack || p->n_reject ? GD_EX_FAIL : GD_EX_OK;
+	return d.nack || p->n_reject ? GD_EX_FAIL : GD_EX_OK;
 }
 
 int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)

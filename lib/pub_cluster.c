@@ -14,18 +14,19 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-static void status_word(struct pub *p, const char *what, uint64_t id)
-{
-	char line[48];
-	int n = snprintf(line, sizeof(line), "%s %" PRIu64 "\n", what, id);
-
-	gd_out_write(&p->status, line, (size_t)n);
-}
-
 static void dropped(struct pub *p, const struct gd_cheld *h)
 {
 	gd_trace(2, "block %" PRIu64 " dropped: pre-acknowledged", h->id);
-	status_word(p, "PREACK", h->id);
+	pub_status_word(p, "PREACK", h->id);
+	pub_release(p, h->owner);
+}
+
+/* A held block's life ends here: never pending, so deliver counts its
+ * NACK beside those of the pending blocks. */
+static void nack_held(struct pub *p, const struct gd_cheld *h)
+{
+	pub_status_word(p, "NACK", h->id);
+	gd_deliver_nack_held(&p->dv);
 	pub_release(p, h->owner);
 }
 
@@ -33,7 +34,7 @@ static void forward(struct pub *p, const struct gd_cheld *h)
 {
 	struct gd_chunk *c = gd_input_chunk(&p->in, h->owner);
 
-	status_word(p, "FORWARD", h->id);
+	pub_status_word(p, "FORWARD", h->id);
 	pub_send_block(p, c, h->id, c->data + h->off, h->len, pub_real_ns());
 	gd_chunk_unref(&p->in, c);	/* the hold's reference */
 }
@@ -65,9 +66,7 @@ static void nack_unserved(struct pub *p)
 	    due + limit <= p->now && gd_cluster_pop(&p->cl, &h)) {
 		if (n++ == 0)
 			first = h.id;
-		status_word(p, "NACK", h.id);
-		p->dv.n_nack++;
-		pub_release(p, h.owner);
+		nack_held(p, &h);
 	}
 	if (n == 0)
 		return;
@@ -180,7 +179,7 @@ int pub_cluster_block(struct pub *p, struct gd_chunk *c, uint64_t id,
 	case GD_CL_DROP:
 		gd_trace(2, "block %" PRIu64 " dropped on arrival: "
 		    "pre-acknowledged before", id);
-		status_word(p, "PREACK", id);
+		pub_status_word(p, "PREACK", id);
 		return 1;
 	case GD_CL_DUP:
 		snprintf(idtxt, sizeof(idtxt), "%" PRIu64, id);
@@ -196,7 +195,8 @@ int pub_cluster_block(struct pub *p, struct gd_chunk *c, uint64_t id,
 void pub_cluster_preacks(struct pub *p, struct sconn *c,
     const struct gd_frame *f)
 {
-	uint32_t i, n = f->len / GD_PREACK_SIZE, before = p->dv.pend.count;
+	uint32_t i, n = f->len / GD_PREACK_SIZE;
+	uint32_t s, before = gd_deliver_pending_count(&p->dv);
 	struct gd_cheld h;
 
 	if (c->slot < 0 || !p->cluster)
@@ -210,13 +210,12 @@ void pub_cluster_preacks(struct pub *p, struct sconn *c,
 	}
 	for (i = 0; i < n; i++) {
 		uint64_t id = gd_get64(f->body + (size_t)GD_PREACK_SIZE * i);
-		uint32_t s = gd_pending_find(&p->dv.pend, id);
-		if (s != GD_NONE) {
+		if ((s = gd_deliver_find(&p->dv, id)) != GD_NONE) {
 			/* sent by this member too: the subscriber has it */
 			c->acks++;
 			gd_deliver_ack(&p->dv, (unsigned)c->slot, id,
-			    gd_deliver_seq(&p->dv, gd_pending_at(&p->dv.pend,
-			    s)), p->now);
+			    gd_deliver_seq(&p->dv, gd_deliver_at(&p->dv, s)),
+			    p->now);
 			continue;
 		}
 		switch (gd_cluster_preack(&p->cl, (unsigned)c->slot, id,
@@ -244,9 +243,6 @@ void pub_cluster_nack_held(struct pub *p)
 	if (gd_cluster_held(&p->cl) > 0)
 		gd_err("reporting the %u held blocks as NACK too",
 		    gd_cluster_held(&p->cl));
-	while (gd_cluster_pop(&p->cl, &h)) {
-		status_word(p, "NACK", h.id);
-		p->dv.n_nack++;
-		pub_release(p, h.owner);
-	}
+	while (gd_cluster_pop(&p->cl, &h))
+		nack_held(p, &h);
 }

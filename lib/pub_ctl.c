@@ -36,10 +36,10 @@ static void reply_acked_by(struct pub *p, struct gd_ctl_client *cl,
 static void reply_pending_row(struct pub *p, struct gd_ctl_client *cl,
     uint32_t s, uint64_t now)
 {
-	struct gd_pend *e = gd_pending_at(&p->dv.pend, s);
+	const struct gd_pend *e = gd_deliver_at(&p->dv, s);
 	double age = (double)(now - e->sent_ns) / 1e9;
-	double left = (double)(int64_t)(e->sent_ns + p->dv.pend.timeout_ns -
-	    now) / 1e9;
+	double left = (double)(int64_t)(e->sent_ns +
+	    gd_deliver_pending(&p->dv)->timeout_ns - now) / 1e9;
 
 	gd_ctl_printf(cl, "%" PRIu64 "\t%s/%" PRIu64 "\t%u\t%u\t%.3f\t%.3f\t%u\t%u\t",
 	    e->id, p->korigin, e->id, gd_pend_acks(e), p->needed,
@@ -71,7 +71,7 @@ static void reply_held_row(struct pub *p, struct gd_ctl_client *cl,
 static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
     const char *args, uint64_t now)
 {
-	struct gd_pending *pd = &p->dv.pend;
+	const struct gd_pending *pd = gd_deliver_pending(&p->dv);
 	struct gd_ctl_pending_req q;
 	struct gd_rank rk;
 	char why[128];
@@ -104,7 +104,7 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 	}
 	gd_rank_init(&rk, (size_t)rows);
 	for (s = pd->head; s != GD_NONE; s = pd->e[s].next, ord++) {
-		struct gd_pend *e = &pd->e[s];
+		const struct gd_pend *e = &pd->e[s];
 		/* acks: fewest first, the blocks furthest from an ACK */
 		if (gd_rank_add(&rk, q.sort == GD_SORT_ID ? e->id :
 		    gd_pend_acks(e), ord, s) != 0)
@@ -191,7 +191,7 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 {
 	uint64_t infl[GD_MAX_SUBS] = { 0 };
 	unsigned slots[GD_MAX_SUBS], nslots = 0, i, n = 0;
-	struct gd_pending *pd = &p->dv.pend;
+	const struct gd_pending *pd = gd_deliver_pending(&p->dv);
 	struct sconn *c;
 	struct gd_qsub *qs;
 	uint32_t s;
@@ -252,15 +252,16 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
     const char *args, uint64_t now)
 {
-	const struct gd_deliver *d = &p->dv;
+	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
+	const struct gd_hist *lat = gd_deliver_latency(&p->dv);
 	double up = (double)(now - p->t_start) / 1e9;
 	char l50[24], l90[24], l99[24], lmax[24];	/* "-" before an ACK */
 
 	(void)args;
-	gd_hist_cell(&d->lat, 50, l50, sizeof(l50));
-	gd_hist_cell(&d->lat, 90, l90, sizeof(l90));
-	gd_hist_cell(&d->lat, 99, l99, sizeof(l99));
-	gd_hist_cell(&d->lat, 100, lmax, sizeof(lmax));
+	gd_hist_cell(lat, 50, l50, sizeof(l50));
+	gd_hist_cell(lat, 90, l90, sizeof(l90));
+	gd_hist_cell(lat, 99, l99, sizeof(l99));
+	gd_hist_cell(lat, 100, lmax, sizeof(lmax));
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "published:n\tack:n\tnack:n\treject:n\tresent:n\t"
 	    "pending:n\tbytes:n\tuptime:n\trate:n\trate_avg:n\tlat_p50_us:n\t"
@@ -272,20 +273,19 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
 	    "\t%" PRIu64 "\t%u\t%" PRIu64 "\t%.3f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\t%"
-	    PRIu64 "\t", d->n_pub, d->n_ack, d->n_nack, p->n_reject,
-	    d->n_resent, d->pend.count, p->n_bytes, up, pub_rate(p, now),
-	    up > 0 ? (double)d->n_pub / up : 0.0, l50, l90, l99, lmax,
-	    d->n_late);
+	    PRIu64 "\t", d.pub, d.ack, d.nack, p->n_reject,
+	    d.resent, d.pending, p->n_bytes, up, pub_rate(p, now),
+	    up > 0 ? (double)d.pub / up : 0.0, l50, l90, l99, lmax,
+	    d.late);
 	if (pub_gd(p))
-		gd_ctl_printf(cl, "%u\t", gd_window_size(&d->win));
+		gd_ctl_printf(cl, "%u\t", gd_deliver_window(&p->dv));
 	else
 		gd_ctl_printf(cl, "-\t");
 	gd_ctl_printf(cl, "%d\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
 	    p->port, p->nconns, p->n_auth_refused, p->n_conn_refused,
 	    p->n_hs_timeout);
 	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
-	    d->pend.npassed, d->n_nack_passed, d->n_nack_absent,
-	    d->n_nack_slow);
+	    d.passed, d.nack_passed, d.nack_absent, d.nack_slow);
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,
@@ -305,7 +305,7 @@ static void ctl_latency(struct pub *p, struct gd_ctl_client *cl,
 	static const uint64_t bounds_us[] = { 50, 100, 250, 500, 1000, 2500,
 	    5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
 	    2500000, 5000000, 10000000, 30000000, 60000000 };
-	const struct gd_hist *h = &p->dv.lat;
+	const struct gd_hist *h = gd_deliver_latency(&p->dv);
 	size_t i, nb = sizeof(bounds_us) / sizeof(bounds_us[0]);
 
 	(void)args;

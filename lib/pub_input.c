@@ -239,24 +239,23 @@ int pub_input_left(const struct pub *p)
  * chunk of their own. 0, or -1 when out of memory. */
 int pub_replay_start(struct pub *p)
 {
-	size_t i, total = 0, off = 0;
+	const struct gd_jblock *jb;
+	size_t i, n, total = 0, off = 0;
 
-	if (p->jn.npending == 0)
+	jb = gd_journal_pending(&p->jn, &n);
+	if (n == 0)
 		return 0;
-	for (i = 0; i < p->jn.npending; i++)
-		total += p->jn.pending[i].len;
+	for (i = 0; i < n; i++)
+		total += jb[i].len;
 	if ((p->replay.c = gd_input_chunk_new(&p->in, total ? total : 1)) == NULL)
 		return -1;
-	for (i = 0; i < p->jn.npending; i++) {
-		struct gd_jblock *b = &p->jn.pending[i];
+	p->replay.b = gd_journal_take_pending(&p->jn, &p->replay.n);
+	for (i = 0; i < p->replay.n; i++) {
+		struct gd_jblock *b = &p->replay.b[i];
 		memcpy(p->replay.c->data + off, b->data, b->len);
 		b->data = p->replay.c->data + off;
 		off += b->len;
 	}
-	p->replay.b = p->jn.pending;
-	p->replay.n = p->jn.npending;
-	p->jn.pending = NULL;
-	p->jn.npending = 0;
 	return 0;
 }
 
@@ -386,7 +385,7 @@ void pub_stop_input(struct pub *p, const char *name)
 		    recs == 1 ? "" : "s", recs == 1 ? "was" : "were",
 		    p->line_no);
 	gd_info("%s: no more input; waiting for %u pending blocks", name,
-	    p->dv.pend.count);
+	    gd_deliver_pending_count(&p->dv));
 	pub_drop_input(p);
 }
 

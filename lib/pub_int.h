@@ -1,9 +1,12 @@
 /* Internal to the publisher engine, lib/pub*.c: the state the parts share
  * and the calls between them. pub.c wires and tears down; pub_input.c
- * turns stdin into blocks; pub_net.c serves subscribers over TCP and
- * pub_stream.c writes the framed stream of -o, behind one sink; the
- * status lines and --progress are pub_status.c; the control socket is
- * pub_ctl.c. The delivery rules are lib/deliver.c and lib/slots.c. */
+ * turns stdin into blocks; pub_net.c serves subscribers over TCP (the
+ * handshake is pub_hs.c, the TCP sink pub_send.c) and pub_stream.c writes
+ * the framed stream of -o, behind one sink; the status lines and
+ * --progress are pub_status.c; the journal is pub_journal.c, a cluster
+ * member pub_cluster.c, the control socket pub_ctl.c. The delivery rules
+ * are lib/deliver.c and lib/slots.c, read and driven through their calls,
+ * never their fields. */
 #ifndef GD_PUB_INT_H
 #define GD_PUB_INT_H
 
@@ -190,6 +193,12 @@ void pub_maybe_done(struct pub *p);
 /* A connection told the end closed (bye: it said BYE first): once none
  * is left and none lost the end, the run is over. */
 void pub_end_closed(struct pub *p, const struct sconn *c, int bye);
+/* Close every handle: the run is over. */
+void pub_finish(struct pub *p);
+void pub_arm_timer(struct pub *p);
+uint64_t pub_real_ns(void);
+
+/* pub_journal.c */
 /* Write the journal's records before any block they record is sent:
  * 0, or -1 (journal I/O error: gdpub is stopping, send nothing). */
 int pub_journal_commit(struct pub *p);
@@ -219,10 +228,6 @@ void pub_journal_compact(struct pub *p);
  * emptied when nothing is pending. */
 void pub_journal_end(struct pub *p);
 void pub_journal_free(struct pub *p);
-/* Close every handle: the run is over (pub.c). */
-void pub_finish(struct pub *p);
-void pub_arm_timer(struct pub *p);
-uint64_t pub_real_ns(void);
 
 /* pub_input.c */
 int pub_input_start(struct pub *p);
@@ -240,17 +245,34 @@ int pub_replay_start(struct pub *p);
 const uint8_t *pub_payload(struct pub *p, const struct gd_pend *e);
 void pub_release(struct pub *p, uint32_t owner);
 
-/* pub_net.c */
-extern const struct pub_sink pub_tcp_sink;
+/* pub_net.c: the listener and the subscriber connections */
 int pub_listen(struct pub *p);
+void pub_conn_close(struct sconn *c, const char *why);
+
+/* pub_send.c: the TCP sink */
+extern const struct pub_sink pub_tcp_sink;
+extern const struct gd_qos_ops pub_qos_ops;
 void pub_net_end(struct pub *p);
 /* A few times a second: sends blocked past GDpub_sendTimeout. */
 void pub_net_tick(struct pub *p, uint64_t now);
-extern const struct gd_qos_ops pub_qos_ops;
 void pub_net_close(struct pub *p);
+void pub_conn_shut(uv_shutdown_t *req, int status);
+void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
+    size_t len, uint32_t nblk);
+void pub_conn_send(struct sconn *c, struct gd_bcast *b);
+void pub_pump(struct sconn *c);
+void pub_queue_free(struct sconn *c);
+void pub_backlog_recheck(struct pub *p);
+void pub_tcp_flush(struct pub *p);
+void pub_send_end(struct sconn *c);
+
+/* pub_hs.c: the handshake */
 /* Close the connections that did not complete their handshake within
  * GD_HANDSHAKE_MS (from the tick). */
 void pub_net_sweep(struct pub *p, uint64_t now);
+const char *pub_conn_who(const struct sconn *c);
+int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
+int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
 
 /* pub_cluster.c */
 int pub_cluster_start(struct pub *p);
@@ -274,7 +296,9 @@ extern const struct pub_sink pub_stream_sink;
 int pub_stream_open(struct pub *p, int fd);
 
 /* pub_status.c */
-int pub_status_open(struct pub *p, int fd);
+/* Open the status output (stdout, stderr with -o -, or --status FILE) and
+ * choose the sink (TCP, or the -o stream); 0 or an exit code. */
+int pub_outputs_open(struct pub *p);
 /* Where the status lines go: "standard output", "standard error" or
  * "the status file 'F'". */
 const char *pub_status_where(const struct pub *p, char *buf, size_t sz);
@@ -288,6 +312,8 @@ const char *pub_status_fate(const struct pub *p, char *buf, size_t sz);
  * later; without one the pending blocks are seen to the end. */
 void pub_status_lost(struct pub *p);
 void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
+/* "WHAT ID" (cluster: PREACK, FORWARD, a held block's NACK). */
+void pub_status_word(struct pub *p, const char *what, uint64_t id);
 void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void pub_ready(struct pub *p);
@@ -301,25 +327,5 @@ double pub_rate(const struct pub *p, uint64_t now);
 /* pub_ctl.c */
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len);
-
-/* ---- between pub_net.c (connections), pub_send.c (the TCP sink) and
- * pub_hs.c (the handshake) ---- */
-void pub_conn_close(struct sconn *c, const char *why);
-void pub_conn_shut(uv_shutdown_t *req, int status);
-void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
-    size_t len, uint32_t nblk);
-void pub_conn_send(struct sconn *c, struct gd_bcast *b);
-void pub_pump(struct sconn *c);
-void pub_queue_free(struct sconn *c);
-void pub_backlog_recheck(struct pub *p);
-void pub_tcp_flush(struct pub *p);
-void pub_send_end(struct sconn *c);
-const char *pub_conn_who(const struct sconn *c);
-int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
-int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
-
-/* Open the status output (stdout, stderr with -o -, or --status FILE) and
- * choose the sink (TCP, or the -o stream); 0 or an exit code. */
-int pub_outputs_open(struct pub *p);
 
 #endif

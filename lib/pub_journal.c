@@ -26,12 +26,12 @@ int pub_journal_open(struct pub *p)
 	}
 	gd_dbuf_init(&p->jres, PUB_JRES_MAX);
 	if (gd_journal_lock(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
-		gd_err("%s", p->jn.err);
+		gd_err("%s", gd_journal_err(&p->jn));
 		return GD_EX_IOERR;
 	}
 	p->journal = 1;
-	p->epoch = p->jn.epoch;
-	p->next_id = p->jn.max_id + 1;	/* this run's ids go on */
+	p->epoch = gd_journal_epoch(&p->jn);
+	p->next_id = gd_journal_max_id(&p->jn) + 1;	/* this run's ids go on */
 	return 0;
 }
 
@@ -39,20 +39,23 @@ int pub_journal_open(struct pub *p)
 int pub_journal_begin(struct pub *p)
 {
 	const struct gd_conf *c = p->conf;
+	uint64_t torn_at, torn_bytes;
+	size_t npending;
 
 	if (!p->journal)
 		return 0;
 	if (gd_journal_begin(&p->jn) != 0) {
-		gd_err("%s", p->jn.err);
+		gd_err("%s", gd_journal_err(&p->jn));
 		return GD_EX_IOERR;
 	}
-	if (p->jn.torn_at)
+	if ((torn_at = gd_journal_torn(&p->jn, &torn_bytes)) != 0)
 		gd_warn("journal '%s': a torn record at byte offset %" PRIu64
 		    " (%" PRIu64 " bytes, a crash mid-write) was cut off",
-		    c->journal, p->jn.torn_at, p->jn.torn_bytes);
-	if (p->jn.npending > 0)
+		    c->journal, torn_at, torn_bytes);
+	(void)gd_journal_pending(&p->jn, &npending);
+	if (npending > 0)
 		gd_info("journal '%s': %zu blocks pending from before; sending "
-		    "them again first", c->journal, p->jn.npending);
+		    "them again first", c->journal, npending);
 	return 0;
 }
 
@@ -74,7 +77,7 @@ void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 	r.len = e->len;
 	r.acked = acked;
 	if ((rc = gd_dbuf_add(&p->jres, &r, sizeof(r))) != GD_DBUF_OK) {
-		snprintf(p->jn.err, sizeof(p->jn.err), "journal '%s': %s",
+		gd_journal_set_err(&p->jn, "journal '%s': %s",
 		    p->conf->journal, rc == GD_DBUF_NOMEM ? "out of memory "
 		    "for the outcomes waiting for their status lines" :
 		    "too many outcomes waiting for their status lines "
@@ -106,7 +109,7 @@ void pub_journal_failed(struct pub *p)
 		return;
 	p->journal_failed = 1;
 	gd_err("%s; stopping: what was recorded stays in the journal and is "
-	    "sent again when gdpub restarts", p->jn.err);
+	    "sent again when gdpub restarts", gd_journal_err(&p->jn));
 	p->stop_code = GD_EX_IOERR;
 	pub_drop_input(p);
 	if (!p->finished) {
@@ -142,7 +145,7 @@ static int next_pending(void *ctx, struct gd_jblock *b)
 	struct pub *p = w->p;
 
 	if (w->s != GD_NONE) {
-		const struct gd_pend *e = gd_pending_at(&p->dv.pend, w->s);
+		const struct gd_pend *e = gd_deliver_at(&p->dv, w->s);
 		b->id = e->id;
 		b->seq = gd_deliver_seq(&p->dv, e);
 		b->time_ns = 0;		/* not kept while pending */
@@ -160,7 +163,7 @@ static int next_pending(void *ctx, struct gd_jblock *b)
 
 void pub_journal_compact(struct pub *p)
 {
-	struct walk w = { p, p->dv.pend.head, p->replay.next };
+	struct walk w = { p, gd_deliver_pending(&p->dv)->head, p->replay.next };
 
 	/* the rewrite keeps only what is pending: it would record the
 	 * waiting resolutions before their status lines are out, or those
@@ -168,9 +171,10 @@ void pub_journal_compact(struct pub *p)
 	if (p->jres.len > 0 || p->status_lost)
 		return;
 	if (gd_journal_compact(&p->jn, next_pending, &w) != 0)
-		gd_warn("%s; the journal keeps growing", p->jn.err);
+		gd_warn("%s; the journal keeps growing", gd_journal_err(&p->jn));
 	else
-		gd_trace(1, "journal rewritten: %" PRIu64 " bytes", p->jn.size);
+		gd_trace(1, "journal rewritten: %" PRIu64 " bytes",
+		    gd_journal_size(&p->jn));
 }
 
 void pub_journal_end(struct pub *p)
@@ -180,7 +184,8 @@ void pub_journal_end(struct pub *p)
 	pub_journal_settle(p);	/* the status output is closed, all written */
 	if (p->jres.len > 0 || pub_journal_commit(p) != 0)
 		return;
-	if (p->dv.pend.count == 0 && p->replay.next >= p->replay.n &&
+	if (gd_deliver_pending_count(&p->dv) == 0 &&
+	    p->replay.next >= p->replay.n &&
 	    p->eof && !pub_held(p))
 		pub_journal_compact(p);
 }

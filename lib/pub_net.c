@@ -57,11 +57,12 @@ void pub_conn_close(struct sconn *c, const char *why)
 	 * not when nothing is pending and no input is left (its last acks
 	 * and its goodbye may come in one read, before gdpub has seen that
 	 * it is done) */
-	if (why && c->slot >= 0 && !p->finished && (p->dv.pend.count > 0 ||
-	    !p->eof || pub_input_left(p)))
+	if (why && c->slot >= 0 && !p->finished &&
+	    (gd_deliver_pending_count(&p->dv) > 0 || !p->eof ||
+	    pub_input_left(p)))
 		gd_warn("GD subscriber %s (%s) disconnected: %s; %u of %u "
 		    "connected, %u blocks pending", c->name, c->addr, why,
-		    p->ngd, p->needed, p->dv.pend.count);
+		    p->ngd, p->needed, gd_deliver_pending_count(&p->dv));
 	else if (why)
 		gd_trace(1, "subscriber %s (%s) disconnected: %s",
 		    c->name[0] ? c->name : "?", c->addr, why);
@@ -75,7 +76,8 @@ void pub_conn_close(struct sconn *c, const char *why)
 
 static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
-	uint32_t i, n = f->len / GD_ACK_SIZE, before = p->dv.pend.count;
+	uint32_t i, n = f->len / GD_ACK_SIZE;
+	uint32_t before = gd_deliver_pending_count(&p->dv);
 
 	if (c->slot < 0)
 		return;		/* not a GD subscriber: its acks do not count */

@@ -69,7 +69,7 @@ void pub_status_lost(struct pub *p)
 	}
 }
 
-int pub_status_open(struct pub *p, int fd)
+static int pub_status_open(struct pub *p, int fd)
 {
 	int rc = gd_out_open(&p->status, &p->loop, fd);
 
@@ -108,6 +108,16 @@ void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e)
 	}
 	d[n++] = '\n';
 	gd_out_commit(&p->status, n);
+}
+
+/* "WHAT ID": a cluster member's PREACK, FORWARD and the NACK of a held
+ * block. */
+void pub_status_word(struct pub *p, const char *what, uint64_t id)
+{
+	char line[48];
+	int n = snprintf(line, sizeof(line), "%s %" PRIu64 "\n", what, id);
+
+	gd_out_write(&p->status, line, (size_t)n);
 }
 
 void pub_reject(struct pub *p, const char *idtxt, const char *fmt, ...)
@@ -149,14 +159,17 @@ double pub_rate(const struct pub *p, uint64_t now)
 	}
 	if (now <= t0)
 		return 0;
-	return (double)(p->dv.n_pub - n0) * 1e9 / (double)(now - t0);
+	return (double)(gd_deliver_counts(&p->dv).pub - n0) * 1e9 /
+	    (double)(now - t0);
 }
 
 /* 4 times a second: sample the rate, draw --progress */
 void pub_tick(struct pub *p, uint64_t now)
 {
+	struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
+
 	p->rate_s[p->rate_head].t = now;
-	p->rate_s[p->rate_head].n = p->dv.n_pub;
+	p->rate_s[p->rate_head].n = d.pub;
 	p->rate_head = (p->rate_head + 1) % PUB_RATE_SAMPLES;
 	if (p->rate_n < PUB_RATE_SAMPLES)
 		p->rate_n++;
@@ -169,14 +182,13 @@ void pub_tick(struct pub *p, uint64_t now)
 		p->progress_at = now;
 		gd_note("progress: %.1f s, %" PRIu64 " read, %" PRIu64 " ACK, %"
 		    PRIu64 " NACK, %" PRIu64 " REJECT, %u pending, %.0f "
-		    "blocks/s", (double)(now - p->t_start) / 1e9, p->dv.n_pub +
-		    p->n_reject, p->dv.n_ack, p->dv.n_nack, p->n_reject,
-		    p->dv.pend.count, pub_rate(p, now));
+		    "blocks/s", (double)(now - p->t_start) / 1e9, d.pub +
+		    p->n_reject, d.ack, d.nack, p->n_reject, d.pending,
+		    pub_rate(p, now));
 	} else if (p->opt.progress && !p->finished)
 		gd_status("%" PRIu64 " read, %" PRIu64 " ACK, %" PRIu64 " NACK, %u "
-		    "pending, %.0f blocks/s", p->dv.n_pub + p->n_reject,
-		    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count,
-		    pub_rate(p, now));
+		    "pending, %.0f blocks/s", d.pub + p->n_reject, d.ack,
+		    d.nack, d.pending, pub_rate(p, now));
 }
 
 /* ---- the service manager ($NOTIFY_SOCKET) ---- */
@@ -202,14 +214,15 @@ void pub_notify_open(struct pub *p)
 /* From the loop's tick: a stalled loop stops the watchdog's pings. */
 void pub_notify_tick(struct pub *p, uint64_t now)
 {
+	struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	char msg[256];
 
 	gd_notify_tick(&p->notify, now);
 	if (!gd_notify_status_due(&p->notify, now))
 		return;
 	snprintf(msg, sizeof(msg), "STATUS=%" PRIu64 " published, %" PRIu64
-	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", p->dv.n_pub,
-	    p->dv.n_ack, p->dv.n_nack, p->dv.pend.count, pub_rate(p, now));
+	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", d.pub,
+	    d.ack, d.nack, d.pending, pub_rate(p, now));
 	gd_notify_send(&p->notify, msg);
 }
 

@@ -2,6 +2,7 @@
  * hello, subs, stats and ack requests by a dispatch table, and the end
  * note left beside the socket when gdsub exits (endnote.h). */
 #include "sub_int.h"
+#include "ctl_client.h"
 #include "endnote.h"
 #include "log.h"
 #include "parse.h"

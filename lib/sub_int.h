@@ -126,14 +126,17 @@ struct sub {
 };
 
 /* sub.c: wiring and lifecycle */
+void sub_begin_close(struct sub *s, const char *why);
+void sub_maybe_done(struct sub *s);
+void sub_finish(struct sub *s, int code);
+struct sub_pub *sub_pub_find(struct sub *s, const char *origin, size_t len);
+
+/* sub_block.c: each block a source hands over, through receive.c's rules */
 void sub_on_block(struct sub *s, struct sub_pub *pc, const struct gd_block *b,
     const struct sub_origin *o);
 void sub_on_floor(struct sub *s, struct sub_pub *pc, uint64_t floor,
     const struct sub_origin *o);
 void sub_forget(struct sub *s, struct sub_pub *pc);
-void sub_begin_close(struct sub *s, const char *why);
-void sub_maybe_done(struct sub *s);
-void sub_finish(struct sub *s, int code);
 
 /* sub_net.c: connections to the publishers */
 void sub_net_start(struct sub_pub *pc);
@@ -142,7 +145,6 @@ void sub_net_resume(struct sub *s);
 void sub_net_shut(struct sub_pub *pc, int hard);
 /* reliability=ordered: confirm the blocks stdout has taken */
 void sub_net_confirm(struct sub *s);
-struct sub_pub *sub_pub_find(struct sub *s, const char *origin, size_t len);
 
 /* sub_input.c: -i, blocks from a framed stream */
 int sub_in_open(struct sub *s, const char *path);
@@ -166,6 +168,13 @@ int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);
+/* Control frames to a publisher: a small one (BYE, or CONFIRM with its
+ * u64; a failure shows as the connection's loss), the hello and the proof
+ * (0 or a libuv error). */
+void sub_send_small(struct sub_pub *pc, uint8_t type, int has_arg,
+    uint64_t arg);
+int sub_send_hello(struct sub_pub *pc, const struct gd_hello *h);
+int sub_send_proof(struct sub_pub *pc, const uint8_t mac[GD_AUTH_MAC]);
 
 /* sub_cluster.c: publishers that are members of a multisend cluster */
 void sub_cluster_join(struct sub *s, struct sub_pub *pc);
@@ -198,13 +207,5 @@ int sub_notify_start(struct sub *s);
 void sub_notify_ready(struct sub *s);
 void sub_notify_stopping(struct sub *s);
 void sub_notify_close(struct sub *s);
-
-/* Control frames to a publisher (sub_acks.c): a small one (BYE, or
- * CONFIRM with its u64; a failure shows as the connection's loss), the
- * hello and the proof (0 or a libuv error). */
-void sub_send_small(struct sub_pub *pc, uint8_t type, int has_arg,
-    uint64_t arg);
-int sub_send_hello(struct sub_pub *pc, const struct gd_hello *h);
-int sub_send_proof(struct sub_pub *pc, const uint8_t mac[GD_AUTH_MAC]);
 
 #endif

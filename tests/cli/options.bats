@@ -313,3 +313,43 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	done
 	[ -f "$lib/gdkit.h" ]
 }
+
+# A copy of the sources whose mk/deps.sh takes a second and leaves a mark,
+# built with a compiler that refuses to run before the mark is there: the
+# Makefile's order, not the speed of the machine, decides who goes first.
+build_copy() {
+	local top="$BATS_TEST_DIRNAME/../.." d="$BATS_TEST_TMPDIR/tree"
+	mkdir -p "$d/tests"
+	cp -R "$top/Makefile" "$top/lib" "$top/src" "$top/mk" "$d/"
+	cp -R "$top/tests/unit" "$top/tests/fuzz" "$d/tests/"
+	printf '#!/bin/sh\n[ "$1" = build ] || exit 0\nsleep 1\n: > "%s/deps-done"\n' "$d" > "$d/mk/deps.sh"
+	printf '#!/bin/sh\n[ -e "%s/deps-done" ] || { echo "cc before deps: $*" >&2; exit 1; }\nexec cc "$@"\n' "$d" > "$d/cc-after-deps"
+	chmod +x "$d/cc-after-deps"
+	echo "$d"
+}
+
+@test "make: every object waits for the dependency step (rel, san, bench)" {
+	local d v
+	d=$(build_copy)
+	for v in rel san bench; do
+		case $v in rel) o= ;; san) o=SANITIZE=1 ;; bench) o=BENCH=1 ;; esac
+		rm -f "$d/deps-done"
+		run timeout 120 make -C "$d" -j2 --no-print-directory $o CC="$d/cc-after-deps" \
+			"build/$v/lib/log.o" "build/$v/lib/parse.o" "build/$v/lib/wire.o"
+		assert_success
+		refute_output --partial "cc before deps"
+		[ -s "$d/build/$v/lib/log.o" ] && [ -s "$d/build/$v/lib/wire.o" ]
+	done
+}
+
+@test "make: src/ compiles seeing lib/gdkit.h and no other header of lib/" {
+	local d
+	d=$(build_copy)
+	run timeout 120 make -C "$d" -j2 --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
+	assert_success
+	refute_output --partial "cc before deps"
+	echo '#include "pending.h"' >> "$d/src/gdack.c"
+	run timeout 120 make -C "$d" --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
+	assert_failure
+	assert_output --partial 'pending.h'
+}

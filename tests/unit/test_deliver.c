@@ -370,6 +370,37 @@ TEST(snapshot_ring)
 	gd_snapshot_free(&s);
 }
 
+/* The calls the engine reads deliver through, and a held block's NACK
+ * (a cluster secondary's, never pending) counted with the others. */
+TEST(calls_and_nack_held)
+{
+	struct gd_deliver d;
+	struct gd_deliver_counts n;
+	uint32_t s;
+
+	fresh(&d, 1, 0);
+	gd_deliver_set_next_seq(&d, 40);
+	ASSERT_U64(gd_deliver_next_seq(&d), 40);
+	ASSERT_U64(pub(&d, 7, 0), 40);
+	ASSERT_U64(pub(&d, 8, 0), 41);
+	ASSERT_EQ(gd_deliver_pending_count(&d), 2);
+	ASSERT((s = gd_deliver_find(&d, 8)) != GD_NONE);
+	ASSERT_U64(gd_deliver_at(&d, s)->id, 8);
+	ASSERT_U64(gd_deliver_seq(&d, gd_deliver_at(&d, s)), 41);
+	ASSERT_EQ(gd_deliver_find(&d, 9), GD_NONE);
+	ASSERT_EQ(gd_deliver_pending(&d)->e[gd_deliver_pending(&d)->head].id, 7);
+	ASSERT_EQ(gd_deliver_ack(&d, 0, 8, 41, 2 * MS), 1);
+	gd_deliver_nack_held(&d);
+	n = gd_deliver_counts(&d);
+	ASSERT_U64(n.pub, 2);
+	ASSERT_U64(n.ack, 1);
+	ASSERT_U64(n.nack, 1);
+	ASSERT_EQ(n.pending, 1);
+	ASSERT_EQ(nev, 1);	/* no resolution: the held block was never here */
+	ASSERT_U64(gd_deliver_latency(&d)->n, 1);
+	gd_deliver_free(&d);
+}
+
 int main(void)
 {
 	RUN(publish_ack_resolve);
@@ -385,5 +416,6 @@ int main(void)
 	RUN(slots_admission);
 	RUN(slots_prefer_own_then_fresh);
 	RUN(snapshot_ring);
+	RUN(calls_and_nack_held);
 	return UNIT_DONE();
 }

@@ -332,6 +332,45 @@ TEST(unopenable)
 	gd_journal_close(&j);
 }
 
+/* The calls the engine reads the journal through: what the file held, and
+ * the pending blocks taken over by the caller (the replay), which the
+ * journal then no longer holds nor frees. */
+TEST(calls_and_take_pending)
+{
+	struct gd_journal j;
+	struct gd_jblock *b;
+	const struct gd_jblock *v;
+	uint64_t tb = 9;
+	size_t n;
+
+	setup("c.j");
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 41), 0);
+	write_blocks(&j, 1, 3);
+	ASSERT_EQ(gd_journal_commit(&j, 1), 0);
+	gd_journal_close(&j);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 99), 0);
+	ASSERT_U64(gd_journal_epoch(&j), 41);
+	ASSERT_U64(gd_journal_max_id(&j), 103);
+	ASSERT_U64(gd_journal_max_seq(&j), 3);
+	ASSERT_U64(gd_journal_size(&j), GD_JOURNAL_HDR + 3 * gd_journal_recsize(2));
+	ASSERT_U64(gd_journal_torn(&j, &tb), 0);
+	ASSERT_U64(tb, 0);
+	v = gd_journal_pending(&j, &n);
+	ASSERT_EQ(n, 3);
+	ASSERT_U64(v[2].id, 103);
+	b = gd_journal_take_pending(&j, &n);
+	ASSERT(b == v);
+	ASSERT_EQ(n, 3);
+	ASSERT(memcmp(b[0].data, "p1", 2) == 0);	/* still in the image */
+	ASSERT(gd_journal_pending(&j, &n) == NULL);
+	ASSERT_EQ(n, 0);
+	gd_journal_set_err(&j, "journal '%s': %d", "x", 7);
+	ASSERT(strcmp(gd_journal_err(&j), "journal 'x': 7") == 0);
+	gd_journal_forget_image(&j);
+	gd_journal_close(&j);
+	free(b);
+}
+
 int main(void)
 {
 	int rc;
@@ -351,6 +390,7 @@ int main(void)
 	RUN(one_writer);
 	RUN(fsync_policies);
 	RUN(disk_full);
+	RUN(calls_and_take_pending);
 	RUN(unopenable);
 	rc = UNIT_DONE();
 	{
