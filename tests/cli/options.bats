@@ -317,6 +317,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 # A copy of the sources whose mk/deps.sh takes a second and leaves a mark,
 # built with a compiler that refuses to run before the mark is there: the
 # Makefile's order, not the speed of the machine, decides who goes first.
+# The inner make must not inherit the outer one's variables (make check
+# SANITIZE=1 passes SANITIZE=1 down through MAKEFLAGS).
 build_copy() {
 	local top="$BATS_TEST_DIRNAME/../.." d="$BATS_TEST_TMPDIR/tree"
 	mkdir -p "$d/tests"
@@ -334,7 +336,7 @@ build_copy() {
 	for v in rel san bench; do
 		case $v in rel) o= ;; san) o=SANITIZE=1 ;; bench) o=BENCH=1 ;; esac
 		rm -f "$d/deps-done"
-		run timeout 120 make -C "$d" -j2 --no-print-directory $o CC="$d/cc-after-deps" \
+		run timeout 120 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE -u BENCH -u FUZZ make -C "$d" -j2 --no-print-directory $o CC="$d/cc-after-deps" \
 			"build/$v/lib/log.o" "build/$v/lib/parse.o" "build/$v/lib/wire.o"
 		assert_success
 		refute_output --partial "cc before deps"
@@ -345,11 +347,11 @@ build_copy() {
 @test "make: src/ compiles seeing lib/gdkit.h and no other header of lib/" {
 	local d
 	d=$(build_copy)
-	run timeout 120 make -C "$d" -j2 --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
+	run timeout 120 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE -u BENCH -u FUZZ make -C "$d" -j2 --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
 	assert_success
 	refute_output --partial "cc before deps"
 	echo '#include "pending.h"' >> "$d/src/gdack.c"
-	run timeout 120 make -C "$d" --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
+	run timeout 120 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL -u SANITIZE -u BENCH -u FUZZ make -C "$d" --no-print-directory CC="$d/cc-after-deps" build/rel/src/gdack.o
 	assert_failure
 	assert_output --partial 'pending.h'
 }
