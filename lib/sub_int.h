@@ -202,6 +202,10 @@ int sub_state_close(struct sub *s, int rc);
 int sub_ctl_listen(struct sub *s);
 void sub_ctl_close(struct sub *s);
 
+/* sub_hs.c: a publisher's welcome, taken; the connection is active */
+void sub_hs_welcome(struct sub *s, struct sub_pub *pc,
+    const struct gd_welcome *w);
+
 /* sub_notify.c: the service manager's notifications ($NOTIFY_SOCKET) */
 int sub_notify_start(struct sub *s);
 void sub_notify_ready(struct sub *s);

@@ -1,8 +1,8 @@
 /* gdsub's connections to its publishers: resolve, connect and retry each
  * one, say hello (and with GDsub_authKeyFile prove the key and have the
  * publisher prove it: wire.h), read its wire frames (welcome, blocks,
- * floor, end) and notice when it restarted. Blocks go on to sub_on_block
- * (sub.c). A handshake that fails or does not end within
+ * floor, end); what a welcome says is sub_hs.c's. Blocks go on to
+ * sub_on_block (sub_block.c). A handshake that fails or does not end within
  * SUB_HANDSHAKE_MS is a failed attempt, counted against maxRetries. */
 #include "sub_int.h"
 #include "log.h"
@@ -196,55 +196,6 @@ static void pc_lost(struct sub_pub *pc, const char *why)
 	pc_close(pc);
 }
 
-static void on_welcome(struct sub *s, struct sub_pub *pc,
-    const struct gd_welcome *w)
-{
-	int first = pc->origin_len == 0;
-
-	if (w->flags & GD_WF_STREAM && !s->stream_in) {
-		gd_err("publisher %s writes its blocks as a framed stream "
-		    "(gdpub -o), not over TCP; read that stream with gdsub -i",
-		    pc->addr);
-		sub_finish(s, GD_EX_UNAVAILABLE);
-		return;
-	}
-	/* the publisher restarted: its ids start over, so what we remember
-	 * of the old run would swallow new blocks. With -i the frames' epoch
-	 * decides that (sub_input.c); only the acks kept while disconnected,
-	 * for the old run's blocks, are dropped here. */
-	if (!first && w->epoch != pc->epoch) {
-		if (!s->stream_in) {
-			sub_forget(s, pc);
-		} else if (pc->nqueued > 0) {
-			gd_warn("publisher %s restarted; %zu acknowledgements for "
-			    "its earlier run are dropped", pc->addr, pc->nqueued);
-			pc->nqueued = 0;
-		}
-	}
-	if (!first && strcmp(pc->origin, w->origin) != 0)
-		gd_warn("publisher %s now stamps its keys %s (was %s)",
-		    pc->addr, w->origin, pc->origin);
-	snprintf(pc->origin, sizeof(pc->origin), "%s", w->origin);
-	pc->origin_len = strlen(pc->origin);
-	pc->max_block = w->max_block;
-	pc->epoch = w->epoch;
-	pc->ack_status = (int)w->ack_status;
-	pc->state = SUB_PS_ACTIVE;
-	pc->attempts = 0;
-	pc->cl_warned = 0;
-	if (gd_recv_refused(pc->ack_status) && s->conf->gd)
-		gd_err("publisher %s refused the acknowledgement connection: %s",
-		    pc->addr, gd_ack_status_str(pc->ack_status) + 9);
-	else if (pc->ack_status == GD_ACK_OFF && s->conf->gd && first)
-		gd_warn("publisher %s runs with numSubs=0: its blocks need no "
-		    "acknowledgement", pc->addr);
-	gd_trace(1, "connected to publisher %s (%s), acknowledgements %s",
-	    pc->addr, pc->origin, gd_ack_status_str(pc->ack_status));
-	sub_cluster_join(s, pc);
-	sub_notify_ready(s);
-	sub_in_kick(s);
-}
-
 static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	struct sub_pub *pc = h->data;
@@ -375,7 +326,7 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 				return;
 			}
 			uv_timer_stop(&pc->retry);
-			on_welcome(s, pc, &w);
+			sub_hs_welcome(s, pc, &w);
 		} else if (f.type == GD_F_REFUSE && pc->state == SUB_PS_WELCOME) {
 			char why[512];
 			gd_wire_get_text(&f, why, sizeof(why));
