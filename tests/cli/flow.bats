@@ -128,18 +128,18 @@ throttled() {
 }
 
 # Blocks a pipeline never acknowledges (a grep -v stage drops them) beside
-# blocks that flow at 1,000/s: the flowing ones are all ACKed before the
-# first stuck one expires. Before, the stuck ones piled up in the window
-# (2,500 at 1,000/s and -t 10) after 5 s, and nothing flowed until they
-# expired at 10 s.
+# blocks that flow at 1,000/s: the flowing ones (14 s of them) are all
+# ACKed before the first stuck one expires (20 s), with 6 s to spare on a
+# loaded machine. Before, the stuck ones piled up in the window (5,000 at
+# 1,000/s and -t 20) after 10 s, and nothing flowed until they expired.
 @test "stuck blocks beside flowing ones: the flowing ones are all ACKed before the stuck ones expire" {
 	port=$(free_port)
-	awk 'BEGIN { for (i = 1; i <= 10500; i++) print (i % 3 == 0 ? "STUCK " : "ok ") i }' > in.txt
+	awk 'BEGIN { for (i = 1; i <= 21000; i++) print (i % 3 == 0 ? "STUCK " : "ok ") i }' > in.txt
 	staged s "$port" "grep --line-buffered -v STUCK | python $BATS_TEST_DIRNAME/throttle.py 1000"
-	run --separate-stderr timeout 120 gdpub -p "$port" -n 1 -t 10 --wait-ready=10 < in.txt
+	run --separate-stderr timeout 180 gdpub -p "$port" -n 1 -t 20 --wait-ready=10 < in.txt
 	[ "$status" -eq 1 ]
-	[ "$(grep -c '^ACK ' <<<"$output")" -eq 7000 ]
-	[ "$(grep -c '^NACK ' <<<"$output")" -eq 3500 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 14000 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 7000 ]
 	last_ack=$(grep -n '^ACK ' <<<"$output" | tail -n 1 | cut -d: -f1)
 	first_nack=$(grep -n '^NACK ' <<<"$output" | head -n 1 | cut -d: -f1)
 	[ "$last_ack" -lt "$first_nack" ]
