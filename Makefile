@@ -51,8 +51,9 @@ DEPCFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 LDFLAGS_ALL = $(OPT) $(LDFLAGS)
 
-LIB_SRC = $(wildcard lib/*.c)
+LIB_SRC = $(wildcard lib/*.c lib/pub/*.c lib/sub/*.c)
 LIB_OBJ = $(LIB_SRC:lib/%.c=$(BUILD)/lib/%.o)
+LIB_HDR = $(wildcard lib/*.h lib/pub/*.h lib/sub/*.h)
 PROGS = gdpub gdsub gdack gdinspect
 PROG_BIN = $(PROGS:%=$(BINDIR)/%)
 PROG_OBJ = $(PROGS:%=$(BUILD)/src/%.o)
@@ -89,7 +90,8 @@ $(BUILD)/compiler: FORCE | $(BUILD)/lib deps
 	@echo '$(CC) $(OPT)' | cmp -s - $@ || echo '$(CC) $(OPT)' >$@
 FORCE:
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(BUILD)/compiler | $(BUILD)/lib deps
+$(BUILD)/lib/%.o: lib/%.c $(LIB_HDR) $(BUILD)/compiler | $(BUILD)/lib deps
+	@mkdir -p $(@D)
 	$(CC) $(CFLAGS_ALL) $(DEPCFLAGS) -c $< -o $@
 
 $(BUILD)/libgdcore.a: $(LIB_OBJ) | deps
@@ -98,7 +100,7 @@ $(BUILD)/libgdcore.a: $(LIB_OBJ) | deps
 $(BUILD)/api/gdkit.h: | $(BUILD)/api
 	echo '#include "../../../lib/gdkit.h"' >$@
 
-$(BUILD)/src/%.o: src/%.c $(wildcard lib/*.h) $(BUILD)/compiler \
+$(BUILD)/src/%.o: src/%.c $(LIB_HDR) $(BUILD)/compiler \
 		$(BUILD)/api/gdkit.h | $(BUILD)/src deps
 	$(CC) $(CFLAGS_SRC) $(DEPCFLAGS) -c $< -o $@
 

@@ -13,8 +13,8 @@
 #include "conf.h"	/* struct gd_conf, the key table */
 #include "cli.h"	/* gd_cli_*: the main skeleton, key options */
 
-#include "pub.h"	/* gd_pub_run */
-#include "sub.h"	/* gd_sub_run */
+#include "pub/pub.h"	/* gd_pub_run */
+#include "sub/sub.h"	/* gd_sub_run */
 #include "ack_client.h"	/* gd_ack_run */
 #include "inspect.h"	/* gd_inspect_run */
 #include "decode.h"	/* gd_decode_file: gdinspect decode */

@@ -21,11 +21,17 @@ build = sys.argv[1] if len(sys.argv) > 1 else "build/rel"
 lib = "lib"
 inc_re = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
-files = sorted(f for f in os.listdir(lib) if f.endswith((".c", ".h")))
+# The core is flat in lib/; each engine has its folder (lib/pub, lib/sub).
+files = sorted(os.path.relpath(os.path.join(d, f), lib)
+               for d, _, fs in os.walk(lib) for f in fs
+               if f.endswith((".c", ".h")))
+names = {os.path.basename(f): f for f in files}
 inc = {}
 for f in files:
     with open(os.path.join(lib, f), encoding="utf-8") as fh:
-        inc[f] = sorted(set(h for h in inc_re.findall(fh.read()) if h in files))
+        inc[f] = sorted(set(names[os.path.basename(h)]
+                            for h in inc_re.findall(fh.read())
+                            if os.path.basename(h) in names))
 n_inc = sum(len(v) for v in inc.values())
 
 defs, uses = {}, {}
@@ -75,7 +81,19 @@ n_back = sum(1 for f in cs for g in calls[f]
              if f in member and member.get(g) == member[f])
 
 print("lib files: %d (.c %d, .h %d)" % (len(files), len(cs), len(files) - len(cs)))
+folders = {}
+for f in files:
+    folders[os.path.dirname(f) or "."] = folders.get(os.path.dirname(f) or ".", 0) + 1
+print("files per folder: " + ", ".join("lib/%s %d" % (d if d != "." else "", n)
+                                      for d, n in sorted(folders.items())))
 print("include arrows: %d" % n_inc)
+# The core sits under the engines: only gdkit.h (the library's front door)
+# may include an engine's header.
+up = ["%s: %s" % (f, h) for f in files for h in inc[f]
+      if "/" not in f and "/" in h and f != "gdkit.h"]
+print("core files that include an engine's header: %d" % len(up))
+for u in up:
+    print("  " + u)
 print("call arrows: %d (inside circles: %d)" % (n_calls, n_back))
 print("circles: %d" % len(circles))
 for c in circles:

@@ -32,3 +32,14 @@ PY
 	assert_success
 	assert_output ""
 }
+
+# The layering the Makefile cannot see: the core in lib/ sits under the
+# engines in lib/pub and lib/sub (only gdkit.h, the front door, names them).
+@test "lib/: no core file includes an engine's header; src/ includes only gdkit.h" {
+	top="$BATS_TEST_DIRNAME/../.."
+	[ -f "$top/build/rel/lib/pub/pub.o" ] || skip "build/rel not built (make check builds it)"
+	run sh -c "cd '$top' && python3 mk/graph.py build/rel"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"core files that include an engine's header: 0"* ]]
+	[[ "$output" == *"src/ includes other than gdkit.h: 0"* ]]
+}

@@ -3,7 +3,7 @@
 #ifndef GD_PUB_H
 #define GD_PUB_H
 
-#include "conf.h"
+#include "../conf.h"	/* the engine's public header is read from src/ too */
 
 struct gd_pub_opts {
 	int ids;		/* --ids: ID<TAB>payload */

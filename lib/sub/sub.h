@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "conf.h"
+#include "../conf.h"	/* the engine's public header is read from src/ too */
 
 enum gd_sub_format { GD_OUT_LINE, GD_OUT_PAYLOAD, GD_OUT_FRAME,
 	GD_OUT_TEMPLATE };
