@@ -87,7 +87,7 @@ struct sub_in {
 	uint32_t max_payload;	/* of a binary frame */
 	uint32_t armor_max;	/* of an armored one */
 	uint64_t n_lines;	/* armored lines read */
-	uint64_t n_frames;	/* armored lines that were good frames */
+	uint64_t n_frames;	/* good frames in armored lines */
 	uint64_t n_bad;		/* armored lines skipped */
 };
 
