@@ -41,8 +41,11 @@ static const char usage[] =
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
-"      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
-"                           for line-oriented engines (mosquitto_pub -l, kcat)\n"
+"      --armor              with -o: frames as text lines (GDK1:BASE64), for\n"
+"                           line-oriented engines (mosquitto_pub -l, kcat)\n"
+"      --armor-batch BYTES  the frames ready at once share lines up to BYTES\n"
+"                           long (1 to 1048576, default 65536; 1: one frame\n"
+"                           a line)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
 "      --progress[=SECS]    a status line on stderr, 4 times a second; with\n"
 "                           SECS, a line every SECS seconds instead (for logs)\n"
@@ -58,7 +61,8 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW,
+	O_ARMOR_BATCH };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -88,6 +92,7 @@ static const struct option longopts[] = {
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
+	{ "armor-batch", required_argument, NULL, O_ARMOR_BATCH },
 	{ "status", required_argument, NULL, O_STATUS },
 	{ "progress", optional_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
@@ -153,6 +158,19 @@ int main(int argc, char **argv)
 		case O_ARMOR:
 			opt.armor = 1;
 			break;
+		case O_ARMOR_BATCH: {
+			int64_t v;
+			if (gd_parse_i64(optarg, 1, GD_PUB_ARMOR_BATCH_MAX, &v) != 0) {
+				gd_usage_err("invalid value '%s' for --armor-batch: "
+				    "expected bytes from 1 to %u (the longest "
+				    "armored line of several frames; 1: one frame "
+				    "a line)", optarg, GD_PUB_ARMOR_BATCH_MAX);
+				rc = GD_EX_USAGE;
+				goto out;
+			}
+			opt.armor_batch = (size_t)v;
+			break;
+		}
 		case O_STATUS:
 			opt.status = optarg;
 			break;
@@ -207,6 +225,12 @@ int main(int argc, char **argv)
 	if (opt.frame && (opt.ids || opt.delim != '\n')) {
 		gd_usage_err("-f frame cannot be combined with %s: frames carry "
 		    "their IDs and lengths", opt.ids ? "--ids" : "-0");
+		rc = GD_EX_USAGE;
+		goto out;
+	}
+	if (opt.armor_batch && !opt.armor) {
+		gd_usage_err("--armor-batch needs --armor: it sizes the armored "
+		    "lines");
 		rc = GD_EX_USAGE;
 		goto out;
 	}

@@ -554,6 +554,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		gd_bcast_unref(p->cur);
 	gd_input_free(&p->in);
 	gd_auth_clear(&p->key);
+	free(p->abuf);
 	free(p);
 	return rc;
 }

@@ -141,6 +141,9 @@ struct pub {
 	const struct pub_sink *sink;
 	struct gd_out status;		/* pub_status.c */
 	struct gd_out sout;		/* pub_stream.c */
+	uint8_t *abuf;			/* pub_stream.c: the frames of the next
+					 * armored line */
+	size_t alen, aroom;
 	struct sconn *conns;		/* pub_net.c */
 	unsigned ndata, ngd;
 	unsigned nconns;		/* allocated, until their handle closed */

@@ -805,13 +805,15 @@ for l in open(sys.argv[1], "rb"):
 ' "$1" "$2"
 }
 
-@test "armor: gdpub -o FILE --armor writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
+@test "armor: gdpub -o FILE --armor --armor-batch 1 writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
 	port=$(free_port)
 	printf 'a\nb b\n\nlast\n' > in.txt
-	gdpub -p "$port" -o pub.txt --armor < in.txt
+	gdpub -p "$port" -o pub.txt --armor --armor-batch 1 < in.txt
 	gdpub -p "$port" -o pub.gds < in.txt
 	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' pub.txt
 	assert_output 0
+	# 4 blocks, a floor, the end
+	assert_equal "$(nlines pub.txt)" 6
 	# base64 alone gives frames the independent decoder accepts
 	unarmor pub.txt un.gds
 	run decode un.gds
@@ -833,8 +835,8 @@ end 0 0 0 127.0.0.1:$port 0 -"
 @test "armor: lines repeated, reordered, interleaved with another publisher's and one bad: each block written once, the bad line reported with its number, gdinspect decode exits 65" {
 	p1=$(free_port)
 	p2=$(free_port)
-	seq 1 50 | gdpub -p "$p1" -o - --armor > a.txt
-	seq 1 30 | gdpub -p "$p2" -o - --armor > b.txt
+	seq 1 50 | gdpub -p "$p1" -o - --armor --armor-batch 1 > a.txt
+	seq 1 30 | gdpub -p "$p2" -o - --armor --armor-batch 1 > b.txt
 	# every line twice, the two publishers interleaved, pairs swapped, and
 	# line 7 of the result cut short
 	python -c '
@@ -863,7 +865,7 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	expect_usage gdpub "--armor needs -o: it armors the stream that -o writes" -- gdpub -p 7001 --armor
 	expect_usage gdinspect "--max-block-size applies to decode only, not to stats" -- gdinspect -p 7001 --max-block-size 10 stats
 	expect_usage gdsub "invalid value '0' for --max-block-size: expected an integer from 1 to 1073741824" -- gdsub -i - -P 127.0.0.1:7001 --max-block-size 0
-	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor > big.txt
+	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor --armor-batch 1 > big.txt
 	run --separate-stderr gdsub -i big.txt -P 127.0.0.1:7001 --no-gd --max-block-size 100
 	assert_success
 	assert_equal "$stderr" "gdsub: big.txt: line 2: bad armored line skipped: frame payload of 3000 bytes is over the limit of 100"
@@ -882,4 +884,93 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	# without -i every attempt is reported
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries 2 --retry-interval 0.05
 	[[ "$stderr" == *"(attempt 1 of 2)"* ]]
+}
+
+# line_lengths FILE: the longest line of FILE, newline included
+longest_line() {
+	awk '{ if (length($0) + 1 > m) m = length($0) + 1 } END { print m + 0 }' "$1"
+}
+
+@test "armor: the frames ready at once share lines of at most --armor-batch bytes (default 65536); every line decodes alone; a frame longer than the batch has a line of its own" {
+	port=$(free_port)
+	seq 1000 | gdpub -p "$port" -o b4k.txt --armor --armor-batch 4096
+	seq 1000 | gdpub -p "$port" -o bdef.txt --armor
+	# 1000 frames of 63 to 66 bytes: at most 48 a line of 4096 bytes
+	[ "$(longest_line b4k.txt)" -le 4096 ]
+	[ "$(nlines b4k.txt)" -ge 21 ] && [ "$(nlines b4k.txt)" -lt 100 ]
+	[ "$(longest_line bdef.txt)" -le 65536 ]
+	[ "$(nlines bdef.txt)" -lt 10 ]
+	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' b4k.txt
+	assert_output 0
+	# each line alone is a whole input: its frames, no error
+	total=0
+	while IFS= read -r l; do
+		printf '%s\n' "$l" > one.txt
+		n=$(gdinspect decode one.txt | sed 1d | wc -l)
+		[ "$n" -ge 1 ]
+		total=$((total + n))
+	done < b4k.txt
+	assert_equal "$total" 1002
+	for f in b4k.txt bdef.txt; do
+		run --separate-stderr gdsub -i "$f" -P "127.0.0.1:$port" --no-gd
+		assert_success
+		assert_equal "$stderr" ""
+		assert_equal "$(cut -f2 <<<"$output")" "$(seq 1000)"
+	done
+	# a 3000-byte block between small ones, batches of 1000 bytes: it
+	# comes alone, in order
+	{ seq 5; head -c 3000 /dev/zero | tr '\0' z; echo; seq 6 10; } > in.txt
+	gdpub -p "$port" -o big.txt --armor --armor-batch 1000 < in.txt
+	run --separate-stderr gdsub -i big.txt -P "127.0.0.1:$port" --no-gd
+	assert_success
+	assert_equal "$(cut -f2 <<<"$output")" "$(cat in.txt)"
+	[ "$(awk 'length($0) > 3000' big.txt | wc -l)" -eq 1 ]
+	[ "$(awk 'length($0) <= 3000 && length($0) + 1 > 1000' big.txt | wc -l)" -eq 0 ]
+}
+
+@test "armor: one-frame lines written before batches (the gdkit-stream(5) example) and batched lines in one input are both read" {
+	old='GDK1:Z2YBAA4AAAAFAAAAAQAAAAAAAAABAAAAAAAAABU5FeEvsuwYAQAAAAAAAABoZWxsbzEyNy4wLjAuMTo3MDAxuIB6hQ=='
+	printf '%s\n' "$old" > old.txt
+	run --separate-stderr gdsub -i old.txt -P 127.0.0.1:7001 --no-gd
+	assert_success
+	assert_equal "$output" "$(printf '127.0.0.1:7001/1\thello')"
+	seq 2 4 | gdpub -p 7002 -o new.txt --armor
+	# 5 frames (3 blocks, a floor, the end) in fewer lines
+	[ "$(nlines new.txt)" -lt 5 ]
+	cat old.txt new.txt old.txt > mixed.txt
+	run --separate-stderr gdinspect decode mixed.txt
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(sed 1d <<<"$output" | awk '{ print $1, $NF }')" "$(printf '%s\n' \
+		"127.0.0.1:7001/1 \"hello\"" "127.0.0.1:7002/1 \"2\"" "127.0.0.1:7002/2 \"3\"" \
+		"127.0.0.1:7002/3 \"4\"" "127.0.0.1:7002 -" "127.0.0.1:7002 -" "127.0.0.1:7001/1 \"hello\"")"
+	run --separate-stderr gdsub -i mixed.txt -P 127.0.0.1:7001 -P 127.0.0.1:7002 --no-gd
+	assert_success
+	assert_equal "$(cut -f2 <<<"$output")" "$(printf 'hello\n2\n3\n4')"
+}
+
+@test "armor: --armor-batch out of 1..1048576, not a number, or without --armor is a usage error" {
+	for v in 0 -1 1048577 99999999999999999999 abc 10k ""; do
+		expect_usage gdpub "invalid value '$v' for --armor-batch: expected bytes from 1 to 1048576 (the longest armored line of several frames; 1: one frame a line)" -- gdpub -p 7001 -o - --armor --armor-batch "$v"
+	done
+	expect_usage gdpub "--armor-batch needs --armor: it sizes the armored lines" -- gdpub -p 7001 -o - --armor-batch 100
+	run gdpub --help
+	assert_output --partial "--armor-batch BYTES"
+}
+
+@test "armor: a line longer than the reader's bound (1048577 bytes with a small --max-block-size) is reported and skipped; the next line is read" {
+	seq 2 | gdpub -p 7001 -o good.txt --armor
+	python -c '
+import sys
+sys.stdout.write("GDK1:" + "A" * 1100000 + "\n")
+sys.stdout.write(open("good.txt").read())
+' > long.txt
+	run --separate-stderr gdsub -i long.txt -P 127.0.0.1:7001 --no-gd --max-block-size 100
+	assert_success
+	assert_equal "$stderr" "gdsub: long.txt: line 1: bad armored line skipped: longer than 1048577 bytes, the longest batch (1048576 bytes, gdpub --armor-batch) or the armor of a frame of the largest payload (100 bytes, GDsub_maxBlockSize, --max-block-size)"
+	assert_equal "$(cut -f2 <<<"$output")" "$(seq 2)"
+	run --separate-stderr gdinspect decode --max-block-size 100 long.txt
+	assert_failure 65
+	assert_equal "$(head -n 1 <<<"$stderr")" "gdinspect: long.txt: line 1: bad armored line skipped: longer than 1048577 bytes, the longest batch (1048576 bytes, gdpub --armor-batch) or the armor of a frame of the largest payload (100 bytes, --max-block-size)"
+	assert_equal "$(sed 1d <<<"$output" | wc -l)" 4
 }
