@@ -16,6 +16,9 @@
 #   TMO     seconds any one client may take           (default 300)
 #   GDKIT_BIN  directory of gdpub gdsub gdack gdinspect (default: build/bench/bin,
 #           else bin/)
+#   ONLY    an extended regular expression: run only the scenarios whose name
+#           matches (e.g. ONLY='^(mosquitto_qos1|gdkit_mqtt_)'; peers still need
+#           PEERS=1)                                  (default: all)
 #   also LAT_N, LAT_RATE, WINDOW, POLL, SUBS (see tests/bench/gdkit.sh)
 #
 # Scenarios (tests/bench/gdkit.sh MODE and tests/bench/peers/*.sh; each prints
@@ -39,7 +42,11 @@
 #   mosquitto_qos1, redis_streams, nats_jetstream   (PEERS=1; install.sh first)
 #   gdkit_mqtt_qos0        (PEERS=1) the armored stream through mosquitto at QoS 0:
 #                          gdpub -o - --armor | mosquitto_pub -l -q 0 ->
-#                          mosquitto_sub | gdsub -i - | gdack, every block ACKed
+#                          mosquitto_sub | gdsub -i - | gdack, every block ACKed,
+#                          frames batched into lines (gdpub's --armor-batch default)
+#   gdkit_mqtt_qos0_line   the same with --armor-batch 1: one frame a line, one
+#                          broker message per block
+#   gdkit_mqtt_qos1        gdkit_mqtt_qos0 at MQTT QoS 1 on both hops
 # Every scenario runs under timeout(1) in its own process group and stops what
 # it started; interrupting this script stops the running scenario.
 
@@ -111,17 +118,18 @@ scenario() {
     esac
 }
 
-# repeat NAME CMD...: the scenario RUNS times.
+# repeat NAME CMD...: the scenario RUNS times (none unless NAME matches ONLY).
 repeat() {
     local name=$1 r
     shift
+    [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] || return 0
     for (( r = 1; r <= RUNS; r++ )); do
         (( RUNS > 1 )) && say "$name: run $r of $RUNS"
         scenario "$name" "$r" "$@"
     done
 }
 
-say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN"
+say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN${ONLY:+ ONLY=$ONLY}"
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
@@ -140,6 +148,8 @@ if (( PEERS )); then
         || say "install.sh failed (status $?); peers that miss a package will SKIP: $(tail -n 1 "$WORK/logs/install.log")"
     repeat mosquitto_qos1 bash "$HERE/peers/mosquitto.sh"
     repeat gdkit_mqtt_qos0 bash "$HERE/peers/mosquitto_gdkit.sh"
+    repeat gdkit_mqtt_qos0_line env BATCH=1 NAME=gdkit_mqtt_qos0_line bash "$HERE/peers/mosquitto_gdkit.sh"
+    repeat gdkit_mqtt_qos1 env QOS=1 bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat redis_streams bash "$HERE/peers/redis.sh"
     repeat nats_jetstream bash "$HERE/peers/nats.sh"
 else
