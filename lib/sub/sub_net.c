@@ -435,8 +435,6 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	sub_out_check(s);
 }
 
-/* Write one control frame made by make(dst, arg): 0, or a libuv error
- * (UV_ENOMEM). The frame follows the request in one allocation. */
 /* The publisher's CHALLENGE: check its proof, send ours. */
 static void on_challenge(struct sub *s, struct sub_pub *pc,
     const struct gd_frame *f)
