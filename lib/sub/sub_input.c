@@ -90,7 +90,9 @@ static const struct gd_tagkey *tag_key(struct sub *s, struct sub_pub *pc,
 			if (gd_tagkey_is(&pc->tk[i], f->epoch, f->origin,
 			    f->origin_len))
 				return &pc->tk[i];
-		k = &pc->tk[pc->tk[0].set && pc->tk[0].epoch == pc->epoch];
+		i = !pc->tk[0].set ? 0 : !pc->tk[1].set ? 1 :
+		    pc->tk[0].epoch == pc->epoch;
+		k = &pc->tk[i];
 	} else if (gd_tagkey_is(k, f->epoch, f->origin, f->origin_len)) {
 		return k;
 	}

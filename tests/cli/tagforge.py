@@ -5,6 +5,7 @@ armored lines, told by the first byte), for tests/cli/tags.bats.
 
 usage: tagforge.py forge [--tag none|junk] [--drop] [--only] ID:PAYLOAD...
        tagforge.py replay FILE AFTER
+       tagforge.py oldpub KEYFILE PORTFILE
 
 forge   once the first block frame has passed (the attacker read one line:
         epoch and origin), write a frame for each ID:PAYLOAD with that
@@ -15,11 +16,18 @@ forge   once the first block frame has passed (the attacker read one line:
 replay  after the block frame whose ID is AFTER has passed, write every
         frame of FILE (a stream of another run, same form), then every
         frame that passed so far again.
+oldpub  a gdpub -o of a gdkit before tags, with a key: listens on a free
+        port of 127.0.0.1 (written to PORTFILE), proves the key to the one
+        gdsub that connects (wire protocol 3) and welcomes it as a stream
+        publisher whose frames carry no tags; then waits for the close.
 
 Every frame is written as soon as it is read (the pipeline waits on it).
 """
 import base64
+import hashlib
+import hmac
 import os
+import socket
 import struct
 import sys
 
@@ -165,10 +173,50 @@ def frames_of(data):
     return out
 
 
+def oldpub(args):
+    with open(args[0], "rb") as f:
+        key = f.read().rstrip(b" \t\r\n")
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(1)
+    port = srv.getsockname()[1]
+    with open(args[1] + ".tmp", "w") as f:
+        f.write(str(port))
+    os.rename(args[1] + ".tmp", args[1])
+    c, _ = srv.accept()
+
+    def recvn(n):
+        b = b""
+        while len(b) < n:
+            k = c.recv(n - len(b))
+            if not k:
+                sys.exit(0)
+            b += k
+        return b
+
+    def frame():
+        n, t = struct.unpack("<IB", recvn(8)[:5])
+        return t, recvn(n)
+
+    def send(t, body):
+        c.sendall(struct.pack("<IBBH", len(body), t, 0, 0) + body)
+
+    t, hello = frame()
+    nc, ns = hello[8:40], os.urandom(32)
+    send(8, ns + hmac.new(key, b"gdkit-auth-v3 pub >" + nc + ns,
+                          hashlib.sha256).digest())
+    frame()                                         # the proof
+    origin = b"127.0.0.1:%d" % port
+    send(2, struct.pack("<HBBIIIQ", 3, 0, 1, 1, 1048576, 10000, 7) + origin)
+    while c.recv(4096):
+        pass
+
+
 def main():
-    if len(sys.argv) < 2 or sys.argv[1] not in ("forge", "replay"):
+    modes = {"forge": forge, "replay": replay, "oldpub": oldpub}
+    if len(sys.argv) < 2 or sys.argv[1] not in modes:
         sys.exit(__doc__)
-    {"forge": forge, "replay": replay}[sys.argv[1]](sys.argv[2:])
+    modes[sys.argv[1]](sys.argv[2:])
 
 
 if __name__ == "__main__":

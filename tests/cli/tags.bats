@@ -111,6 +111,18 @@ sub_in() {
 	assert_equal "$stderr" "gdsub: plain.gds: the stream's frames carry no authentication tags (stream version 1), and this gdsub has a key (GDsub_authKeyFile): it reads only frames it can verify, written by a gdpub with the key"
 }
 
+@test "a gdsub with a key refuses, with 65, a publisher whose authenticated welcome says its frames carry no tags (a gdkit before them)" {
+	mkkey k
+	feed_open in.fifo
+	spawn "exec python $BATS_TEST_DIRNAME/tagforge.py oldpub k oldpub.port" 7>&-
+	wait_until 10 test -s oldpub.port
+	fport=$(cat oldpub.port)
+	run --separate-stderr timeout 20 gdsub -i in.fifo -P "127.0.0.1:$fport" --auth-key-file k --max-retries 1 7>&-
+	assert_equal "$status" 65
+	assert_equal "$output" ""
+	assert_equal "$stderr" "gdsub: publisher 127.0.0.1:$fport writes its framed stream without authentication tags (a gdkit before stream version 2); with GDsub_authKeyFile this gdsub reads only frames it can verify"
+}
+
 @test "a tagged stream, binary or armored, into a gdsub without a key is refused with 65: it could not verify them" {
 	mkkey k
 	port=$(free_port)
