@@ -72,7 +72,8 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
 	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
-	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\n");
+	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\t"
+	    "bad_tags:n\n");
 	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
 	    recv, uniq, dup, snap, acked, sub_unacked(s), sent);
@@ -85,13 +86,13 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	else
 		gd_ctl_reply(cl, "-\t", 2);
 	/* what -i read: armored lines, good frames (of either form), bad
-	 * lines; none of it without -i */
+	 * lines, frames whose tag failed; none of it without -i */
 	if (s->stream_in)
-		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
-		    s->in.n_lines, s->in.n_frames + s->in.sr.frames,
-		    s->in.n_bad);
+		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
+		    PRIu64 "\n", s->in.n_lines, s->in.n_frames +
+		    s->in.sr.frames, s->in.n_bad, s->in.n_badtag);
 	else
-		gd_ctl_reply(cl, "-\t-\t-\n", 6);
+		gd_ctl_reply(cl, "-\t-\t-\t-\n", 8);
 	return 0;
 }
 
