@@ -194,8 +194,8 @@ static void settle_by_note(struct ack *a)
 
 	while (off < a->req.len) {
 		char *rec = a->req.buf + off;
-		size_t len = (size_t)((char *)memchr(rec, '\n', a->req.len - off) -
-		    rec) + 1, olen;
+		size_t len = (size_t)((char *)memchr(rec, '\n',
+		    a->req.len - off) - rec) + 1, olen;
 		uint64_t id;
 		int flags;
 		if (gd_key_parse(rec, len - 1, &olen, &id, &flags) == 0 &&
@@ -407,7 +407,8 @@ static int take(struct ack *a, const char *rec, size_t len)
 	if ((rc = gd_dbuf_add(&a->sbuf, rec, len)) != GD_DBUF_OK ||
 	    (rc = gd_dbuf_add(&a->sbuf, &a->o->delim, 1)) != GD_DBUF_OK) {
 		gd_err("cannot hold line %" PRIu64 " for sink file '%s': the "
-		    "batch is %s", a->line_no, a->o->sink, gd_dbuf_strerror(rc));
+		    "batch is %s", a->line_no, a->o->sink,
+		    gd_dbuf_strerror(rc));
 		return -1;
 	}
 	return 0;

@@ -21,7 +21,7 @@
 struct gd_slab {
 	void *base;		/* first: an owner's typed view reads it */
 	uint32_t size;		/* bytes a slot */
-	uint32_t link;		/* offset of the uint32_t chaining free slots */
+	uint32_t link;		/* offset of the free chain's uint32_t */
 	uint32_t cap, free_head;
 	uint32_t first;		/* slots of the first allocation */
 	uint32_t max;		/* the cap: never more slots than this */

@@ -116,7 +116,8 @@ static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
 	if (--cl->left == 0) {
 		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
 		    cl->failed);
-		gd_ctl_reply(cl, gd_dbuf_ptr(&cl->fail), gd_dbuf_len(&cl->fail));
+		gd_ctl_reply(cl, gd_dbuf_ptr(&cl->fail),
+		    gd_dbuf_len(&cl->fail));
 		gd_dbuf_reset(&cl->fail);
 		sub_maybe_done(s);
 	}

@@ -238,7 +238,7 @@ TEST(test_read_to_the_cap)
 	ASSERT_EQ(pipe(fd), 0);
 	ASSERT_EQ(write(fd[1], src, sizeof(src)), (long long)sizeof(src));
 	gd_dbuf_init(&b, 100);
-	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 63);	/* the first 64 bytes, NUL */
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 63);	/* 64 bytes, NUL one */
 	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 37);	/* 101: not 128 */
 	ASSERT_EQ(b.alloc, 101);
 	ASSERT_EQ(gd_dbuf_len(&b), 100);

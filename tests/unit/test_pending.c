@@ -268,7 +268,7 @@ TEST(free_slot_reuse)
 	gd_pending_remove(&p, c);
 	d = gd_pending_add(&p, 4, 4, 0, 0, 0, 0);
 	ASSERT(d == b || d == c);
-	ASSERT_EQ(p.slab.cap, 1024);			/* no growth for reuse */
+	ASSERT_EQ(p.slab.cap, 1024);		/* no growth for reuse */
 	/* steady state add/remove never grows the slot array */
 	{
 		uint64_t seq;

@@ -28,7 +28,7 @@ TEST(test_take_put_reuse)
 
 	ASSERT_EQ(gd_slab_init(&s, sizeof(struct item),
 	    offsetof(struct item, link), 4, 1000, 16), 0);
-	ASSERT_EQ(s.cap, 0);	/* nothing allocated before the first take */
+	ASSERT_EQ(s.cap, 0);	/* nothing allocated before a take */
 	for (i = 0; i < 4; i++)
 		ASSERT_EQ(item_take(&s), i);
 	ASSERT_EQ(s.cap, 4);
