@@ -32,7 +32,8 @@ size_t gd_armor_line_max(uint32_t max_payload)
 
 	if (max_payload == 0 || max_payload > GD_STREAM_MAX_PAYLOAD)
 		max_payload = GD_STREAM_MAX_PAYLOAD;
-	one = gd_armor_size(gd_sframe_size(GD_STREAM_ORIGIN_MAX, max_payload));
+	one = gd_armor_size(gd_sframe_tsize(GD_STREAM_ORIGIN_MAX, max_payload,
+	    GD_SFRAME_TAG));
 	/* a reader with a small block limit still reads any batch; CR LF:
 	 * a transport may end lines the DOS way */
 	return (one > GD_ARMOR_BATCH_MAX ? one : GD_ARMOR_BATCH_MAX) + 1;

@@ -48,8 +48,8 @@ static inline size_t gd_armor_batch_room(size_t batch)
 }
 
 /* The longest line a reader accepts for payloads up to max_payload (the
- * armor of a frame with that payload and the longest origin, or the
- * longest batch if longer, CR LF). */
+ * armor of a frame with that payload, the longest origin and a tag, or
+ * the longest batch if longer, CR LF). */
 size_t gd_armor_line_max(uint32_t max_payload);
 
 /* Armor the frame that sits at dst + GD_ARMOR_PREFIX_LEN (n bytes, as

@@ -5,7 +5,9 @@
  * header: the frames ready at a flush share lines up to --armor-batch
  * bytes, since a line engine's cost is per line (a broker message); a
  * frame too long for a batch is armored where it was put, a line of its
- * own. */
+ * own. With a key (GDpub_authKeyFile) every frame carries a tag (tag.h),
+ * since whoever can reach the engine in the middle could otherwise write
+ * frames too. */
 #include "pub_int.h"
 #include "armor.h"
 #include "log.h"
@@ -66,7 +68,7 @@ static uint8_t *batch_room(struct pub *p, size_t size)
 static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
 	struct gd_sframe f;
-	uint8_t *d;
+	uint8_t *d, tag[GD_SFRAME_TAG];
 	size_t size;
 
 	memset(&f, 0, sizeof(f));
@@ -82,7 +84,12 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 		f.data = b->data;
 		f.len = b->len;
 	}
-	size = gd_sframe_size(f.origin_len, f.len);
+	if (p->tags) {
+		f.tag_len = GD_SFRAME_TAG;
+		gd_tag_sframe(&p->tk, &f, tag);
+		f.tag = tag;
+	}
+	size = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
 	if (p->opt.armor && (d = batch_room(p, size)) != NULL) {
 		p->alen += gd_sframe_put(d, &f);
 		return;
@@ -182,10 +189,19 @@ int pub_stream_open(struct pub *p, int fd)
 	p->sout.on_drain = on_drain;
 	p->sout.before_write = before_write;
 	p->sink = &pub_stream_sink;
+	/* the run is known by now: the journal fixed the epoch, the listen
+	 * the origin */
+	if (p->key.len > 0) {
+		if (gd_tagkey_derive(&p->tk, &p->key, p->epoch, p->origin,
+		    p->origin_len) != 0)
+			return UV_EINVAL;
+		p->tags = 1;
+	}
 	if (p->opt.armor)
 		return 0;	/* every line stands alone: no stream header */
 	if ((d = gd_out_reserve(&p->sout, GD_STREAM_HDR)) == NULL)
 		return UV_ENOMEM;
-	gd_out_commit(&p->sout, gd_stream_header(d));
+	gd_out_commit(&p->sout, gd_stream_header_v(d, p->tags ?
+	    GD_STREAM_VERSION_TAGS : GD_STREAM_VERSION));
 	return 0;
 }

@@ -40,7 +40,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if ((enc = malloc(n)) == NULL)
 		abort();
 	while ((k = gd_armor_next(&a, &f, err, sizeof(err))) == 1) {
-		size_t fs = gd_sframe_size(f.origin_len, f.len);
+		size_t fs = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
 		if (a.off != good + fs || a.off > n || a.frames != ++frames)
 			abort();
 		if (max_payload && f.len > max_payload)

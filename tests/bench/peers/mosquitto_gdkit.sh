@@ -23,11 +23,13 @@
 #      default 10), QOS (0 or 1, both MQTT hops, default 0), BATCH (gdpub
 #      --armor-batch; default: gdpub's), NAME (the row, default
 #      gdkit_mqtt_qos<QOS>), PACE (blocks/s; default: as fast as it goes),
-#      LAT_N (blocks when paced, default 10000).
+#      LAT_N (blocks when paced, default 10000), AUTH_KEY (a key file: gdpub
+#      and gdsub --auth-key-file, every frame tagged and checked; the default
+#      name gets _key).
 # Stdout: RESULT <NAME> <N> <seconds> <blocks_per_s> resent=<n> lines=<n>
 #         [p50_us=.. p90_us=.. p99_us=..] | SKIP | FAIL
 QOS=${QOS:-0}
-BENCH_NAME=${NAME:-gdkit_mqtt_qos$QOS}
+BENCH_NAME=${NAME:-gdkit_mqtt_qos$QOS${AUTH_KEY:+_key}}
 # shellcheck source=tests/bench/peers/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -86,7 +88,8 @@ mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkfifo "$dir/lines.fifo"
 printf 'GDpub_port=%s\nGDpub_bind=127.0.0.1\n' "$GD_PORT" > "$dir/pub.ini"
 ( timeout "$TMO" "$BIN/gdsub" -i "$dir/lines.fifo" -P "$pub" --name bench \
-      --retry-interval 0.05 --max-retries 400 2> "$dir/sub.err" |
+      --retry-interval 0.05 --max-retries 400 ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
+      2> "$dir/sub.err" |
   timeout "$TMO" "$BIN/gdack" -P "$pub" --name bench --tee 2> "$dir/ack.err" |
   cut -f1 > "$dir/keys" ) &
 subpipe=$!
@@ -112,7 +115,8 @@ fi
 t0=$(bench_now_ns)
 ( rc=0
   timeout "$TMO" "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t "$TIMEOUT" --resend 5 --wait-ready=30 \
-      -o - --armor "${batch[@]}" --status "$dir/pub.st" < "$input" 2> "$dir/pub.err" |
+      -o - --armor "${batch[@]}" --status "$dir/pub.st" ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
+      < "$input" 2> "$dir/pub.err" |
       count_lines |
       timeout "$TMO" mosquitto_pub -h 127.0.0.1 -p "$MQTT_PORT" -q "$QOS" -t "$topic" -l \
           2> "$dir/mpub.err" || rc=$?
