@@ -165,7 +165,10 @@ def main(argv):
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: sys.exit(0))
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-    return (pub if words[0] == "pub" else sub)(url, words[1])
+    try:
+        return (pub if words[0] == "pub" else sub)(url, words[1])
+    except OSError as e:
+        die(f"connection to the server lost: {e.strerror or e}")
 
 
 if __name__ == "__main__":
