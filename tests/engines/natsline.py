@@ -19,6 +19,7 @@ nats://127.0.0.1:4222. Only the text protocol of core NATS (INFO, CONNECT,
 PUB, SUB, MSG, PING, PONG, -ERR): no TLS, no auth, no reconnect; a lost
 connection or -ERR ends it with status 1, a usage error with 64.
 """
+import json
 import os
 import select
 import signal
@@ -49,7 +50,6 @@ def connect(url):
         die(f"{host}:{port} is not a NATS server (first line {info[:40]!r})")
     # verbose off: no +OK per PUB; pedantic off: no subject checks
     s.sendall(b'CONNECT {"verbose":false,"pedantic":false,"name":"natsline","lang":"python","version":"1"}\r\n')
-    import json
     return s, f, json.loads(info[5:]).get("max_payload", 1048576)
 
 
