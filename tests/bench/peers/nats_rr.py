@@ -25,6 +25,7 @@ import os
 import select
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "engines"))
 import natsline  # noqa: E402
 
