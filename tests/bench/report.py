@@ -21,7 +21,7 @@ import sys
 ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journal_batch",
          "gdkit_journal_always", "gdkit_stream", "gdkit_stream_key", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
-         "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+         "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "redis_streams", "nats_jetstream", "nats_jetstream_memory", "gdkit_nats", "nats_reqreply"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
 
 
@@ -178,6 +178,16 @@ def main():
             notes.append("gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | "
                          "gdsub -i - | gdack, every block ACKed")
             notes.append(f"{m.get('resent', 0):,.0f} resent; {r['seconds']:.2f} s")
+        elif rl == "gdkit_nats":
+            notes.append("gdpub -o - --armor | natsline pub -> natsline sub | gdsub -i - | gdack, "
+                         "core NATS, every block ACKed")
+            rr = by_role.get("nats_reqreply")
+            if rr and rr["status"] == "ok":
+                notes.append(f"{r['rate'] / rr['rate']:.2f}x nats_reqreply")
+            notes.append(f"{m.get('resent', 0):,.0f} resent, {m.get('lines', 0):,.0f} lines; {r['seconds']:.2f} s")
+        elif rl == "nats_reqreply":
+            notes.append(f"core NATS request/reply, {m.get('window', 0):,.0f} unanswered at most, "
+                         f"reply after the line is written; {r['seconds']:.2f} s")
         else:
             notes.append(f"{r['seconds']:.2f} s")
             if rl in RATIO_TARGET:
