@@ -290,3 +290,13 @@ summary_is() {
 stderr_before_summary() {
 	head -n -1 <<<"$stderr"
 }
+
+# port_of FILE: the port that a gdpub started with "-p 0 --port-file FILE"
+# bound, once it has written FILE (30 s at most); by then it listens and
+# its control socket answers. A port chosen by the kernel at bind time
+# cannot be taken by another test between choice and use, as a port from
+# free_port can.
+port_of() {
+	wait_until 30 test -s "$1" || return 1
+	cat "$1"
+}

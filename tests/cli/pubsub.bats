@@ -645,6 +645,28 @@ gdack_connected() {
 	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
 }
 
+# issue 23: a script learns the port of -p 0 from a file, not by parsing
+# stderr (before: no such option, free_port's bind-close-reuse race)
+@test "gdpub --port-file: the bound port, whole, once gdpub listens and answers gdinspect; no 'listening on' line then; an unwritable file is exit 74" {
+	spawn "seq 1 3 | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	[[ "$(cat pub.port)" =~ ^[1-9][0-9]*$ ]]
+	[ ! -e pub.port.tmp ]
+	listening "$port"
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial "\"port\":$port,"
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	wait_until 20 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
+	assert_equal "$(cat pub.err)" ""
+	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
+	expect_fail 74 "gdpub: cannot write the port to 'no/dir/p': No such file or directory" -- gdpub -p 0 --port-file no/dir/p
+	[ ! -e no ]
+}
+
 # issue 26: like mosquitto_sub -W, for cron jobs and tests (before: no such
 # option; gdsub ran until its publishers ended the stream)
 @test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS while connected, everything written acknowledged; blocks before keep it going" {
