@@ -56,9 +56,9 @@ throttled() {
 }
 
 @test "gdinspect stats shows the window: it stays near rate x timeout/8 for a slow pipeline, '-' with GD off" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 4 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 4 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	throttled s "$port" 500 7>&-
 	wait_until 10 has_line st '^READY$'
 	# 2,000: the window is read at 1,000 ACKs (2 s), while it still limits
@@ -71,10 +71,9 @@ throttled() {
 	[ "$w" -ge 50 ] && [ "$w" -le 1000 ]
 	feed_close
 	wait_until 30 file_is pub.rc 0
-	port2=$(free_port)
 	feed_open in2.fifo
-	spawn "gdpub -p $port2 < in2.fifo > st2 2> pub2.err" 7>&-
-	wait_until 10 listening "$port2"
+	spawn "gdpub -p 0 --port-file port2.port < in2.fifo > st2 2> pub2.err" 7>&-
+	port2=$(port_of port2.port)
 	run timeout 10 gdinspect --ctl "$(pub_sock "$port2")" --json stats
 	assert_success
 	assert_output --partial '"window":null'
