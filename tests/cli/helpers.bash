@@ -318,3 +318,34 @@ port_of() {
 	wait_until 30 test -s "$1" || return 1
 	cat "$1"
 }
+
+# pub_bg [--separate-stderr] CMD...: start CMD, a gdpub run with
+# "-p 0 --port-file pub.port" (or timeout, env or bash -c around one), in
+# the background and its own process group, with the caller's stdin; wait
+# until it bound its port and set port. pub_wait [SECONDS] then waits for
+# it (300 s at most) and sets status, output, stderr and lines as
+# `run [--separate-stderr] CMD...` would have: for tests whose subscribers
+# need the port before gdpub's run ends.
+pub_bg() {
+	local err='2>&1'
+	if [ "$1" = --separate-stderr ]; then
+		err='2> pub.run.err'
+		shift
+	fi
+	rm -f pub.port pub.run.rc pub.run.err
+	# <&0: a background job's stdin would be /dev/null
+	setsid bash -c '"$@" > pub.run.out '"$err"'; echo $? > pub.run.rc' pub_bg "$@" <&0 3>&- &
+	BG_PIDS+=("$!")
+	port=$(port_of pub.port)
+}
+
+pub_wait() {
+	wait_until "${1:-300}" test -s pub.run.rc || return 1
+	status=$(cat pub.run.rc)
+	output=$(cat pub.run.out)
+	IFS=$'\n' read -d '' -r -a lines <<<"$output" || true
+	if [ -e pub.run.err ]; then
+		stderr=$(cat pub.run.err)
+		IFS=$'\n' read -d '' -r -a stderr_lines <<<"$stderr" || true
+	fi
+}
