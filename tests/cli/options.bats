@@ -230,8 +230,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	[[ "$stderr" == "gdsub: cannot use control socket $sock: the gdsub (pid "*") serving it does not give it up: this gdsub is named '"*"', not 'other'" ]]
 	run ! test -s sub2.rc
 	# a gdpub's socket
-	port=$(free_port)
-	spawn "exec sleep 120 | gdpub -p $port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	spawn "exec sleep 120 | gdpub -p 0 --port-file pub.port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	port=$(port_of pub.port)
 	wait_until 20 test -S pub.sock
 	expect_fail 69 "gdsub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program (gdpub) is serving it (give --ctl or a different config)" -- gdsub -P "127.0.0.1:$dead" --ctl "$BATS_TEST_TMPDIR/pub.sock"
 }
@@ -247,8 +247,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "control socket directory is 0700 and the socket 0600, whatever the umask" {
-	port=$(free_port)
-	spawn "umask 000; exec sleep 120 | gdpub -p $port > pub.out 2> pub.err"
+	spawn "umask 000; exec sleep 120 | gdpub -p 0 --port-file pub.port > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 	wait_until 20 test -S "$(pub_sock "$port")"
 	[ "$(stat -c %a "$XDG_RUNTIME_DIR/gdkit")" = 700 ]
 	[ "$(stat -c %a "$(pub_sock "$port")")" = 600 ]
