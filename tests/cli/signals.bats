@@ -28,10 +28,10 @@ pending_at_least() {
 }
 
 @test "first SIGTERM: input stops, what was read but not published is counted; every published block gets its status line" {
-	port=$(free_port)
-	held s "$port"
 	seq 1 300000 > in.txt
-	spawn "gdpub -p $port -n 1 -t 2 --wait-ready=10 < in.txt > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=10 < in.txt > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	held s "$port"
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 pending_at_least "$port" 64
@@ -48,11 +48,11 @@ pending_at_least() {
 }
 
 @test "second SIGINT: every pending block is reported NACK, the control socket is removed, exit 130" {
-	port=$(free_port)
-	held s "$port"
 	seq 1 10 > in.txt
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	held s "$port" 7>&-
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 has_line st '^READY$'
@@ -73,10 +73,10 @@ pending_at_least() {
 }
 
 @test "second SIGTERM: exit 143, NACK for what was pending" {
-	port=$(free_port)
-	held s "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	held s "$port" 7>&-
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 has_line st '^READY$'
