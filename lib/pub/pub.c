@@ -352,7 +352,6 @@ static void on_signal(uv_signal_t *h, int sig)
 
 /* ---- start ---- */
 
-/* Every handle of the loop, and the input; 0 or an exit code. */
 /* --port-file: written aside and renamed, so that a script that waits for
  * the file never reads half a number; by then the port and the control
  * socket both take connections. */
@@ -384,6 +383,7 @@ static int write_port_file(const struct pub *p)
 	return 0;
 }
 
+/* Every handle of the loop, and the input; 0 or an exit code. */
 static int start(struct pub *p)
 {
 	struct gd_conf bound = *p->conf;
