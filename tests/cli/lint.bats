@@ -43,3 +43,13 @@ PY
 	[[ "$output" == *"core files that include an engine's header: 0"* ]]
 	[[ "$output" == *"src/ includes other than gdkit.h: 0"* ]]
 }
+
+# A function only its own file calls is static: the header then lists what
+# a module offers, nothing more (mk/exports.py names any that is not).
+@test "lib/: every exported function is called outside its file (or by a test)" {
+	top="$BATS_TEST_DIRNAME/../.."
+	[ -f "$top/build/rel/lib/pub/pub.o" ] || skip "build/rel not built (make check builds it)"
+	run sh -c "cd '$top' && python3 mk/exports.py build/rel"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
+}

@@ -248,13 +248,14 @@ import json, sys
 d = json.loads(sys.stdin.read())
 want = {"publishers": 1, "ended": 0, "received": 3, "unique": 3, "duplicates": 0,
         "snapshot": 0, "acked": 0, "unacked": 0, "sent": 6, "reliability": 0.5,
-        "uniqueness": 1.0, "lines": None, "frames": None, "bad_lines": None}
+        "uniqueness": 1.0, "lines": None, "frames": None, "bad_lines": None,
+        "bad_tags": None}
 assert d == want, d
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c s.ini stats
 	assert_success
-	assert_line --index 0 --regexp '^PUBLISHERS +ENDED +RECEIVED +UNIQUE +DUPLICATES +SNAPSHOT +ACKED +UNACKED +SENT +RELIABILITY +UNIQUENESS +LINES +FRAMES +BAD_LINES$'
-	assert_line --index 1 --regexp '^ +1 +0 +3 +3 +0 +0 +0 +0 +6 +0\.5000 +1\.0000 +- +- +-$'
+	assert_line --index 0 --regexp '^PUBLISHERS +ENDED +RECEIVED +UNIQUE +DUPLICATES +SNAPSHOT +ACKED +UNACKED +SENT +RELIABILITY +UNIQUENESS +LINES +FRAMES +BAD_LINES +BAD_TAGS$'
+	assert_line --index 1 --regexp '^ +1 +0 +3 +3 +0 +0 +0 +0 +6 +0\.5000 +1\.0000 +- +- +- +-$'
 	feed_close
 	wait_until 10 test -s pub.rc
 }
