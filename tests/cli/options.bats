@@ -340,7 +340,8 @@ build_copy() {
 			"build/$v/lib/log.o" "build/$v/lib/parse.o" "build/$v/lib/wire.o"
 		assert_success
 		refute_output --partial "cc before deps"
-		[ -s "$d/build/$v/lib/log.o" ] && [ -s "$d/build/$v/lib/wire.o" ]
+		[ -s "$d/build/$v/lib/log.o" ]
+		[ -s "$d/build/$v/lib/wire.o" ]
 	done
 }
 
