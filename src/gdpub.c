@@ -39,6 +39,8 @@ static const char usage[] =
 "  -I, --ids                input lines are ID<TAB>payload\n"
 "  -0, --null               records end with NUL instead of newline\n"
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"      --port-file FILE     write the bound port to FILE once listening (for\n"
+"                           -p 0: the port the system chose)\n"
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
 "      --armor              with -o: frames as text lines (GDK1:BASE64), for\n"
@@ -61,7 +63,7 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW,
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
 	O_ARMOR_BATCH };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
@@ -90,6 +92,7 @@ static const struct option longopts[] = {
 	{ "ids", no_argument, NULL, 'I' },
 	{ "null", no_argument, NULL, '0' },
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
+	{ "port-file", required_argument, NULL, O_PORT_FILE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
 	{ "armor-batch", required_argument, NULL, O_ARMOR_BATCH },
@@ -143,6 +146,13 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 			break;
 		case 'o':
 			opt->out = optarg;
+			break;
+		case O_PORT_FILE:
+			if (optarg[0] == '\0') {
+				gd_usage_err("--port-file needs a file name");
+				return GD_EX_USAGE;
+			}
+			opt->port_file = optarg;
 			break;
 		case O_ARMOR:
 			opt->armor = 1;

@@ -20,6 +20,7 @@ struct gd_pub_opts {
 	size_t armor_batch;	/* --armor-batch: the longest line of several
 				 * frames; 0: GD_ARMOR_BATCH_DEFAULT */
 	const char *status;	/* --status FILE|-: where status lines go */
+	const char *port_file;	/* --port-file FILE: the bound port, once listening */
 	int progress;		/* a status line on stderr (--progress) */
 	double progress_every;	/* > 0: a line every so many seconds instead
 				 * (--progress=SECONDS), for logs */

@@ -22,7 +22,7 @@ ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journ
          "gdkit_journal_always", "gdkit_stream", "gdkit_stream_key", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
          "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "gdkit_mqtt_qos0_line", "gdkit_mqtt_qos1",
-         "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+         "redis_streams", "nats_jetstream", "nats_jetstream_memory", "gdkit_nats", "nats_reqreply"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
 # gdkit through mosquitto against mosquitto QoS 1 alone, same run (issue #25)
 MQTT_TARGET = {"gdkit_mqtt_qos0": 10.0}
@@ -192,6 +192,16 @@ def main():
                 if rl in MQTT_TARGET:
                     goal = MQTT_TARGET[rl]
                     r["target"] = f">= {goal:g}x mosquitto_qos1 " + ("met" if x >= goal else "missed")
+        elif rl == "gdkit_nats":
+            notes.append("gdpub -o - --armor | natsline pub -> natsline sub | gdsub -i - | gdack, "
+                         "core NATS, every block ACKed")
+            rr = by_role.get("nats_reqreply")
+            if rr and rr["status"] == "ok":
+                notes.append(f"{r['rate'] / rr['rate']:.2f}x nats_reqreply")
+            notes.append(f"{m.get('resent', 0):,.0f} resent, {m.get('lines', 0):,.0f} lines; {r['seconds']:.2f} s")
+        elif rl == "nats_reqreply":
+            notes.append(f"core NATS request/reply, {m.get('window', 0):,.0f} unanswered at most, "
+                         f"reply after the line is written; {r['seconds']:.2f} s")
         else:
             notes.append(f"{r['seconds']:.2f} s")
             if rl in RATIO_TARGET:

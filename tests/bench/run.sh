@@ -50,6 +50,12 @@
 #                          broker message per block
 #   gdkit_mqtt_qos1        gdkit_mqtt_qos0 at MQTT QoS 1 on both hops
 #   gdkit_mqtt_qos0_key    (PEERS=1) gdkit_mqtt_qos0 with --auth-key-file
+#   gdkit_nats             (PEERS=1) the armored stream through core NATS, the
+#                          gdkit(7) recipe: gdpub -o - --armor | natsline.py pub ->
+#                          natsline.py sub | gdsub -i - | gdack, every block ACKed
+#   nats_reqreply          (PEERS=1) core NATS request/reply, pipelined (RR_WINDOW
+#                          unanswered), the responder replies after writing each
+#                          message: the NATS peer of gdkit_nats (same client code)
 # Every scenario runs under timeout(1) in its own process group and stops what
 # it started; interrupting this script stops the running scenario.
 
@@ -159,6 +165,8 @@ if (( PEERS )); then
     repeat gdkit_mqtt_qos0_key env AUTH_KEY="$key" bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat redis_streams bash "$HERE/peers/redis.sh"
     repeat nats_jetstream bash "$HERE/peers/nats.sh"
+    repeat gdkit_nats bash "$HERE/peers/nats_gdkit.sh"
+    repeat nats_reqreply bash "$HERE/peers/nats_rr.sh"
 else
     say "PEERS=0: peers skipped"
 fi

@@ -5,7 +5,8 @@ load helpers
 # errexit ignores a command negated with '!', so '! cmd' fails a bats test
 # only as its last statement; anywhere else it can never fail: use
 # 'run ! cmd'. (A '!' inside if/while conditions or after && || is fine.)
-@test "no bats test has a bare '! cmd' before its last statement" {
+# Likewise '[ A ] && [ B ]' passes when A is false: a check on each line.
+@test "no bats test has a bare '! cmd' or '[ A ] && [ B ]' before its last statement" {
 	run python - "$BATS_TEST_DIRNAME"/*.bats <<'PY'
 import re, sys
 bad = []
@@ -21,7 +22,9 @@ for path in sys.argv[1:]:
             stmts = [(n, l) for n, l in body
                      if l.strip() and not l.strip().startswith("#")]
             for n, l in stmts[:-1]:
-                if re.match(r"^\s*!\s", l):
+                if re.match(r"^\s*!\s", l) or (
+                        re.match(r"^\s*\[\[?\s.*\]\]?\s*&&\s*\[", l) and "||" not in l
+                        and not l.rstrip().endswith(("\\", "&&"))):
                     bad.append("%s:%d: %s" % (path.rsplit("/", 1)[-1], n, l.strip()))
             i = j
         i += 1
