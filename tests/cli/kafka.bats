@@ -110,7 +110,7 @@ has_lines_matching() {
 	sub=$SPAWNED
 	# kcat 1.7 holds lines until 1 KiB of input has come: each pause of
 	# gdpub costs up to a timeout, and the last blocks may be NACKed
-	wait_until 400 has_lines_matching status.txt '^(ACK|NACK) ' 300
+	wait_until 120 has_lines_matching status.txt '^(ACK|NACK) ' 300
 	elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	# the mock cluster ends with its kcat once no client is connected
 	kill -TERM -- "-$sub"
