@@ -206,7 +206,7 @@ static int end_waiting(struct pub *p)
 	if (p->end_lost > 0)
 		return 1;
 	for (c = p->conns; c; c = c->next)
-		if (c->end_sent && !c->closing)
+		if (c->end_sent && c->state != PUB_CS_CLOSING)
 			return 1;
 	return 0;
 }

@@ -152,9 +152,9 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 {
 	const char *st = "refused";
 
-	if (!c->hello) {
-		snprintf(buf, sz, "%s", c->refused ? "refused" : c->hs ?
-		    "authenticating" : "connecting");
+	if (c->state != PUB_CS_ACTIVE) {
+		snprintf(buf, sz, "%s", c->state == PUB_CS_REFUSED ? "refused" :
+		    c->state == PUB_CS_PROOF ? "authenticating" : "connecting");
 		return;
 	}
 	switch (c->ack_status) {

@@ -42,6 +42,14 @@ struct cseg {
 	uint32_t nblk;
 };
 
+/* A subscriber connection's life (pub_net.c, pub_hs.c): its HELLO
+ * awaited; its PROOF awaited after our CHALLENGE (both sides have a key);
+ * welcomed; refused (a WELCOME saying why, or REFUSE, is on its way and
+ * the close follows: nothing it says counts); closing (its handle closes,
+ * it is out of p->conns). The moves are forward only. */
+enum pub_cstate { PUB_CS_HELLO, PUB_CS_PROOF, PUB_CS_ACTIVE, PUB_CS_REFUSED,
+	PUB_CS_CLOSING };
+
 /* A subscriber connection (pub_net.c). */
 struct sconn {
 	uv_tcp_t h;
@@ -50,10 +58,8 @@ struct sconn {
 	struct gd_rbuf rb;
 	char name[GD_SLOT_NAME];
 	char addr[80];
-	int hello, want_data, slot, ack_status, closing;
-	int hs;				/* 1: a CHALLENGE sent, PROOF awaited */
-	int refused;			/* a refusal out (WELCOME or REFUSE), then the
-					 * close */
+	enum pub_cstate state;
+	int want_data, slot, ack_status;
 	struct gd_hello *hs_hello;	/* the HELLO, while its proof is awaited */
 	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */
 	uint64_t accept_ns;		/* the handshake's deadline runs from it */

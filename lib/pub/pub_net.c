@@ -29,11 +29,11 @@ void pub_conn_close(struct sconn *c, const char *why)
 {
 	struct pub *p = c->p;
 
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return;
-	c->closing = 1;
-	if (c->hello && c->want_data)
+	if (c->state == PUB_CS_ACTIVE && c->want_data)
 		p->ndata--;
+	c->state = PUB_CS_CLOSING;
 	if (c->qs != NULL) {
 		/* a connection lost mid-stream is a delivery failure */
 		if (!c->counted && !p->finished &&
@@ -109,10 +109,10 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
  * at all (a port scanner, a browser): say so rather than name it "?". */
 static void malformed(struct sconn *c, unsigned type)
 {
-	if (!c->hello && type == 0)
+	if (c->state < PUB_CS_ACTIVE && type == 0)
 		gd_err("connection from %s sent bytes that are not a gdkit wire "
 		    "frame (not a gdsub?); closing it", c->addr);
-	else if (!c->hello)
+	else if (c->state < PUB_CS_ACTIVE)
 		gd_err("connection from %s sent a frame of type %u before its "
 		    "handshake was done; closing it", c->addr, type);
 	else
@@ -128,25 +128,25 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 
 	switch (f->type) {
 	case GD_F_HELLO:
-		if (c->hello || c->hs || gd_wire_get_hello(f, &h) != 0)
+		if (c->state != PUB_CS_HELLO || gd_wire_get_hello(f, &h) != 0)
 			break;
 		return pub_hello_frame(p, c, &h);
 	case GD_F_PROOF:
-		if (!c->hs)
+		if (c->state != PUB_CS_PROOF)
 			break;
 		return pub_proof_frame(p, c, f);
 	case GD_F_ACK:
-		if (!c->hello)
+		if (c->state != PUB_CS_ACTIVE)
 			break;
 		on_acks(p, c, f);
 		return 0;
 	case GD_F_PREACK:
-		if (!c->hello)
+		if (c->state != PUB_CS_ACTIVE)
 			break;
 		pub_cluster_preacks(p, c, f);
 		return 0;
 	case GD_F_CONFIRM:
-		if (!c->hello || f->len != 8)
+		if (c->state != PUB_CS_ACTIVE || f->len != 8)
 			break;
 		if (c->qs != NULL && gd_qos_confirm(&p->qos, c->qs,
 		    gd_get64(f->body), p->now))
@@ -179,7 +179,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	(void)buf;
 	if (nread < 0) {
 		/* a subscriber that found our proof wrong leaves without its own */
-		if (c->hs) {
+		if (c->state == PUB_CS_PROOF) {
 			p->n_auth_refused++;
 			gd_err("refused subscriber %s (%s): it closed the "
 			    "connection without proving the key (its "
@@ -191,7 +191,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pub_maybe_done(p);
 		return;
 	}
-	if (c->refused)
+	if (c->state == PUB_CS_REFUSED)
 		return;		/* nothing it says counts */
 	c->rb.len += (size_t)nread;
 	p->now = uv_hrtime();
@@ -205,7 +205,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* before its handshake a peer gets to send HELLO and PROOF, which
 	 * are small: the header of any other frame is enough to close it */
-	if (rc == 0 && !c->hello && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
+	if (rc == 0 && c->state < PUB_CS_ACTIVE && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
 	    c->rb.buf[c->rb.off + 4] != GD_F_HELLO &&
 	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
 		rc = -1;

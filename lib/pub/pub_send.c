@@ -68,7 +68,7 @@ void pub_backlog_recheck(struct pub *p)
 	if (!p->paused_backlog)
 		return;
 	for (c = p->conns; c; c = c->next)
-		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_LOW)
+		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > PUB_BACKLOG_LOW)
 			return;
 	p->paused_backlog = 0;
 	pub_kick(p);
@@ -81,7 +81,7 @@ static void on_bwritten(uv_write_t *req, int status)
 	struct pub *p = c->p;
 
 	c->nwrites--;
-	if (status == 0 && !c->closing && c->qs != NULL) {
+	if (status == 0 && c->state != PUB_CS_CLOSING && c->qs != NULL) {
 		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
 		    c->qh != NULL, uv_now(&p->loop) * 1000000);
 		if (c->queued)
@@ -184,16 +184,16 @@ void pub_pump(struct sconn *c)
 	struct pub *p = c->p;
 	uint64_t now = uv_now(&p->loop) * 1000000;
 
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return;
 	if (!c->qs->q.ordered) {
 		if (c->nwrites > 0)
 			return;
-		while (c->qh != NULL && !c->closing) {
+		while (c->qh != NULL && c->state != PUB_CS_CLOSING) {
 			struct cseg *g = c->qh;
 			if (g->len > 0)
 				pub_conn_write(c, g->b, g->off, g->len, g->nblk);
-			if (c->closing)
+			if (c->state == PUB_CS_CLOSING)
 				return;
 			seg_pop(c);
 		}
@@ -216,7 +216,7 @@ void pub_pump(struct sconn *c)
 			n = pos - g->off;
 			if (n > 0)
 				pub_conn_write(c, g->b, g->off, n, (uint32_t)blk);
-			if (c->closing)
+			if (c->state == PUB_CS_CLOSING)
 				return;
 			g->off = pos;
 			g->len -= n;
@@ -230,7 +230,7 @@ void pub_pump(struct sconn *c)
 				seg_pop(c);
 		}
 	}
-	if (c->shut_wanted && c->qh == NULL && !c->closing) {
+	if (c->shut_wanted && c->qh == NULL && c->state != PUB_CS_CLOSING) {
 		c->shut_wanted = 0;
 		c->sreq.data = c;
 		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h,
@@ -305,7 +305,7 @@ void pub_net_tick(struct pub *p, uint64_t now)
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->closing || c->qs == NULL ||
+		if (c->state == PUB_CS_CLOSING || c->qs == NULL ||
 		    !gd_qos_send_late(&p->qos, c->qs, now))
 			continue;
 		snprintf(why, sizeof(why), "a send blocked for more than "
@@ -329,7 +329,7 @@ void pub_tcp_flush(struct pub *p)
 	if (b->len > 0)
 		for (c = p->conns; c; c = n) {
 			n = c->next;
-			if (!c->hello || !c->want_data || c->closing)
+			if (c->state != PUB_CS_ACTIVE || !c->want_data)
 				continue;
 			/* offline (QoS): its blocks are discarded; floors and
 			 * the end still go */
@@ -343,7 +343,7 @@ void pub_tcp_flush(struct pub *p)
 		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
 	gd_bcast_unref(b);
 	for (c = p->conns; c; c = c->next)
-		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_HIGH)
+		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > PUB_BACKLOG_HIGH)
 			p->paused_backlog = 1;
 }
 
@@ -417,7 +417,7 @@ void pub_net_end(struct pub *p)
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (!c->hello || c->closing || c->refused)
+		if (c->state != PUB_CS_ACTIVE)
 			continue;
 		if (!c->want_data)
 			pub_send_end(c);
@@ -448,7 +448,7 @@ void pub_net_close(struct pub *p)
 	uv_close((uv_handle_t *)&p->srv, NULL);
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->closing)
+		if (c->state == PUB_CS_CLOSING)
 			continue;
 		if (c->qh != NULL) {	/* after what its own queue holds */
 			c->shut_wanted = 1;
