@@ -371,6 +371,16 @@ static int start(struct pub *p)
 		gd_err("%s", why);
 		return GD_EX_CONFIG;
 	}
+	if (p->conf->pub_tls_cert != NULL) {
+		struct gd_tls_conf tc = { 1, p->conf->pub_tls_cert,
+			p->conf->pub_tls_key, p->conf->pub_tls_ca,
+			p->conf->pub_tls_min == GD_TLS_MIN_12 ? 12 : 13 };
+		/* checked with the keys; read here, as the files are now */
+		if ((p->tls = gd_tls_ctx_new(&tc, why, sizeof(why))) == NULL) {
+			gd_err("%s", why);
+			return GD_EX_CONFIG;
+		}
+	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
@@ -554,6 +564,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		gd_bcast_unref(p->cur);
 	gd_input_free(&p->in);
 	gd_auth_clear(&p->key);
+	gd_tls_ctx_free(p->tls);
 	free(p);
 	return rc;
 }

@@ -154,7 +154,8 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 
 	if (c->state != PUB_CS_ACTIVE) {
 		snprintf(buf, sz, "%s", c->state == PUB_CS_REFUSED ? "refused" :
-		    c->state == PUB_CS_PROOF ? "authenticating" : "connecting");
+		    c->state == PUB_CS_PROOF ? "authenticating" :
+		    c->state == PUB_CS_TLS ? "TLS handshake" : "connecting");
 		return;
 	}
 	switch (c->ack_status) {
@@ -172,14 +173,22 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 		snprintf(buf, sz, "%s", st);
 }
 
-static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s)
+/* discarded, dropped and tls: the connection's TLS ("TLSv1.3 CIPHER
+ * SUBJECT"), "-" over plain TCP or without a connection */
+static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s,
+    const struct sconn *c)
 {
+	char tls[400] = "-", cell[400];
+
+	if (c != NULL && c->tls != NULL)
+		gd_tls_describe(c->tls, tls, sizeof(tls));
+	gd_ctl_cell(cell, sizeof(cell), tls);
 	if (s == NULL) {
-		gd_ctl_printf(cl, "\t-\t-\n");
+		gd_ctl_printf(cl, "\t-\t-\t%s\n", cell);
 		return;
 	}
-	gd_ctl_printf(cl, "\t%" PRIu64 "\t%" PRIu64 "\n", s->discarded,
-	    s->dropped);
+	gd_ctl_printf(cl, "\t%" PRIu64 "\t%" PRIu64 "\t%s\n", s->discarded,
+	    s->dropped, cell);
 }
 
 /* in_flight per GD slot: pending blocks sent (or resent) to it since it
@@ -216,7 +225,8 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 			n++;
 	gd_ctl_printf(cl, "subs %u\n", n);
 	gd_ctl_printf(cl, "name:s\taddress:s\tgd:s\tstate:s\tqos:s\tqueue:n\t"
-	    "in_flight:n\tfailures:n\tacks:n\tdiscarded:n\tdropped:n\n");
+	    "in_flight:n\tfailures:n\tacks:n\tdiscarded:n\tdropped:n\t"
+	    "tls:s\n");
 	for (c = p->conns; c; c = c->next) {
 		gd_ctl_cell(name, sizeof(name), c->name);
 		conn_state(p, c, state, sizeof(state));
@@ -234,7 +244,7 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 			gd_ctl_reply(cl, "-", 1);
 		gd_ctl_printf(cl, "\t%u\t%" PRIu64, c->qs != NULL ?
 		    c->qs->failures : 0, c->acks);
-		reply_qsub_tail(cl, c->qs);
+		reply_qsub_tail(cl, c->qs, c);
 	}
 	for (qs = p->qos.subs; qs; qs = qs->next) {
 		if (qs->attached)
@@ -245,7 +255,7 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 		gd_qos_describe(&qs->q, qos, sizeof(qos));
 		gd_ctl_printf(cl, "%s\t-\t-\t%s\t%s\t0\t-\t%u\t0", name, cell,
 		    qos, qs->failures);
-		reply_qsub_tail(cl, qs);
+		reply_qsub_tail(cl, qs, NULL);
 	}
 }
 

@@ -102,11 +102,7 @@ static void refuse_qos(struct pub *p, struct sconn *c, const char *why)
 		pub_conn_write(c, b, 0, b->len, 0);
 		gd_bcast_unref(b);
 	}
-	if (c->state == PUB_CS_CLOSING)
-		return;
-	c->sreq.data = c;
-	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-		pub_conn_close(c, NULL);
+	pub_conn_shutdown(c);
 	(void)p;
 }
 
@@ -160,9 +156,7 @@ static int refuse(struct pub *p, struct sconn *c, int st)
 	if (c->state == PUB_CS_CLOSING)
 		return -1;
 	uv_read_stop((uv_stream_t *)&c->h);
-	c->sreq.data = c;
-	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-		pub_conn_close(c, NULL);
+	pub_conn_shutdown(c);
 	return -1;
 }
 

@@ -16,9 +16,11 @@
 
 struct bwrite {
 	uv_write_t req;
-	struct gd_bcast *b;
+	struct gd_bcast *b;	/* what is written, or (TLS, raw) NULL */
+	uint8_t *own;		/* ... its ciphertext, freed when written */
 	struct sconn *c;
 	uint32_t nblk;
+	int raw;		/* no blocks, no QoS: handshake, alert */
 };
 
 /* ---- QoS transitions (qos.c decides, this logs) ---- */
@@ -81,15 +83,89 @@ static void on_bwritten(uv_write_t *req, int status)
 	struct pub *p = c->p;
 
 	c->nwrites--;
-	if (status == 0 && c->state != PUB_CS_CLOSING && c->qs != NULL) {
+	if (status == 0 && c->state != PUB_CS_CLOSING && c->qs != NULL &&
+	    !w->raw) {
 		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
 		    c->qh != NULL, uv_now(&p->loop) * 1000000);
 		if (c->queued)
 			pub_pump(c);
 	}
-	gd_bcast_unref(w->b);
+	if (w->b != NULL)
+		gd_bcast_unref(w->b);
+	free(w->own);
 	free(w);
 	pub_backlog_recheck(p);
+}
+
+/* w's buffer to the socket: 0 or a libuv error (w then freed). */
+static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_bwritten);
+
+	if (rc != 0) {
+		if (w->b != NULL)
+			gd_bcast_unref(w->b);
+		free(w->own);
+		free(w);
+		return rc;
+	}
+	c->nwrites++;
+	return 0;
+}
+
+int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len)
+{
+	struct bwrite *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (w == NULL) {
+		free(own);
+		rc = UV_ENOMEM;
+	} else {
+		w->own = own;
+		w->c = c;
+		w->raw = 1;
+		rc = bwrite_start(c, w, own, len);
+	}
+	if (rc != 0) {
+		gd_err("cannot send to %s: %s; closing its connection", c->addr,
+		    uv_strerror(rc));
+		pub_conn_close(c, uv_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int pub_conn_tls_out(struct sconn *c)
+{
+	uint8_t *d;
+	size_t n;
+
+	if (c->tls == NULL || gd_tls_pending(c->tls) == 0)
+		return 0;
+	if ((d = gd_tls_take(c->tls, &n)) == NULL) {
+		gd_err("cannot send to %s: out of memory; closing its "
+		    "connection", c->addr);
+		pub_conn_close(c, "out of memory");
+		return -1;
+	}
+	return pub_conn_raw(c, d, n);
+}
+
+void pub_conn_shutdown(struct sconn *c)
+{
+	if (c->state == PUB_CS_CLOSING)
+		return;
+	if (c->tls != NULL) {
+		gd_tls_close(c->tls);
+		if (pub_conn_tls_out(c) != 0)
+			return;
+	}
+	c->sreq.data = c;
+	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
+		pub_conn_close(c, NULL);
 }
 
 /* A connection that cannot take its share of the stream is closed: its
@@ -97,21 +173,30 @@ static void on_bwritten(uv_write_t *req, int status)
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk)
 {
-	struct bwrite *w = malloc(sizeof(*w));
-	uv_buf_t buf;
+	struct bwrite *w = calloc(1, sizeof(*w));
 	int rc = UV_ENOMEM;
+	size_t clen;
 
 	if (w != NULL) {
-		w->b = b;
 		w->c = c;
 		w->nblk = nblk;
-		gd_bcast_ref(b);
-		buf = uv_buf_init((char *)b->data + off, (unsigned)len);
-		if ((rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1,
-		    on_bwritten)) != 0) {
-			gd_bcast_unref(b);
+		if (c->tls == NULL) {
+			w->b = b;
+			gd_bcast_ref(b);
+			rc = bwrite_start(c, w, b->data + off, len);
+		} else if (gd_tls_write(c->tls, b->data + off, len) != 0) {
+			/* the batch as a whole, in as few records as TLS
+			 * allows: one encryption and one write per batch */
 			free(w);
-		}
+			gd_err("cannot send to subscriber %s (%s): %s; closing "
+			    "its connection", pub_conn_who(c), c->addr,
+			    gd_tls_error(c->tls));
+			pub_conn_close(c, gd_tls_error(c->tls));
+			return;
+		} else if ((w->own = gd_tls_take(c->tls, &clen)) == NULL)
+			free(w);
+		else
+			rc = bwrite_start(c, w, w->own, clen);
 	}
 	if (rc != 0) {
 		gd_err("cannot send to subscriber %s (%s): %s; closing its "
@@ -120,7 +205,6 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		pub_conn_close(c, uv_strerror(rc));
 		return;
 	}
-	c->nwrites++;
 	if (c->qs != NULL)
 		gd_qos_write_began(c->qs, uv_now(&c->p->loop) * 1000000);
 }
@@ -232,10 +316,7 @@ void pub_pump(struct sconn *c)
 	}
 	if (c->shut_wanted && c->qh == NULL && c->state != PUB_CS_CLOSING) {
 		c->shut_wanted = 0;
-		c->sreq.data = c;
-		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h,
-		    pub_conn_shut) != 0)
-			pub_conn_close(c, NULL);
+		pub_conn_shutdown(c);
 	}
 }
 
@@ -454,9 +535,7 @@ void pub_net_close(struct pub *p)
 			c->shut_wanted = 1;
 			continue;
 		}
-		c->sreq.data = c;
-		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-			pub_conn_close(c, NULL);
+		pub_conn_shutdown(c);
 	}
 }
 
