@@ -109,6 +109,8 @@ pub_said() {
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: certificate verify failed: unable to get local issuer certificate; giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/other.pem"
 	pub_said "^gdpub: TLS handshake with 127\.0\.0\.1:[0-9]+ failed: tlsv1 alert unknown ca \(the subscriber refused this gdpub's certificate: see its log\); closing the connection$"
+	# counted where gdinspect stats shows it
+	timeout 10 gdinspect -p "$port" --json stats | grep -q '"tls_refused":1[,}]'
 }
 
 @test "a wrong CA at gdpub (mutual TLS): a client certificate it did not sign is refused, 77" {
