@@ -64,6 +64,8 @@ struct sconn {
 	struct gd_tls *tls;		/* GDpub_tlsCert: its TLS, else NULL */
 	uint8_t *cin;			/* ... and the ciphertext read */
 	int tls_fed;			/* ... some of it, already */
+	int tls_eof;			/* ... and its close_notify: closed once
+					 * the frames before it are read */
 	int want_data, slot, ack_status;
 	struct gd_hello *hs_hello;	/* the HELLO, while its proof is awaited */
 	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */

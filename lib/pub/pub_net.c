@@ -274,10 +274,8 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 	}
 	if (pub_conn_tls_out(c) != 0)
 		return -1;
-	if (got == GD_TLS_EOF) {
-		pub_conn_close(c, "connection closed");
-		return -1;
-	}
+	if (got == GD_TLS_EOF)	/* a BYE may be in what came before it */
+		c->tls_eof = 1;
 	if (c->state == PUB_CS_TLS && gd_tls_done(c->tls)) {
 		char d[400];
 		gd_tls_describe(c->tls, d, sizeof(d));
@@ -348,6 +346,11 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		rc = -1;
 	if (rc < 0) {
 		malformed(c, 0);
+		pub_maybe_done(p);
+		return;
+	}
+	if (c->tls_eof) {
+		pub_conn_close(c, "connection closed");
 		pub_maybe_done(p);
 		return;
 	}

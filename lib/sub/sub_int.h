@@ -46,6 +46,8 @@ struct sub_pub {
 	struct gd_tls *tls;	/* GDsub_tlsCA: this connection's TLS */
 	uint8_t *cin;		/* ... the ciphertext read (SUB_CIN_SIZE) */
 	int greeted;		/* our HELLO is out (after TLS's handshake) */
+	int tls_eof;		/* the publisher's close_notify: the connection
+				 * is lost once the frames before it are read */
 	uint8_t nc[GD_AUTH_NONCE];	/* this connection's nonce */
 	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;

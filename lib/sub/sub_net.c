@@ -379,10 +379,8 @@ static int tls_in(struct sub_pub *pc, size_t nread)
 		tls_failed(pc, gd_tls_error(pc->tls));
 		return -1;
 	}
-	if (got == GD_TLS_EOF) {
-		pc_lost(pc, "connection closed by the publisher");
-		return -1;
-	}
+	if (got == GD_TLS_EOF)	/* an END may be in what came before it */
+		pc->tls_eof = 1;
 	if (!pc->greeted && gd_tls_done(pc->tls)) {
 		char d[400];
 		gd_tls_describe(pc->tls, d, sizeof(d));
@@ -526,6 +524,11 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pc_close(pc);
 		return;
 	}
+	if (pc->tls_eof) {
+		pc->tls_eof = 0;
+		pc_lost(pc, "connection closed by the publisher");
+		return;
+	}
 	gd_rbuf_compact(&pc->rb);
 	sub_out_check(s);
 }
@@ -616,6 +619,7 @@ static void on_connect(uv_connect_t *req, int status)
 	pc->rb.len = pc->rb.off = 0;
 	pc->confirm_due = 0;
 	pc->greeted = 0;
+	pc->tls_eof = 0;
 	if (s->tls == NULL)
 		greet(pc);
 	else if ((pc->tls = gd_tls_new(s->tls, pc->hp.host)) == NULL ||

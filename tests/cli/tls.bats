@@ -87,6 +87,26 @@ pub_said() {
 	cut -f2- s.out | cmp - in.txt
 }
 
+@test "a BYE that comes with TLS's close_notify in one read counts: gdpub sees the subscriber unsubscribe, not lose it" {
+	port=$(free_port)
+	spawn "sleep 120 | exec gdpub -p $port -n 1 $SRV -v > pub.out 2> pub.err"
+	pub=$SPAWNED
+	wait_until 10 listening "$port"
+	spawn "exec gdsub -P 127.0.0.1:$port --tls-ca $PKI/ca.pem > s.out 2> s.err"
+	sub=$SPAWNED
+	wait_until 20 has_line pub.err "connected: GD slot 0"
+	# gdpub stopped, gdsub's BYE, close_notify and FIN wait in the
+	# socket together; gdpub then reads them at once
+	pkill -STOP -f "gdpub -p $port"
+	kill -TERM "$sub"
+	wait_until 20 bash -c "! kill -0 $sub 2>/dev/null"
+	pkill -CONT -f "gdpub -p $port"
+	wait_until 20 has_line pub.err "disconnected"
+	has_line pub.err "disconnected: unsubscribed[;]"
+	run ! grep -q "disconnected: connection closed" pub.err
+	kill -0 "$pub"	# still serving
+}
+
 @test "TLS with the pre-shared key too, from config files: both prove it, blocks ACKed" {
 	port=$(free_port)
 	head -c 32 /dev/urandom | base64 > k
