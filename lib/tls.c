@@ -24,6 +24,7 @@ struct gd_tls {
 	SSL *ssl;
 	BIO *rbio, *wbio;	/* the peer's ciphertext in; ours out */
 	int peer_refused;
+	int failed;		/* for good: the first reason is kept */
 	char err[GD_TLS_ERR_MAX];
 };
 
@@ -269,6 +270,7 @@ static int failed(struct gd_tls *t, int ret)
 	case SSL_ERROR_ZERO_RETURN:
 		return GD_TLS_EOF;
 	case SSL_ERROR_SSL:
+		t->failed = 1;
 		q = ERR_peek_last_error();
 		/* OpenSSL numbers a received alert's reason from 1000 */
 		t->peer_refused = ERR_GET_LIB(q) == ERR_LIB_SSL &&
@@ -284,6 +286,7 @@ static int failed(struct gd_tls *t, int ret)
 			snprintf(t->err, sizeof(t->err), "%s", r);
 		return GD_TLS_FAIL;
 	default:
+		t->failed = 1;
 		snprintf(t->err, sizeof(t->err), "TLS error %d: %s", e,
 		    ssl_reason(r, sizeof(r)));
 		return GD_TLS_FAIL;
@@ -294,6 +297,8 @@ int gd_tls_handshake(struct gd_tls *t)
 {
 	int ret;
 
+	if (t->failed)
+		return GD_TLS_FAIL;
 	if (SSL_is_init_finished(t->ssl))
 		return GD_TLS_OK;
 	ERR_clear_error();
@@ -311,6 +316,8 @@ long gd_tls_read(struct gd_tls *t, uint8_t *buf, size_t cap)
 	size_t n = 0;
 	int ret;
 
+	if (t->failed)
+		return GD_TLS_FAIL;
 	ERR_clear_error();
 	ret = SSL_read_ex(t->ssl, buf, cap, &n);
 	if (ret == 1)
@@ -323,6 +330,8 @@ int gd_tls_write(struct gd_tls *t, const uint8_t *d, size_t n)
 	size_t w;
 	int ret;
 
+	if (t->failed)
+		return GD_TLS_FAIL;
 	ERR_clear_error();
 	while (n > 0) {
 		ret = SSL_write_ex(t->ssl, d, n, &w);
@@ -341,7 +350,7 @@ int gd_tls_write(struct gd_tls *t, const uint8_t *d, size_t n)
 
 void gd_tls_close(struct gd_tls *t)
 {
-	if (SSL_is_init_finished(t->ssl))
+	if (!t->failed && SSL_is_init_finished(t->ssl))
 		(void)SSL_shutdown(t->ssl);
 	ERR_clear_error();
 }

@@ -192,9 +192,15 @@ static void tls_failed(struct sconn *c, const char *why)
 		    "connection", c->addr, why, gd_tls_peer_refused(c->tls) ?
 		    " (the subscriber refused this gdpub's certificate: see "
 		    "its log)" : "");
-	} else
+	} else {
+		/* after the handshake: a lost connection like any other */
+		char msg[GD_TLS_ERR_MAX + 8];
+		snprintf(msg, sizeof(msg), "TLS: %s", why);
 		gd_err("subscriber %s (%s) broke the TLS stream: %s; closing "
 		    "its connection", pub_conn_who(c), c->addr, why);
+		pub_conn_close(c, msg);
+		return;
+	}
 	/* the alert OpenSSL made tells the subscriber why */
 	if (pub_conn_tls_out(c) == 0)
 		refuse_early(c);
@@ -296,11 +302,11 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 	(void)buf;
 	if (nread < 0) {
-		if (c->state == PUB_CS_TLS) {
-			p->n_tls_refused++;
-			gd_err("TLS handshake with %s failed: it closed the "
-			    "connection (not a gdsub?)", c->addr);
-		}
+		/* a gdsub that refuses us says so by an alert first (see
+		 * tls_failed): this is a probe, a health check */
+		if (c->state == PUB_CS_TLS)
+			gd_trace(1, "connection from %s closed during the TLS "
+			    "handshake", c->addr);
 		/* a subscriber that found our proof wrong leaves without its own */
 		if (c->state == PUB_CS_PROOF) {
 			p->n_auth_refused++;
