@@ -123,6 +123,18 @@ pub_said() {
 	[ "$(cat s.rc)" = "0 0" ]
 }
 
+@test "stream mode: gdsub -i's acknowledgement connection goes over TLS too" {
+	port=$(free_port)
+	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' \
+	    "$port" "$PKI/srv.pem" "$PKI/srv.key" > p.ini
+	sub_conf s.ini "$port" "GDsub_tlsCA=$PKI/ca.pem"
+	seq 1 3 > in.txt
+	run --separate-stderr timeout 30 bash -c "gdpub -c p.ini -o - --status pub.out < in.txt | gdsub -c s.ini -i - | gdack -c s.ini; echo \${PIPESTATUS[*]}"
+	assert_success
+	assert_output "0 0 0"
+	[ "$(cat pub.out)" = "$(printf 'READY\nACK 1\nACK 2\nACK 3')" ]
+}
+
 @test "a wrong CA at gdsub: it refuses the publisher at once (77), gdpub says why" {
 	port=$(free_port)
 	pub_with "$port" $SRV
