@@ -30,8 +30,8 @@ size_t gd_armor_line_max(uint32_t max_payload)
 	if (max_payload == 0 || max_payload > GD_STREAM_MAX_PAYLOAD)
 		max_payload = GD_STREAM_MAX_PAYLOAD;
 	/* CR LF: a transport may end lines the DOS way */
-	return gd_armor_size(gd_sframe_size(GD_STREAM_ORIGIN_MAX,
-	    max_payload)) + 1;
+	return gd_armor_size(gd_sframe_tsize(GD_STREAM_ORIGIN_MAX,
+	    max_payload, GD_SFRAME_TAG)) + 1;
 }
 
 size_t gd_armor_in_place(uint8_t *dst, size_t n)

@@ -31,7 +31,8 @@ static inline size_t gd_armor_size(size_t n)
 }
 
 /* The longest line a reader accepts for payloads up to max_payload (the
- * armor of a frame with that payload and the longest origin, CR LF). */
+ * armor of a frame with that payload, the longest origin and a tag, CR
+ * LF). */
 size_t gd_armor_line_max(uint32_t max_payload);
 
 /* Armor the frame that sits at dst + GD_ARMOR_PREFIX_LEN (n bytes, as

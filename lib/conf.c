@@ -26,6 +26,9 @@ struct key {
 	int supported;		/* 0: refused with "not supported yet" unless default */
 	int none_ok;		/* string whose default is "none"; an
 				 * integer that may be "auto" (0) */
+	/* a string's own rule after the common ones, or NULL: 0, or -1
+	 * with the reason in why */
+	int (*check)(const char *v, char *why, size_t whysz);
 };
 
 static const char *const fsync_names[] = { "always", "batch", "never", NULL };
@@ -35,6 +38,14 @@ static const char *const dedup_names[] = { "id", "index", "none", NULL };
 static const char *const rel_names[] = { "", "ordered", NULL };
 static const char *const tls_names[] = { "1.3", "1.2", NULL };
 
+static int check_cluster(const char *v, char *why, size_t whysz);
+static int check_host(const char *v, char *why, size_t whysz);
+static int check_name(const char *v, char *why, size_t whysz);
+static int check_key_file(const char *v, char *why, size_t whysz);
+static int check_tls_cert(const char *v, char *why, size_t whysz);
+static int check_tls_key(const char *v, char *why, size_t whysz);
+static int check_tls_ca(const char *v, char *why, size_t whysz);
+
 #define O(f) offsetof(struct gd_conf, f)
 #define P GD_FAM_PUB
 #define S GD_FAM_SUB
@@ -42,54 +53,54 @@ static const char *const tls_names[] = { "1.3", "1.2", NULL };
 #define DAY (86400.0 * 365)
 
 static const struct key keys[] = {
-	{ "GDpub_port", "--port", P, K_INT, O(port), 0, 65535, NULL, 1, 0 },
-	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1, 0 },
-	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1, 0 },
-	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1, 0 },
-	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1, 0 },
-	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1, 0 },
-	{ "GDpub_window", "--window", P, K_INT, O(window), 1, 1 << 24, NULL, 1, 1 },
-	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1, 0 },
-	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 255, NULL, 1, 0 },
-	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1, 0 },
-	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 1, 1 },
-	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 1, 0 },
-	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1, 0 },
-	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 1, 1 },
-	{ "GDpub_maxConnections", "--max-connections", P, K_INT, O(max_conns), 1, 65536, NULL, 1, 0 },
-	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 1, 0 },
-	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 1, 0 },
-	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 1, 0 },
-	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 1, 0 },
-	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 1, 1 },
-	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 1, 0 },
-	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 1, 0 },
-	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 1, 0 },
-	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 1, 0 },
-	{ "GDpub_tlsCert", "--tls-cert", P, K_STR, O(pub_tls_cert), 0, 0, NULL, 1, 1 },
-	{ "GDpub_tlsKey", "--tls-key", P, K_STR, O(pub_tls_key), 0, 0, NULL, 1, 1 },
-	{ "GDpub_tlsCA", "--tls-ca", P, K_STR, O(pub_tls_ca), 0, 0, NULL, 1, 1 },
-	{ "GDpub_tlsMinVersion", "--tls-min-version", P, K_ENUM, O(pub_tls_min), 0, 0, tls_names, 1, 0 },
+	{ "GDpub_port", "--port", P, K_INT, O(port), 0, 65535, NULL, 1, 0, NULL },
+	{ "GDpub_timeout", "--timeout", P, K_DUR, O(timeout), 0.001, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_numSubs", "--num-subs", P, K_INT, O(num_subs), 0, GD_MAX_SUBS, NULL, 1, 0, NULL },
+	{ "GDpub_bind", "--bind", P, K_STR, O(bind), 0, 0, NULL, 1, 0, NULL },
+	{ "GDpub_host", "--host", P, K_STR, O(host), 0, 0, NULL, 1, 0, check_host },
+	{ "GDpub_maxPending", "--max-pending", P, K_INT, O(max_pending), 1, 1 << 24, NULL, 1, 0, NULL },
+	{ "GDpub_window", "--window", P, K_INT, O(window), 1, 1 << 24, NULL, 1, 1, NULL },
+	{ "GDpub_maxBlockSize", "--max-block-size", P, K_INT, O(max_block), 0, 1 << 30, NULL, 1, 0, NULL },
+	{ "GDpub_resend", "--resend", P, K_INT, O(resend), 0, 255, NULL, 1, 0, NULL },
+	{ "GDpub_snapshot", "--snapshot", P, K_INT, O(snapshot), 0, 1 << 24, NULL, 1, 0, NULL },
+	{ "GDpub_journal", "--journal", P, K_STR, O(journal), 0, 0, NULL, 1, 1, NULL },
+	{ "GDpub_fsync", "--fsync", P, K_ENUM, O(fsync), 0, 0, fsync_names, 1, 0, NULL },
+	{ "GDpub_ctl", "--ctl", P, K_STR, O(pub_ctl), 0, 0, NULL, 1, 0, NULL },
+	{ "GDpub_authKeyFile", "--auth-key-file", P, K_STR, O(pub_auth), 0, 0, NULL, 1, 1, check_key_file },
+	{ "GDpub_maxConnections", "--max-connections", P, K_INT, O(max_conns), 1, 65536, NULL, 1, 0, NULL },
+	{ "GDpub_discardInterval", NULL, P, K_DUR, O(discard_interval), 0, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_sendTimeout", NULL, P, K_DUR, O(send_timeout), -1, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_sendQueueSizeMax", NULL, P, K_INT, O(sq_max), -1, BIG, NULL, 1, 0, NULL },
+	{ "GDpub_sendQueueSizeMaxPolicy", NULL, P, K_ENUM, O(sq_policy), 0, 0, policy_names, 1, 0, NULL },
+	{ "GDpub_cluster", "--cluster", P, K_STR, O(cluster), 0, 0, NULL, 1, 1, check_cluster },
+	{ "GDpub_role", "--role", P, K_ENUM, O(role), 0, 0, role_names, 1, 0, NULL },
+	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_tlsCert", "--tls-cert", P, K_STR, O(pub_tls_cert), 0, 0, NULL, 1, 1, check_tls_cert },
+	{ "GDpub_tlsKey", "--tls-key", P, K_STR, O(pub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
+	{ "GDpub_tlsCA", "--tls-ca", P, K_STR, O(pub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
+	{ "GDpub_tlsMinVersion", "--tls-min-version", P, K_ENUM, O(pub_tls_min), 0, 0, tls_names, 1, 0, NULL },
 
-	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0 },
-	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0 },
-	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1, 0 },
-	{ "GDsub_maxBlockSize", "--max-block-size", S, K_INT, O(sub_max_block), 1, 1 << 30, NULL, 1, 0 },
-	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1, 0 },
-	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1, 0 },
-	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1, 0 },
-	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 1, 1 },
-	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0 },
-	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 1, 0 },
-	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 1, 1 },
-	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 1, 0 },
-	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 1, 0 },
-	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 1, 0 },
-	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 1, 0 },
-	{ "GDsub_tlsCA", "--tls-ca", S, K_STR, O(sub_tls_ca), 0, 0, NULL, 1, 1 },
-	{ "GDsub_tlsCert", "--tls-cert", S, K_STR, O(sub_tls_cert), 0, 0, NULL, 1, 1 },
-	{ "GDsub_tlsKey", "--tls-key", S, K_STR, O(sub_tls_key), 0, 0, NULL, 1, 1 },
-	{ "GDsub_tlsMinVersion", "--tls-min-version", S, K_ENUM, O(sub_tls_min), 0, 0, tls_names, 1, 0 },
+	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0, NULL },
+	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0, NULL },
+	{ "GDsub_maxRetries", "--max-retries", S, K_INT, O(max_retries), -1, 1 << 30, NULL, 1, 0, NULL },
+	{ "GDsub_maxBlockSize", "--max-block-size", S, K_INT, O(sub_max_block), 1, 1 << 30, NULL, 1, 0, NULL },
+	{ "GDsub_name", "--name", S, K_STR, O(name), 0, 0, NULL, 1, 0, check_name },
+	{ "GDsub_gd", "--no-gd", S, K_BOOL, O(gd), 0, 1, NULL, 1, 0, NULL },
+	{ "GDsub_ctl", "--ctl", S, K_STR, O(sub_ctl), 0, 0, NULL, 1, 0, NULL },
+	{ "GDsub_state", "--state", S, K_STR, O(state), 0, 0, NULL, 1, 1, NULL },
+	{ "GDsub_dedup", "--dedup", S, K_ENUM, O(dedup), 0, 0, dedup_names, 1, 0, NULL },
+	{ "GDsub_consecutive", "--consecutive", S, K_BOOL, O(consecutive), 0, 1, NULL, 1, 0, NULL },
+	{ "GDsub_authKeyFile", "--auth-key-file", S, K_STR, O(sub_auth), 0, 0, NULL, 1, 1, check_key_file },
+	{ "GDsub_reliability", "--qos", S, K_ENUM, O(reliability), 0, 0, rel_names, 1, 0, NULL },
+	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 1, 0, NULL },
+	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 1, 0, NULL },
+	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 1, 0, NULL },
+	{ "GDsub_tlsCA", "--tls-ca", S, K_STR, O(sub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
+	{ "GDsub_tlsCert", "--tls-cert", S, K_STR, O(sub_tls_cert), 0, 0, NULL, 1, 1, check_tls_cert },
+	{ "GDsub_tlsKey", "--tls-key", S, K_STR, O(sub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
+	{ "GDsub_tlsMinVersion", "--tls-min-version", S, K_ENUM, O(sub_tls_min), 0, 0, tls_names, 1, 0, NULL },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= GD_CONF_KEYS_MAX, "struct gd_conf's set_at is too small");
@@ -203,166 +214,212 @@ static int parse_bool(const char *v, int64_t *out)
 	return -1;
 }
 
-/* 1 + GD_TLS_CERT, _KEY or _CA for the TLS file keys, else 0 */
-static size_t tls_kind(size_t off)
+/* A key not supported yet takes only its default. */
+static int unsupported(char *why, size_t whysz)
 {
-	if (off == offsetof(struct gd_conf, pub_tls_cert) ||
-	    off == offsetof(struct gd_conf, sub_tls_cert))
-		return 1 + GD_TLS_CERT;
-	if (off == offsetof(struct gd_conf, pub_tls_key) ||
-	    off == offsetof(struct gd_conf, sub_tls_key))
-		return 1 + GD_TLS_KEY;
-	if (off == offsetof(struct gd_conf, pub_tls_ca) ||
-	    off == offsetof(struct gd_conf, sub_tls_ca))
-		return 1 + GD_TLS_CA;
+	snprintf(why, whysz, "not supported yet in this version of gdkit");
+	return -1;
+}
+
+static int set_int(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	int64_t *p = (int64_t *)(void *)((char *)c + k->off), iv;
+
+	if (k->none_ok && strcmp(v, "auto") == 0) {
+		*p = 0;
+		return 0;
+	}
+	if (gd_parse_i64(v, (int64_t)k->min, (int64_t)k->max, &iv) != 0) {
+		snprintf(why, whysz, "expected an integer from %.0f to %.0f%s",
+		    k->min, k->max, k->none_ok ? " or 'auto'" : "");
+		return -1;
+	}
+	if (!k->supported && iv != *p)
+		return unsupported(why, whysz);
+	*p = iv;
 	return 0;
 }
 
-/* Validate and store; on failure fill why[] and return -1. */
+static int set_bool(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	int64_t *p = (int64_t *)(void *)((char *)c + k->off), iv;
+
+	if (parse_bool(v, &iv) != 0) {
+		snprintf(why, whysz, "expected 0 or 1");
+		return -1;
+	}
+	if (!k->supported && iv != *p)
+		return unsupported(why, whysz);
+	*p = iv;
+	return 0;
+}
+
+static int set_dur(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	double *p = (double *)(void *)((char *)c + k->off), dv;
+
+	if (gd_parse_dur(v, k->min, k->max, &dv) != 0) {
+		snprintf(why, whysz, "expected seconds from %g to %g", k->min,
+		    k->max);
+		return -1;
+	}
+	if (!k->supported && dv != *p)
+		return unsupported(why, whysz);
+	*p = dv;
+	return 0;
+}
+
+static int set_enum(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	int64_t *p = (int64_t *)(void *)((char *)c + k->off);
+	size_t i, j, m = 0;
+	int empty, n;
+
+	for (i = 0; k->enums[i] != NULL; i++)
+		if (strcmp(v, k->enums[i]) == 0)
+			break;
+	if (k->enums[i] != NULL) {
+		if (!k->supported && (int64_t)i != *p)
+			return unsupported(why, whysz);
+		*p = (int64_t)i;
+		return 0;
+	}
+	/* an empty name (GDsub_reliability's default) is said in words:
+	 * "''" reads as a typo */
+	empty = k->enums[0][0] == '\0';
+	n = snprintf(why, whysz, "expected%s", empty ? "" : " one of");
+	for (j = 0; k->enums[j] != NULL && n > 0 && (size_t)n < whysz; j++)
+		if (k->enums[j][0] != '\0')
+			n += snprintf(why + n, whysz - (size_t)n, "%s'%s'",
+			    m++ ? ", " : " ", k->enums[j]);
+	if (empty && n > 0 && (size_t)n < whysz)
+		snprintf(why + n, whysz - (size_t)n,
+		    " or nothing (an empty value, the default)");
+	return -1;
+}
+
+static int check_cluster(const char *v, char *why, size_t whysz)
+{
+	if (gd_valid_cluster(v))
+		return 0;
+	snprintf(why, whysz, "expected %s", GD_VALID_CLUSTER_WHAT);
+	return -1;
+}
+
+/* cut on the wire, two names alike in their first 255 bytes would take
+ * each other's GD slot ("already connected") */
+static int check_name(const char *v, char *why, size_t whysz)
+{
+	if (strlen(v) <= GD_SUB_NAME_MAX)
+		return 0;
+	snprintf(why, whysz, "a subscriber name has at most %d bytes",
+	    GD_SUB_NAME_MAX);
+	return -1;
+}
+
+static int check_host(const char *v, char *why, size_t whysz)
+{
+	if (gd_valid_host(v))
+		return 0;
+	snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
+	return -1;
+}
+
+/* a key file anyone else can read is no secret: refused here, with the
+ * file's line or the option, not at the first connection */
+static int check_key_file(const char *v, char *why, size_t whysz)
+{
+	return gd_auth_load(v, NULL, why, whysz) != 0 ? -1 : 0;
+}
+
+/* like a key file: a certificate that does not load is said with its
+ * line or option */
+static int check_tls_cert(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_CERT, v, why, whysz);
+}
+
+static int check_tls_key(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_KEY, v, why, whysz);
+}
+
+static int check_tls_ca(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_CA, v, why, whysz);
+}
+
+static int set_str(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	char **p = (char **)(void *)((char *)c + k->off);
+
+	if (k->none_ok && strcmp(v, "none") == 0) {
+		free(*p);	/* "none" is the default: unset */
+		*p = NULL;
+		return 0;
+	}
+	if (*v == '\0' || strlen(v) > 4096) {
+		snprintf(why, whysz, "expected a non-empty value of at most 4096 bytes");
+		return -1;
+	}
+	if (!k->supported)
+		return unsupported(why, whysz);
+	if (k->check != NULL && k->check(v, why, whysz) != 0)
+		return -1;
+	free(*p);
+	*p = strdup(v);
+	return *p ? 0 : -1;
+}
+
+static int set_pub(struct gd_conf *c, const struct key *k, const char *v,
+    char *why, size_t whysz)
+{
+	struct gd_hostport hp;
+	size_t i;
+
+	(void)k;
+	if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
+		snprintf(why, whysz, "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)");
+		return -1;
+	}
+	for (i = 0; i < c->npubs; i++)
+		if (strcmp(c->pubs[i].host, hp.host) == 0 &&
+		    c->pubs[i].port == hp.port) {
+			snprintf(why, whysz, "publisher listed twice");
+			return -1;
+		}
+	switch (gd_dbuf_add(&c->pubs_buf, &hp, sizeof(hp))) {
+	case GD_DBUF_OK:
+		break;
+	case GD_DBUF_TOOBIG:
+		snprintf(why, whysz, "too many publishers (at most %d)",
+		    GD_MAX_PUBS);
+		return -1;
+	default:
+		return -1;
+	}
+	c->pubs = (struct gd_hostport *)(void *)gd_dbuf_ptr(&c->pubs_buf);
+	c->npubs++;
+	return 0;
+}
+
+/* Validate and store by the key's type; on failure fill why[] and return
+ * -1. */
+static int (*const setters[])(struct gd_conf *c, const struct key *k,
+    const char *v, char *why, size_t whysz) = {
+	[K_INT] = set_int, [K_DUR] = set_dur, [K_BOOL] = set_bool,
+	[K_STR] = set_str, [K_ENUM] = set_enum, [K_PUB] = set_pub,
+};
+
 static int set_key(struct gd_conf *c, const struct key *k, const char *v,
     char *why, size_t whysz)
 {
-	void *p = (char *)c + k->off;
-	int64_t iv;
-	double dv;
-	size_t i;
-
-	switch (k->type) {
-	case K_INT:
-		if (k->none_ok && strcmp(v, "auto") == 0) {
-			*(int64_t *)p = 0;
-			return 0;
-		}
-		if (gd_parse_i64(v, (int64_t)k->min, (int64_t)k->max, &iv) != 0) {
-			snprintf(why, whysz, "expected an integer from %.0f to "
-			    "%.0f%s", k->min, k->max, k->none_ok ? " or 'auto'" :
-			    "");
-			return -1;
-		}
-		if (!k->supported && iv != *(int64_t *)p)
-			goto unsupported;
-		*(int64_t *)p = iv;
-		return 0;
-	case K_BOOL:
-		if (parse_bool(v, &iv) != 0) {
-			snprintf(why, whysz, "expected 0 or 1");
-			return -1;
-		}
-		if (!k->supported && iv != *(int64_t *)p)
-			goto unsupported;
-		*(int64_t *)p = iv;
-		return 0;
-	case K_DUR:
-		if (gd_parse_dur(v, k->min, k->max, &dv) != 0) {
-			snprintf(why, whysz, "expected seconds from %g to %g",
-			    k->min, k->max);
-			return -1;
-		}
-		if (!k->supported && dv != *(double *)p)
-			goto unsupported;
-		*(double *)p = dv;
-		return 0;
-	case K_ENUM:
-		for (i = 0; k->enums[i] != NULL; i++)
-			if (strcmp(v, k->enums[i]) == 0)
-				break;
-		if (k->enums[i] == NULL) {
-			/* an empty name (GDsub_reliability's default) is said
-			 * in words: "''" reads as a typo */
-			int empty = k->enums[0][0] == '\0';
-			int n = snprintf(why, whysz, "expected%s",
-			    empty ? "" : " one of");
-			size_t j, m = 0;
-			for (j = 0; k->enums[j] != NULL && n > 0 &&
-			    (size_t)n < whysz; j++)
-				if (k->enums[j][0] != '\0')
-					n += snprintf(why + n, whysz - (size_t)n,
-					    "%s'%s'", m++ ? ", " : " ",
-					    k->enums[j]);
-			if (empty && n > 0 && (size_t)n < whysz)
-				snprintf(why + n, whysz - (size_t)n,
-				    " or nothing (an empty value, the default)");
-			return -1;
-		}
-		if (!k->supported && (int64_t)i != *(int64_t *)p)
-			goto unsupported;
-		*(int64_t *)p = (int64_t)i;
-		return 0;
-	case K_STR:
-		if (k->none_ok && strcmp(v, "none") == 0) {
-			free(*(char **)p);	/* "none" is the default: unset */
-			*(char **)p = NULL;
-			return 0;
-		}
-		if (*v == '\0' || strlen(v) > 4096) {
-			snprintf(why, whysz, "expected a non-empty value of at most 4096 bytes");
-			return -1;
-		}
-		if (!k->supported)
-			goto unsupported;
-		if (k->off == offsetof(struct gd_conf, cluster) &&
-		    !gd_valid_cluster(v)) {
-			snprintf(why, whysz, "expected %s", GD_VALID_CLUSTER_WHAT);
-			return -1;
-		}
-		/* cut on the wire, two names alike in their first 255 bytes
-		 * would take each other's GD slot ("already connected") */
-		if (k->off == offsetof(struct gd_conf, name) &&
-		    strlen(v) > GD_SUB_NAME_MAX) {
-			snprintf(why, whysz, "a subscriber name has at most %d "
-			    "bytes", GD_SUB_NAME_MAX);
-			return -1;
-		}
-		if (k->off == offsetof(struct gd_conf, host) && !gd_valid_host(v)) {
-			snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
-			return -1;
-		}
-		/* a key file anyone else can read is no secret: refused here,
-		 * with the file's line or the option, not at the first
-		 * connection */
-		if ((k->off == offsetof(struct gd_conf, pub_auth) ||
-		    k->off == offsetof(struct gd_conf, sub_auth)) &&
-		    gd_auth_load(v, NULL, why, whysz) != 0)
-			return -1;
-		/* like a key file: a certificate that does not load is said
-		 * with its line or option */
-		if ((i = tls_kind(k->off)) > 0 &&
-		    gd_tls_check_file((int)i - 1, v, why, whysz) != 0)
-			return -1;
-		free(*(char **)p);
-		*(char **)p = strdup(v);
-		return *(char **)p ? 0 : -1;
-	case K_PUB: {
-		struct gd_hostport hp;
-		if (gd_parse_hostport(v, hp.host, sizeof(hp.host), &hp.port) != 0) {
-			snprintf(why, whysz, "expected HOST:PORT with PORT from 1 to 65535 ([ADDR]:PORT for IPv6)");
-			return -1;
-		}
-		for (i = 0; i < c->npubs; i++)
-			if (strcmp(c->pubs[i].host, hp.host) == 0 &&
-			    c->pubs[i].port == hp.port) {
-				snprintf(why, whysz, "publisher listed twice");
-				return -1;
-			}
-		switch (gd_dbuf_add(&c->pubs_buf, &hp, sizeof(hp))) {
-		case GD_DBUF_OK:
-			break;
-		case GD_DBUF_TOOBIG:
-			snprintf(why, whysz, "too many publishers (at most %d)",
-			    GD_MAX_PUBS);
-			return -1;
-		default:
-			return -1;
-		}
-		c->pubs = (struct gd_hostport *)(void *)gd_dbuf_ptr(&c->pubs_buf);
-		c->npubs++;
-		return 0;
-	}
-	}
-	return -1;
-unsupported:
-	snprintf(why, whysz, "not supported yet in this version of gdkit");
-	return -1;
+	return setters[k->type](c, k, v, why, whysz);
 }
 
 int gd_conf_set_named(struct gd_conf *c, const char *name, const char *value,

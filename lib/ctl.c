@@ -25,7 +25,7 @@ static void client_closed(uv_handle_t *h)
 {
 	struct gd_ctl_client *cl = h->data;
 	gd_dbuf_free(&cl->out);
-	free(cl->fail);
+	gd_dbuf_free(&cl->fail);
 	free(cl);
 }
 
@@ -325,4 +325,24 @@ void gd_ctl_flush(struct gd_ctl_srv *s)
 		next = cl->next;	/* a failed write unlinks cl */
 		client_flush(cl);
 	}
+}
+
+int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
+    struct gd_ctl_client *cl, const char *line)
+{
+	size_t i, wlen = strcspn(line, " ");
+	char end = line[wlen];
+
+	for (i = 0; i < n; i++) {
+		if (strlen(t[i].name) != wlen ||
+		    memcmp(line, t[i].name, wlen) != 0)
+			continue;
+		if (end == '\0' ? t[i].args == GD_CTL_ARGS :
+		    t[i].args == GD_CTL_NOARGS)
+			break;
+		return t[i].fn(user, cl, line, end == '\0' ? "" :
+		    line + wlen + 1);
+	}
+	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
+	return 0;
 }

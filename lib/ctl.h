@@ -50,8 +50,7 @@ struct gd_ctl_client {
 	int reply_err;		/* GD_DBUF_* of the reply being built */
 	/* request state, owned by the line callback */
 	uint64_t left, ok, failed;
-	char *fail;
-	size_t faillen, failcap;
+	struct gd_dbuf fail;	/* an ack batch's failure lines */
 	int closing;
 	int eof;		/* the client is done sending: close once replied */
 	unsigned nwrites;	/* replies handed to libuv, not yet written */
@@ -68,6 +67,25 @@ struct gd_ctl_srv {
 	size_t reply_max;	/* GD_CTL_REPLY_MAX unless changed after listen */
 	int open;
 };
+
+/* A request by its first word, as each engine lists the ones it answers.
+ * args says what may follow the word: nothing (GD_CTL_NOARGS), one space
+ * and the arguments (GD_CTL_ARGS), or either (GD_CTL_OPTARGS). */
+enum gd_ctl_args { GD_CTL_NOARGS, GD_CTL_ARGS, GD_CTL_OPTARGS };
+struct gd_ctl_req {
+	const char *name;
+	int args;		/* enum gd_ctl_args */
+	/* line: the whole request; args: what follows the word's space, ""
+	 * when nothing does. Return 0, or -1 to close the client. */
+	int (*fn)(void *user, struct gd_ctl_client *cl, const char *line,
+	    const char *args);
+};
+/* Run the request of table t (n rows) that line names; a line that names
+ * none, or gives a request arguments it does not take (or none it must
+ * have), is answered "error unknown request '...'". The handler's
+ * return, else 0. */
+int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
+    struct gd_ctl_client *cl, const char *line);
 
 int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
     gd_ctl_line_cb cb, void *user);

@@ -17,7 +17,8 @@
  * to the writer before it grows, so at most that and one record, the
  * largest a frame can be, armored (gdpub -o --armor). */
 #define OUT_MAX (4 * OUT_CHUNK + gd_armor_size( \
-	gd_sframe_size(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD)))
+	gd_sframe_tsize(GD_STREAM_ORIGIN_MAX, GD_STREAM_MAX_PAYLOAD, \
+	GD_SFRAME_TAG)))
 
 void gd_out_flush(struct gd_out *o);
 

@@ -57,6 +57,7 @@ static const struct metric sub_stats[] = {
 	{ "lines", "lines_total", C, "Input lines read (-i)." },
 	{ "frames", "frames_total", C, "Input frames read (-i)." },
 	{ "bad_lines", "bad_lines_total", C, "Damaged input lines skipped (-i)." },
+	{ "bad_tags", "bad_tags_total", C, "Input frames skipped for a missing or wrong tag (-i)." },
 	{ NULL, NULL, G, NULL }
 };
 

@@ -93,38 +93,53 @@ uint32_t gd_crc32c(uint32_t crc, const void *buf, size_t len)
 
 /* ---- writing ---- */
 
-size_t gd_stream_header(uint8_t *dst)
+size_t gd_stream_header_v(uint8_t *dst, unsigned version)
 {
 	memcpy(dst, magic, 8);
-	dst[8] = GD_STREAM_VERSION;
-	dst[9] = 0;
+	dst[8] = (uint8_t)version;
+	dst[9] = (uint8_t)(version >> 8);
 	dst[10] = GD_STREAM_HDR;
 	dst[11] = 0;
 	gd_put32(dst + 12, gd_crc32c(0, dst, 12));
 	return GD_STREAM_HDR;
 }
 
-size_t gd_sframe_put(uint8_t *dst, const struct gd_sframe *f)
+size_t gd_stream_header(uint8_t *dst)
 {
-	size_t n = GD_SFRAME_HDR;
+	return gd_stream_header_v(dst, GD_STREAM_VERSION);
+}
 
+void gd_sframe_hdr(uint8_t *dst, const struct gd_sframe *f)
+{
 	dst[0] = 'g';
 	dst[1] = 'f';
 	dst[2] = f->type;
 	dst[3] = f->flags;
 	dst[4] = (uint8_t)f->origin_len;
 	dst[5] = (uint8_t)(f->origin_len >> 8);
-	dst[6] = dst[7] = 0;
+	dst[6] = f->tag_len;
+	dst[7] = 0;
 	gd_put32(dst + 8, f->len);
 	gd_put64(dst + 12, f->id);
 	gd_put64(dst + 20, f->seq);
 	gd_put64(dst + 28, f->time_ns);
 	gd_put64(dst + 36, f->epoch);
+}
+
+size_t gd_sframe_put(uint8_t *dst, const struct gd_sframe *f)
+{
+	size_t n = GD_SFRAME_HDR;
+
+	gd_sframe_hdr(dst, f);
 	if (f->len)
 		memcpy(dst + n, f->data, f->len);
 	n += f->len;
 	memcpy(dst + n, f->origin, f->origin_len);
 	n += f->origin_len;
+	if (f->tag_len) {
+		memcpy(dst + n, f->tag, f->tag_len);
+		n += f->tag_len;
+	}
 	gd_put32(dst + n, gd_crc32c(0, dst, n));
 	return n + GD_SFRAME_TRAILER;
 }
@@ -149,9 +164,10 @@ int gd_stream_peek(const uint8_t *p, size_t n, uint32_t max_payload,
 		return 0;
 	olen = (size_t)p[4] | (size_t)p[5] << 8;
 	plen = gd_get32(p + 8);
-	if (olen == 0 || olen > GD_STREAM_ORIGIN_MAX || plen > max_payload)
+	if (olen == 0 || olen > GD_STREAM_ORIGIN_MAX || plen > max_payload ||
+	    (p[6] != 0 && p[6] != GD_SFRAME_TAG))
 		return -1;
-	*total = gd_sframe_size(olen, plen);
+	*total = gd_sframe_tsize(olen, plen, p[6]);
 	return 1;
 }
 
@@ -201,16 +217,18 @@ static int header(struct gd_sreader *r, const uint8_t *b, size_t len,
 	hsz = (unsigned)b[10] | (unsigned)b[11] << 8;
 	if (gd_get32(b + 12) != gd_crc32c(0, b, 12))
 		return fail(r, r->off, "stream header CRC32C mismatch");
-	if (ver != GD_STREAM_VERSION)
+	if (ver != GD_STREAM_VERSION && ver != GD_STREAM_VERSION_TAGS)
 		return fail(r, r->off, "stream version %u is not supported "
-		    "(this reader knows version %d)", ver, GD_STREAM_VERSION);
+		    "(this reader knows versions %d and %d)", ver,
+		    GD_STREAM_VERSION, GD_STREAM_VERSION_TAGS);
 	if (hsz != GD_STREAM_HDR)
 		return fail(r, r->off, "stream header size %u is not %d for "
-		    "version %d", hsz, GD_STREAM_HDR, GD_STREAM_VERSION);
+		    "version %u", hsz, GD_STREAM_HDR, ver);
 	memset(f, 0, sizeof(*f));
 	f->type = GD_SF_HEADER;
 	*used = GD_STREAM_HDR;
 	r->started = 1;
+	r->version = ver;
 	r->off += GD_STREAM_HDR;
 	return 1;
 }
@@ -220,6 +238,7 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 {
 	size_t olen, total, i;
 	uint32_t plen;
+	unsigned tlen;
 
 	if (len == 0)
 		return 0;
@@ -245,11 +264,21 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 	f->flags = b[3];
 	olen = (size_t)b[4] | (size_t)b[5] << 8;
 	plen = gd_get32(b + 8);
+	tlen = b[6];
 	if (f->type < GD_SF_BLOCK || f->type > GD_SF_END)
 		return fail(r, r->off, "unknown frame type %u", f->type);
+	/* in a version 1 stream the tag length is a reserved byte */
 	if ((f->type == GD_SF_BLOCK && (f->flags & ~3u)) ||
-	    (f->type != GD_SF_BLOCK && f->flags) || b[6] || b[7])
+	    (f->type != GD_SF_BLOCK && f->flags) || b[7] ||
+	    (r->version == GD_STREAM_VERSION && tlen))
 		return fail(r, r->off, "reserved bits set in the frame header");
+	if (r->version == GD_STREAM_VERSION_TAGS && tlen != GD_SFRAME_TAG)
+		return fail(r, r->off, "tag length %u in a version %d stream, "
+		    "whose frames carry a %d-byte tag", tlen,
+		    GD_STREAM_VERSION_TAGS, GD_SFRAME_TAG);
+	if (tlen != 0 && tlen != GD_SFRAME_TAG)
+		return fail(r, r->off, "tag length %u is neither 0 nor %d", tlen,
+		    GD_SFRAME_TAG);
 	if (olen == 0 || olen > GD_STREAM_ORIGIN_MAX)
 		return fail(r, r->off, "origin length %zu is outside 1..%d",
 		    olen, GD_STREAM_ORIGIN_MAX);
@@ -261,7 +290,7 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 	if (f->type != GD_SF_BLOCK && plen != 0)
 		return fail(r, r->off, "a frame of type %u carries a payload",
 		    f->type);
-	total = gd_sframe_size(olen, plen);
+	total = gd_sframe_tsize(olen, plen, tlen);
 	if (len < total) {
 		if (eof)
 			return fail(r, r->off, "truncated frame: %zu of %zu bytes",
@@ -275,6 +304,8 @@ int gd_sreader_next(struct gd_sreader *r, const uint8_t *b, size_t len,
 	f->data = b + GD_SFRAME_HDR;
 	f->origin = (const char *)b + GD_SFRAME_HDR + plen;
 	f->origin_len = olen;
+	f->tag_len = (uint8_t)tlen;
+	f->tag = tlen ? b + GD_SFRAME_HDR + plen + olen : NULL;
 	for (i = 0; i < olen; i++)
 		if (f->origin[i] <= ' ' || f->origin[i] == '/' ||
 		    (unsigned char)f->origin[i] > '~')

@@ -124,6 +124,8 @@ struct gd_hello {
 };
 
 #define GD_WF_STREAM 0x01	/* blocks go out as a framed stream (gdpub -o) */
+#define GD_WF_TAGS 0x02		/* and every frame carries a tag (tag.h); a
+				 * reader of version 3 without it ignores it */
 
 struct gd_welcome {
 	unsigned version, ack_status, flags;

@@ -44,6 +44,8 @@ static const char usage[] =
 "  -I, --ids                input lines are ID<TAB>payload\n"
 "  -0, --null               records end with NUL instead of newline\n"
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"      --port-file FILE     write the bound port to FILE once listening (for\n"
+"                           -p 0: the port the system chose)\n"
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
 "      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
@@ -63,8 +65,8 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_TLSCERT,
-	O_TLSKEY, O_TLSCA, O_TLSMIN };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
+	O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -96,6 +98,7 @@ static const struct option longopts[] = {
 	{ "ids", no_argument, NULL, 'I' },
 	{ "null", no_argument, NULL, '0' },
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
+	{ "port-file", required_argument, NULL, O_PORT_FILE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
 	{ "status", required_argument, NULL, O_STATUS },
@@ -108,11 +111,143 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 }
 };
 
+/* The options after the prepass (-c, -h and -V are its): opt and the
+ * config keys they set, the -v count and -q; 0, or an exit code. */
+static int parse_options(int argc, char **argv, struct gd_conf *conf,
+    struct gd_pub_opts *opt, int *verbose, int *quiet)
+{
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		switch (ch) {
+		case 'c': case 'h': case 'V':
+			break;
+		case 'f':
+			if (strcmp(optarg, "line") == 0 ||
+			    strcmp(optarg, "frame") == 0) {
+				opt->frame = optarg[0] == 'f';
+				break;
+			}
+			gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
+			    optarg);
+			return GD_EX_USAGE;
+		case 'I':
+			opt->ids = 1;
+			break;
+		case '0':
+			opt->delim = '\0';
+			break;
+		case O_WAIT:
+			opt->wait_ready = 1;
+			if (optarg) {
+				if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
+				    &opt->wait_ready_s) != 0) {
+					gd_usage_err("invalid value '%s' for --wait-ready: expected seconds",
+					    optarg);
+					return GD_EX_USAGE;
+				}
+				opt->wait_ready = 2;
+			}
+			break;
+		case 'o':
+			opt->out = optarg;
+			break;
+		case O_PORT_FILE:
+			if (optarg[0] == '\0') {
+				gd_usage_err("--port-file needs a file name");
+				return GD_EX_USAGE;
+			}
+			opt->port_file = optarg;
+			break;
+		case O_ARMOR:
+			opt->armor = 1;
+			break;
+		case O_STATUS:
+			opt->status = optarg;
+			break;
+		case O_PROGRESS:
+			opt->progress = 1;
+			opt->progress_every = 0;
+			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
+			    &opt->progress_every) != 0) {
+				gd_usage_err("invalid value '%s' for --progress: "
+				    "expected seconds from 0.25", optarg);
+				return GD_EX_USAGE;
+			}
+			break;
+		case O_NO_PROGRESS:
+			opt->progress = 0;
+			opt->progress_every = 0;
+			break;
+		case 'v':
+			(*verbose)++;
+			break;
+		case 'q':
+			*quiet = 1;
+			break;
+		default:
+			if ((rc = gd_cli_keyopt(conf, longopts, ch, optarg)) < 0)
+				rc = gd_cli_bad_option(ch, argv);
+			if (rc != 0)
+				return rc;
+			break;
+		}
+	}
+	if (optind < argc)
+		return gd_cli_unexpected(argv, optind, longopts,
+		    "blocks are read on stdin");
+	return 0;
+}
+
+/* Options that do not go together, and the config as a whole: 0, or an
+ * exit code after one message. */
+static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
+    int verbose, int quiet)
+{
+	int rc, serr;
+
+	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
+		return rc;
+	/* status lines on stderr: -o - without --status */
+	serr = opt->out && strcmp(opt->out, "-") == 0 && opt->status == NULL;
+	if (opt->progress < 0)	/* a status line only for a person watching */
+		opt->progress = !quiet && isatty(2) && !serr;
+	if (opt->progress && serr) {
+		gd_usage_err("--progress would mix with the status lines on "
+		    "standard error (-o -); give --status a file");
+		return GD_EX_USAGE;
+	}
+	if ((rc = gd_conf_check(conf, GD_FAM_PUB)) != 0)
+		return rc;
+	if (opt->frame && (opt->ids || opt->delim != '\n')) {
+		gd_usage_err("-f frame cannot be combined with %s: frames carry "
+		    "their IDs and lengths", opt->ids ? "--ids" : "-0");
+		return GD_EX_USAGE;
+	}
+	if (opt->armor && opt->out == NULL) {
+		gd_usage_err("--armor needs -o: it armors the stream that -o "
+		    "writes");
+		return GD_EX_USAGE;
+	}
+	if (opt->out && opt->status && strcmp(opt->out, "-") == 0 &&
+	    strcmp(opt->status, "-") == 0) {
+		gd_usage_err("-o - and --status - would both write on standard "
+		    "output; give --status a file");
+		return GD_EX_USAGE;
+	}
+	if (opt->out && opt->out[0] == '\0') {
+		gd_usage_err("-o needs a file name, or - for standard output");
+		return GD_EX_USAGE;
+	}
+	return gd_conf_check_keys(conf, opt->ids || opt->frame,
+	    opt->out != NULL);
+}
+
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_pub_opts opt;
-	int ch, rc, verbose = 0, quiet = 0, serr;
+	int rc, verbose = 0, quiet = 0;
 
 	gd_cli_init(argv[0]);
 	memset(&opt, 0, sizeof(opt));
@@ -124,125 +259,10 @@ int main(int argc, char **argv)
 		gd_conf_free(&conf);
 		return rc < 0 ? 0 : rc;
 	}
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-		switch (ch) {
-		case 'c': case 'h': case 'V':
-			break;
-		case 'f':
-			if (strcmp(optarg, "line") == 0 ||
-			    strcmp(optarg, "frame") == 0) {
-				opt.frame = optarg[0] == 'f';
-				break;
-			}
-			gd_usage_err("invalid value '%s' for --format: expected 'line' or 'frame'",
-			    optarg);
-			rc = GD_EX_USAGE;
-			goto out;
-		case 'I':
-			opt.ids = 1;
-			break;
-		case '0':
-			opt.delim = '\0';
-			break;
-		case O_WAIT:
-			opt.wait_ready = 1;
-			if (optarg) {
-				if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
-				    &opt.wait_ready_s) != 0) {
-					gd_usage_err("invalid value '%s' for --wait-ready: expected seconds",
-					    optarg);
-					rc = GD_EX_USAGE;
-					goto out;
-				}
-				opt.wait_ready = 2;
-			}
-			break;
-		case 'o':
-			opt.out = optarg;
-			break;
-		case O_ARMOR:
-			opt.armor = 1;
-			break;
-		case O_STATUS:
-			opt.status = optarg;
-			break;
-		case O_PROGRESS:
-			opt.progress = 1;
-			opt.progress_every = 0;
-			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
-			    &opt.progress_every) != 0) {
-				gd_usage_err("invalid value '%s' for --progress: "
-				    "expected seconds from 0.25", optarg);
-				rc = GD_EX_USAGE;
-				goto out;
-			}
-			break;
-		case O_NO_PROGRESS:
-			opt.progress = 0;
-			opt.progress_every = 0;
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
-		default:
-			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
-				rc = gd_cli_bad_option(ch, argv);
-			if (rc != 0)
-				goto out;
-			break;
-		}
-	}
-	if (optind < argc) {
-		rc = gd_cli_unexpected(argv, optind, longopts,
-		    "blocks are read on stdin");
-		goto out;
-	}
-	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
-		goto out;
-	/* status lines on stderr: -o - without --status */
-	serr = opt.out && strcmp(opt.out, "-") == 0 && opt.status == NULL;
-	if (opt.progress < 0)	/* a status line only for a person watching */
-		opt.progress = !quiet && isatty(2) && !serr;
-	if (opt.progress && serr) {
-		gd_usage_err("--progress would mix with the status lines on "
-		    "standard error (-o -); give --status a file");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if ((rc = gd_conf_check(&conf, GD_FAM_PUB)) != 0)
-		goto out;
-	if (opt.frame && (opt.ids || opt.delim != '\n')) {
-		gd_usage_err("-f frame cannot be combined with %s: frames carry "
-		    "their IDs and lengths", opt.ids ? "--ids" : "-0");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (opt.armor && opt.out == NULL) {
-		gd_usage_err("--armor needs -o: it armors the stream that -o "
-		    "writes");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (opt.out && opt.status && strcmp(opt.out, "-") == 0 &&
-	    strcmp(opt.status, "-") == 0) {
-		gd_usage_err("-o - and --status - would both write on standard "
-		    "output; give --status a file");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (opt.out && opt.out[0] == '\0') {
-		gd_usage_err("-o needs a file name, or - for standard output");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if ((rc = gd_conf_check_keys(&conf, opt.ids || opt.frame,
-	    opt.out != NULL)) != 0)
-		goto out;
-	rc = gd_pub_run(&conf, &opt);
-out:
+	if ((rc = parse_options(argc, argv, &conf, &opt, &verbose,
+	    &quiet)) == 0 &&
+	    (rc = check_options(&conf, &opt, verbose, quiet)) == 0)
+		rc = gd_pub_run(&conf, &opt);
 	gd_conf_free(&conf);
 	return rc;
 }

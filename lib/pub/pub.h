@@ -14,6 +14,7 @@ struct gd_pub_opts {
 	const char *out;	/* -o FILE|-: write the stream, serve no blocks */
 	int armor;		/* --armor: one text line per frame (armor.h) */
 	const char *status;	/* --status FILE|-: where status lines go */
+	const char *port_file;	/* --port-file FILE: the bound port, once listening */
 	int progress;		/* a status line on stderr (--progress) */
 	double progress_every;	/* > 0: a line every so many seconds instead
 				 * (--progress=SECONDS), for logs */

@@ -68,10 +68,12 @@ static void reply_held_row(struct pub *p, struct gd_ctl_client *cl,
  * already in age (and expiry) order, so those stop after N rows; id and
  * acks keep the first N in a bounded heap: O(pending log N) per request,
  * nothing per block. */
-static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
-    const char *args, uint64_t now)
+static int ctl_pending(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
+	struct pub *p = user;
 	const struct gd_pending *pd = gd_deliver_pending(&p->dv);
+	uint64_t now = uv_hrtime();
 	struct gd_ctl_pending_req q;
 	struct gd_rank rk;
 	char why[128];
@@ -79,9 +81,10 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 	uint32_t s, ord = 0;
 	size_t i;
 
+	(void)line;
 	if (gd_ctl_pending_args(args, &q, why, sizeof(why)) != 0) {
 		gd_ctl_printf(cl, "error %s\n", why);
-		return;
+		return 0;
 	}
 	rows = pd->count;
 	/* a cluster secondary's held blocks come first, in arrival order */
@@ -100,7 +103,7 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 		for (s = pd->head; s != GD_NONE && ord < rows;
 		    s = pd->e[s].next, ord++)
 			reply_pending_row(p, cl, s, now);
-		return;
+		return 0;
 	}
 	gd_rank_init(&rk, (size_t)rows);
 	for (s = pd->head; s != GD_NONE; s = pd->e[s].next, ord++) {
@@ -118,6 +121,7 @@ static void ctl_pending(struct pub *p, struct gd_ctl_client *cl,
 	for (s = pd->head; i < rows && s != GD_NONE; s = pd->e[s].next, i++)
 		reply_pending_row(p, cl, s, now);
 	gd_rank_free(&rk);
+	return 0;
 }
 
 /* A subscription's state: subscribed, online, offline until a wall-clock
@@ -195,9 +199,10 @@ static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s,
  * connected that it has not acked. One walk of the pending table. Then
  * the subscriptions without a connection: offline ones that wait for
  * their gdsub, and the last removed ones. */
-static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
-    const char *args, uint64_t now)
+static int ctl_subs(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
+	struct pub *p = user;
 	uint64_t infl[GD_MAX_SUBS] = { 0 };
 	unsigned slots[GD_MAX_SUBS], nslots = 0, i, n = 0;
 	const struct gd_pending *pd = gd_deliver_pending(&p->dv);
@@ -206,8 +211,8 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 	uint32_t s;
 	char name[GD_SLOT_NAME], state[300], cell[300], qos[96];
 
+	(void)line;
 	(void)args;
-	(void)now;
 	for (i = 0; i < p->needed && i < GD_MAX_SUBS; i++)
 		if (p->slot_conn[i] != NULL)
 			slots[nslots++] = i;
@@ -257,16 +262,20 @@ static void ctl_subs(struct pub *p, struct gd_ctl_client *cl,
 		    qos, qs->failures);
 		reply_qsub_tail(cl, qs, NULL);
 	}
+	return 0;
 }
 
-static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
-    const char *args, uint64_t now)
+static int ctl_stats(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
+	struct pub *p = user;
+	uint64_t now = uv_hrtime();
 	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	const struct gd_hist *lat = gd_deliver_latency(&p->dv);
 	double up = (double)(now - p->t_start) / 1e9;
 	char l50[24], l90[24], l99[24], lmax[24];	/* "-" before an ACK */
 
+	(void)line;
 	(void)args;
 	gd_hist_cell(lat, 50, l50, sizeof(l50));
 	gd_hist_cell(lat, 90, l90, sizeof(l90));
@@ -304,23 +313,25 @@ static void ctl_stats(struct pub *p, struct gd_ctl_client *cl,
 		    p->cl.n_preacks, p->cl.n_dropped, p->cl.n_forwarded,
 		    p->cl.n_expired, p->cl.n_evicted);
 	gd_ctl_reply(cl, "\n", 1);
+	return 0;
 }
 
 /* The publish -> ACK histogram as cumulative buckets (for gdinspect's
  * Prometheus output): each bound rounded up to the top of the bucket
  * holding it, so that every count is exact; the last row is +Inf, the
  * count of every ACK; the sum is the same on every row. */
-static void ctl_latency(struct pub *p, struct gd_ctl_client *cl,
-    const char *args, uint64_t now)
+static int ctl_latency(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
 	static const uint64_t bounds_us[] = { 50, 100, 250, 500, 1000, 2500,
 	    5000, 10000, 25000, 50000, 100000, 250000, 500000, 1000000,
 	    2500000, 5000000, 10000000, 30000000, 60000000 };
+	struct pub *p = user;
 	const struct gd_hist *h = gd_deliver_latency(&p->dv);
 	size_t i, nb = sizeof(bounds_us) / sizeof(bounds_us[0]);
 
+	(void)line;
 	(void)args;
-	(void)now;
 	gd_ctl_printf(cl, "latency %zu\n", nb + 1);
 	gd_ctl_printf(cl, "le_us:s\tcount:n\tsum_us:n\n");
 	for (i = 0; i < nb; i++) {
@@ -329,47 +340,33 @@ static void ctl_latency(struct pub *p, struct gd_ctl_client *cl,
 		    top, n, h->sum);
 	}
 	gd_ctl_printf(cl, "+Inf\t%" PRIu64 "\t%" PRIu64 "\n", h->n, h->sum);
+	return 0;
 }
 
-static void ctl_hello(struct pub *p, struct gd_ctl_client *cl,
-    const char *args, uint64_t now)
+static int ctl_hello(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
-	(void)p;
+	(void)user;
+	(void)line;
 	(void)args;
-	(void)now;
 	gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
+	return 0;
 }
 
-static const struct {
-	const char *name;
-	int takes_args;
-	void (*fn)(struct pub *p, struct gd_ctl_client *cl, const char *args,
-	    uint64_t now);
-} handlers[] = {
-	{ "hello", 0, ctl_hello },
-	{ "latency", 0, ctl_latency },
-	{ "pending", 1, ctl_pending },
-	{ "stats", 0, ctl_stats },
-	{ "subs", 0, ctl_subs },
+/* pending takes its arguments or none; the rest are the word alone */
+static const struct gd_ctl_req requests[] = {
+	{ "hello", GD_CTL_NOARGS, ctl_hello },
+	{ "latency", GD_CTL_NOARGS, ctl_latency },
+	{ "pending", GD_CTL_OPTARGS, ctl_pending },
+	{ "stats", GD_CTL_NOARGS, ctl_stats },
+	{ "subs", GD_CTL_NOARGS, ctl_subs },
 };
 
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
-	struct pub *p = user;
-	size_t i, n;
-
 	(void)len;
 	gd_trace(2, "control request '%.64s'", line);
-	for (i = 0; i < sizeof(handlers) / sizeof(handlers[0]); i++) {
-		n = strlen(handlers[i].name);
-		if (strncmp(line, handlers[i].name, n) != 0)
-			continue;
-		if (line[n] == '\0' || (handlers[i].takes_args && line[n] == ' ')) {
-			handlers[i].fn(p, cl, line + n, uv_hrtime());
-			return 0;
-		}
-	}
-	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
-	return 0;
+	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
+	    user, cl, line);
 }

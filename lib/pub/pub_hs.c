@@ -36,6 +36,8 @@ static void send_welcome(struct pub *p, struct sconn *c)
 	w.timeout_ms = (uint32_t)(p->conf->timeout * 1000);
 	w.epoch = p->epoch;
 	w.flags = p->sink == &pub_stream_sink ? GD_WF_STREAM : 0;
+	if (p->tags)
+		w.flags |= GD_WF_TAGS;
 	snprintf(w.origin, sizeof(w.origin), "%s", p->korigin);
 	b->len = gd_wire_welcome(b->data, &w);
 	for (i = 0; c->want_data && i < p->snap.n; i++) {

@@ -24,6 +24,7 @@
 #include "slots.h"
 #include "snapshot.h"
 #include "stream.h"
+#include "tag.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -154,6 +155,8 @@ struct pub {
 	const struct pub_sink *sink;
 	struct gd_out status;		/* pub_status.c */
 	struct gd_out sout;		/* pub_stream.c */
+	int tags;			/* -o with a key: every frame tagged */
+	struct gd_tagkey tk;		/* this run's tag key (tag.h) */
 	struct sconn *conns;		/* pub_net.c */
 	unsigned ndata, ngd;
 	unsigned nconns;		/* allocated, until their handle closed */

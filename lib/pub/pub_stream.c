@@ -2,7 +2,9 @@
  * the framed stream (gdkit-stream(5)) on stdout or a file, instead of
  * serving blocks over TCP; acknowledgements still come over TCP. With
  * --armor each frame is a text line of its own (armor.h), written where
- * the frame was put, and the stream has no header. */
+ * the frame was put, and the stream has no header. With a key
+ * (GDpub_authKeyFile) every frame carries a tag (tag.h), since whoever
+ * can reach the engine in the middle could otherwise write frames too. */
 #include "pub_int.h"
 #include "armor.h"
 #include "log.h"
@@ -12,7 +14,7 @@
 static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
 	struct gd_sframe f;
-	uint8_t *d;
+	uint8_t *d, tag[GD_SFRAME_TAG];
 	size_t size;
 
 	memset(&f, 0, sizeof(f));
@@ -28,7 +30,12 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 		f.data = b->data;
 		f.len = b->len;
 	}
-	size = gd_sframe_size(f.origin_len, f.len);
+	if (p->tags) {
+		f.tag_len = GD_SFRAME_TAG;
+		gd_tag_sframe(&p->tk, &f, tag);
+		f.tag = tag;
+	}
+	size = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
 	if ((d = gd_out_reserve(&p->sout, p->opt.armor ? gd_armor_size(size) :
 	    size)) != NULL) {
 		if (p->opt.armor) {
@@ -124,10 +131,19 @@ int pub_stream_open(struct pub *p, int fd)
 	p->sout.on_drain = on_drain;
 	p->sout.before_write = before_write;
 	p->sink = &pub_stream_sink;
+	/* the run is known by now: the journal fixed the epoch, the listen
+	 * the origin */
+	if (p->key.len > 0) {
+		if (gd_tagkey_derive(&p->tk, &p->key, p->epoch, p->origin,
+		    p->origin_len) != 0)
+			return UV_EINVAL;
+		p->tags = 1;
+	}
 	if (p->opt.armor)
 		return 0;	/* every line stands alone: no stream header */
 	if ((d = gd_out_reserve(&p->sout, GD_STREAM_HDR)) == NULL)
 		return UV_ENOMEM;
-	gd_out_commit(&p->sout, gd_stream_header(d));
+	gd_out_commit(&p->sout, gd_stream_header_v(d, p->tags ?
+	    GD_STREAM_VERSION_TAGS : GD_STREAM_VERSION));
 	return 0;
 }

@@ -22,9 +22,10 @@
  * that one only commits its state and closes, well under a second. */
 #define TAKEOVER_WAIT_S 10.0
 
-static int req_subs(struct sub *s, struct gd_ctl_client *cl, const char *line,
-    const char *args)
+static int req_subs(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
+	struct sub *s = user;
 	static const char *const st[] = { "waiting", "resolving",
 		"connecting", "handshake", "connected", "ended" };
 	size_t i;
@@ -54,9 +55,10 @@ static int req_subs(struct sub *s, struct gd_ctl_client *cl, const char *line,
 }
 
 /* one row of totals; R = Ru/S and UR = Ru/R as gdinspect measure has them */
-static int req_stats(struct sub *s, struct gd_ctl_client *cl,
+static int req_stats(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
+	struct sub *s = user;
 	uint64_t recv = 0, uniq = 0, dup = 0, acked = 0, snap = 0, sent = 0;
 	size_t i, ended = 0;
 
@@ -75,7 +77,8 @@ static int req_stats(struct sub *s, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "stats 1\n");
 	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
 	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
-	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\n");
+	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\t"
+	    "bad_tags:n\n");
 	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
 	    recv, uniq, dup, snap, acked, sub_unacked(s), sent);
@@ -88,13 +91,13 @@ static int req_stats(struct sub *s, struct gd_ctl_client *cl,
 	else
 		gd_ctl_reply(cl, "-\t", 2);
 	/* what -i read: armored lines, good frames (of either form), bad
-	 * lines; none of it without -i */
+	 * lines, frames whose tag failed; none of it without -i */
 	if (s->stream_in)
-		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
-		    s->in.n_lines, s->in.n_frames + s->in.sr.frames,
-		    s->in.n_bad);
+		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
+		    PRIu64 "\n", s->in.n_lines, s->in.n_frames +
+		    s->in.sr.frames, s->in.n_bad, s->in.n_badtag);
 	else
-		gd_ctl_reply(cl, "-\t-\t-\n", 6);
+		gd_ctl_reply(cl, "-\t-\t-\t-\n", 8);
 	return 0;
 }
 
@@ -107,53 +110,51 @@ static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
 	if (why == NULL) {
 		cl->ok++;
 	} else {
-		char buf[GD_CTL_LINE + 128];
-		int n = snprintf(buf, sizeof(buf), "%s\t%s\n", line, why);
+		int rc;
 		cl->failed++;
-		if (cl->faillen + (size_t)n > cl->failcap) {
-			size_t ncap = cl->failcap ? cl->failcap * 2 : 4096;
-			char *nb;
-			while (ncap < cl->faillen + (size_t)n)
-				ncap *= 2;
-			if ((nb = realloc(cl->fail, ncap)) == NULL)
-				return -1;
-			cl->fail = nb;
-			cl->failcap = ncap;
+		if ((rc = gd_dbuf_addf(&cl->fail, "%s\t%s\n", line, why)) !=
+		    GD_DBUF_OK) {
+			/* the reply could not carry them all either */
+			gd_err("cannot answer gdack: the failures of its batch "
+			    "of %" PRIu64 " keys are %s", cl->ok + cl->failed +
+			    cl->left - 1, gd_dbuf_strerror(rc));
+			return -1;
 		}
-		memcpy(cl->fail + cl->faillen, buf, (size_t)n);
-		cl->faillen += (size_t)n;
 	}
 	if (--cl->left == 0) {
 		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
 		    cl->failed);
-		gd_ctl_reply(cl, cl->fail, cl->faillen);
-		cl->faillen = 0;
+		gd_ctl_reply(cl, gd_dbuf_ptr(&cl->fail),
+		    gd_dbuf_len(&cl->fail));
+		gd_dbuf_reset(&cl->fail);
 		sub_maybe_done(s);
 	}
 	return 0;
 }
 
-static int req_ack(struct sub *s, struct gd_ctl_client *cl, const char *line,
-    const char *args)
+static int req_ack(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
 {
 	int64_t n;
 
-	(void)s;
+	(void)user;
 	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
 	}
 	cl->ok = cl->failed = 0;
 	cl->left = (uint64_t)n;	/* the keys follow, one a line */
+	if (cl->fail.max == 0)	/* as much as a reply may carry */
+		gd_dbuf_init_sized(&cl->fail, 4096, GD_CTL_REPLY_MAX);
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
 }
 
-static int req_hello(struct sub *s, struct gd_ctl_client *cl,
+static int req_hello(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
-	(void)s;
+	(void)user;
 	(void)line;
 	(void)args;
 	gd_ctl_printf(cl, "hello gdsub %d\n", GD_CTL_PROTO);
@@ -166,9 +167,10 @@ static int req_hello(struct sub *s, struct gd_ctl_client *cl,
  * It finishes at once, as on a second signal; its acknowledgements are
  * recorded and sent first, and the blocks it wrote without one are sent
  * again by their publishers to the new gdsub. */
-static int req_takeover(struct sub *s, struct gd_ctl_client *cl,
+static int req_takeover(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
+	struct sub *s = user;
 	uint64_t n = sub_unacked(s);
 
 	(void)line;
@@ -188,38 +190,22 @@ static int req_takeover(struct sub *s, struct gd_ctl_client *cl,
 	return 0;	/* this connection was closed with the rest */
 }
 
-/* The requests by their first word; args: 1 when it takes arguments
- * (after one space), 0 when the word is the whole line. */
-static const struct request {
-	const char *name;
-	int args;
-	int (*fn)(struct sub *s, struct gd_ctl_client *cl, const char *line,
-	    const char *args);
-} requests[] = {
-	{ "ack", 1, req_ack },
-	{ "hello", 0, req_hello },
-	{ "stats", 0, req_stats },
-	{ "subs", 0, req_subs },
-	{ "takeover", 1, req_takeover },
+/* ack and takeover must have their arguments; the rest are the word alone */
+static const struct gd_ctl_req requests[] = {
+	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "hello", GD_CTL_NOARGS, req_hello },
+	{ "stats", GD_CTL_NOARGS, req_stats },
+	{ "subs", GD_CTL_NOARGS, req_subs },
+	{ "takeover", GD_CTL_ARGS, req_takeover },
 };
 
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
-	struct sub *s = user;
-	size_t i, wlen;
-
 	if (cl->left > 0)	/* the hot path: a key of gdack's batch */
-		return ack_line(s, cl, line, len);
-	wlen = strcspn(line, " ");
-	for (i = 0; i < sizeof(requests) / sizeof(requests[0]); i++) {
-		const struct request *r = &requests[i];
-		if (strlen(r->name) == wlen && memcmp(line, r->name, wlen) == 0 &&
-		    (r->args ? line[wlen] == ' ' : line[wlen] == '\0'))
-			return r->fn(s, cl, line, line + wlen + r->args);
-	}
-	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
-	return 0;
+		return ack_line(user, cl, line, len);
+	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
+	    user, cl, line);
 }
 
 static void on_ctl_gone(void *user)

@@ -20,6 +20,18 @@ void sub_hs_welcome(struct sub *s, struct sub_pub *pc,
 		sub_finish(s, GD_EX_UNAVAILABLE);
 		return;
 	}
+	/* the authenticated welcome says whether its frames carry tags;
+	 * without them (a gdkit before stream version 2) every frame would
+	 * fail its check, never written, never acknowledged */
+	if (w->flags & GD_WF_STREAM && s->key.len > 0 &&
+	    !(w->flags & GD_WF_TAGS)) {
+		gd_err("publisher %s writes its framed stream without "
+		    "authentication tags (a gdkit before stream version 2); "
+		    "with GDsub_authKeyFile this gdsub reads only frames it can "
+		    "verify", pc->addr);
+		sub_finish(s, GD_EX_DATAERR);
+		return;
+	}
 	/* the publisher restarted: its ids start over, so what we remember
 	 * of the old run would swallow new blocks. With -i the frames' epoch
 	 * decides that (sub_input.c); only the acks kept while disconnected,

@@ -3,7 +3,10 @@
  * acknowledgements still go over each publisher's TCP connection. The
  * stream is binary, or armored lines (armor.h), told by its first bytes:
  * a corrupt binary stream ends the input, a bad line is only skipped,
- * since a line transport delimits frames. */
+ * since a line transport delimits frames. With a key (GDsub_authKeyFile)
+ * every frame's tag (tag.h) is checked before the frame is used at all:
+ * one that fails is counted, reported and skipped, and the publisher's
+ * resend brings the real block. */
 #include "sub_int.h"
 #include "armor.h"
 #include "log.h"
@@ -66,13 +69,131 @@ static int stale(const struct sub *s, const struct sub_pub *pc)
 	    gd_recv_stale(&pc->rv, pc->epoch);
 }
 
-static void on_sframe(struct sub *s, const struct gd_sframe *f)
+/* Bad lines and bad tags reported one by one; past that, counted only
+ * (an engine that mangles every line, or a flood of forged frames, would
+ * otherwise flood standard error). */
+#define BAD_REPORTED 100
+
+/* The key of the run (epoch, origin) of f from pc: one of the two pc
+ * keeps, or derived in place of the one that is not the run its welcome
+ * named (a frame of another run: a restart not yet seen, or a replay).
+ * An origin not in GDsub_pub has a slot of its own. NULL: libcrypto
+ * failed. */
+static const struct gd_tagkey *tag_key(struct sub *s, struct sub_pub *pc,
+    const struct gd_sframe *f)
+{
+	struct gd_tagkey *k = &s->in.tk_foreign;
+	int i;
+
+	if (pc != NULL) {
+		for (i = 0; i < 2; i++)
+			if (gd_tagkey_is(&pc->tk[i], f->epoch, f->origin,
+			    f->origin_len))
+				return &pc->tk[i];
+		i = !pc->tk[0].set ? 0 : !pc->tk[1].set ? 1 :
+		    pc->tk[0].epoch == pc->epoch;
+		k = &pc->tk[i];
+	} else if (gd_tagkey_is(k, f->epoch, f->origin, f->origin_len)) {
+		return k;
+	}
+	if (gd_tagkey_derive(k, &s->key, f->epoch, f->origin,
+	    f->origin_len) != 0)
+		return NULL;
+	return k;
+}
+
+/* With a key: 1 when f carries the tag of its run; else it is counted,
+ * reported with where it starts (line: an armored line's number; else a
+ * byte offset), and 0. */
+static int tag_ok(struct sub *s, struct sub_pub *pc, const struct gd_sframe *f,
+    int line, uint64_t at)
+{
+	struct sub_in *in = &s->in;
+	const struct gd_tagkey *k;
+	const char *why;
+	char what[64];
+
+	if (f->tag_len == 0)
+		why = "it carries no authentication tag";
+	else if ((k = tag_key(s, pc, f)) == NULL)
+		why = "its tag cannot be computed (libcrypto failed)";
+	else if (gd_tag_check(k, f))
+		return 1;
+	else
+		why = "its authentication tag is wrong (forged, or made with "
+		    "another key)";
+	if (++in->n_badtag <= BAD_REPORTED) {
+		if (f->type == GD_SF_BLOCK)
+			snprintf(what, sizeof(what), "/%" PRIu64, f->id);
+		else
+			snprintf(what, sizeof(what), " (%s frame)",
+			    f->type == GD_SF_FLOOR ? "floor" : "end");
+		gd_err("%s: %s %" PRIu64 ": frame %.*s%s skipped: %s; not "
+		    "written, not acknowledged", in->name, line ? "line" :
+		    "byte offset", at, (int)f->origin_len, f->origin, what, why);
+	}
+	if (in->n_badtag == BAD_REPORTED)
+		gd_err("%s: %d frames with bad tags: further ones are counted "
+		    "(gdinspect stats, bad_tags), not reported", in->name,
+		    BAD_REPORTED);
+	return 0;
+}
+
+/* With a key, a frame of another run than the one the publisher's
+ * authenticated welcome named changes nothing, though its tag is good:
+ * were it to move the stream to its run, a replayed frame of an old run
+ * would make gdsub forget this run's blocks, and their replays would be
+ * written again. Its blocks count as stale, as without a key. */
+static int other_run(struct sub *s, struct sub_pub *pc,
+    const struct gd_sframe *f)
+{
+	if (!s->conf->gd || pc->state == SUB_PS_ENDED || f->epoch == pc->epoch)
+		return 0;
+	if (f->type == GD_SF_BLOCK)
+		s->in.n_stale++;
+	if (f->epoch != pc->other_epoch && ++s->in.n_other <= BAD_REPORTED)
+		gd_err("the stream holds frames of another run of publisher %s "
+		    "(epoch %" PRIu64 ") than the one it answers for (epoch %"
+		    PRIu64 "): a restart not yet seen, or a replay; not written, "
+		    "not acknowledged", pc->addr, f->epoch, pc->epoch);
+	pc->other_epoch = f->epoch;
+	return 1;
+}
+
+/* A stream whose frames this gdsub cannot check as its key says: with a
+ * key, frames without tags; without one, frames with tags, which it
+ * cannot verify, where whoever set the publisher's key wants every frame
+ * checked. Ends the input (65). */
+static void refuse_stream(struct sub *s, int tagged)
+{
+	if (tagged)
+		gd_err("%s: the stream's frames carry authentication tags "
+		    "(gdpub --auth-key-file), and this gdsub has no key to "
+		    "verify them (GDsub_authKeyFile, --auth-key-file)",
+		    s->in.name);
+	else
+		gd_err("%s: the stream's frames carry no authentication tags "
+		    "(stream version 1), and this gdsub has a key "
+		    "(GDsub_authKeyFile): it reads only frames it can verify, "
+		    "written by a gdpub with the key", s->in.name);
+	in_end(s, GD_EX_DATAERR);
+}
+
+static void on_sframe(struct sub *s, const struct gd_sframe *f, int line,
+    uint64_t at)
 {
 	struct sub_pub *pc = sub_pub_find(s, f->origin, f->origin_len);
 	struct sub_origin o = { f->origin, f->origin_len, f->epoch };
 	struct gd_block b;
 	int rs;
 
+	if (s->key.len > 0) {
+		if (!tag_ok(s, pc, f, line, at))
+			return;
+	} else if (f->tag_len) {
+		refuse_stream(s, 1);
+		return;
+	}
 	if (pc == NULL) {
 		if (f->type == GD_SF_BLOCK) {
 			gd_err("block %.*s/%" PRIu64 " comes from a publisher that "
@@ -82,6 +203,8 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 		}
 		return;
 	}
+	if (s->key.len > 0 && other_run(s, pc, f))
+		return;
 	rs = gd_recv_stream_epoch(&pc->rv, f->epoch);
 	if (rs == GD_RS_NEW_RUN)
 		sub_forget(s, pc);
@@ -111,10 +234,6 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f)
 	sub_on_block(s, pc, &b, &o);
 }
 
-/* Bad lines reported one by one; past that, counted only (an engine
- * that mangles every line would otherwise flood standard error). */
-#define BAD_REPORTED 100
-
 /* One armored line (without its newline): its frame, or a bad line
  * counted, reported with its number and skipped. oversize: only the
  * start of a line longer than the reader holds. */
@@ -133,7 +252,7 @@ static void on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
 	else if (gd_armor_decode(p, n, in->armor_max, &f, why,
 	    sizeof(why)) == 0) {
 		in->n_frames++;
-		on_sframe(s, &f);
+		on_sframe(s, &f, 1, in->n_lines);
 		return;
 	}
 	if (++in->n_bad <= BAD_REPORTED)
@@ -207,7 +326,11 @@ static void in_parse(struct sub *s)
 				in->rpos += used;
 				budget--;
 				if (f.type != GD_SF_HEADER)
-					on_sframe(s, &f);
+					on_sframe(s, &f, 0, in->sr.off - used);
+				else if ((in->sr.version ==
+				    GD_STREAM_VERSION_TAGS) != (s->key.len > 0))
+					refuse_stream(s, in->sr.version ==
+					    GD_STREAM_VERSION_TAGS);
 				if (s->closing || s->done)
 					return;	/* sub_in_stop released the regions */
 			}

@@ -11,6 +11,7 @@
 #include "out.h"
 #include "receive.h"
 #include "stream.h"
+#include "tag.h"
 #include "tls.h"
 #include "wire.h"
 
@@ -66,6 +67,10 @@ struct sub_pub {
 	 * stdout has taken it */
 	int confirm_due;
 	uint64_t confirm_seq;
+	/* with a key, -i: the tag keys of its frames (sub_input.c), the run
+	 * its welcome named and one other; the other run last said */
+	struct gd_tagkey tk[2];
+	uint64_t other_epoch;
 	/* the publisher's resolved address (GDsub_locatorCacheTimeout) */
 	struct sockaddr_storage addr_cache;
 	uint64_t addr_time;	/* when resolved (ms, loop clock); 0: none */
@@ -96,6 +101,9 @@ struct sub_in {
 	uint64_t n_lines;	/* armored lines read */
 	uint64_t n_frames;	/* armored lines that were good frames */
 	uint64_t n_bad;		/* armored lines skipped */
+	uint64_t n_badtag;	/* frames skipped: no tag, or a wrong one */
+	uint64_t n_other;	/* frames of other runs said */
+	struct gd_tagkey tk_foreign;	/* of an origin not in GDsub_pub */
 };
 
 struct sub {

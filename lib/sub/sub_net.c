@@ -392,14 +392,139 @@ static int tls_in(struct sub_pub *pc, size_t nread)
 	return 0;
 }
 
+/* What a frame's handler tells the read loop: read the next frame, stop
+ * reading (the connection or the run was closed, or is closing), or the
+ * frame does not belong here (a malformed stream: reconnect). */
+enum { FR_NEXT, FR_STOP, FR_BAD };
+
+static int read_block(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	struct gd_block b;
+	struct sub_origin o = { pc->origin, pc->origin_len, pc->epoch };
+
+	if (pc->state != SUB_PS_ACTIVE)
+		return FR_BAD;
+	gd_wire_get_block(f, &b);
+	if (s->conf->reliability == GD_REL_ORDERED) {
+		pc->confirm_due = 1;
+		pc->confirm_seq = b.seq;
+	}
+	sub_on_block(s, pc, &b, &o);
+	return s->done ? FR_STOP : FR_NEXT;
+}
+
+static int read_challenge(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	if (pc->state != SUB_PS_WELCOME || s->key.len == 0 || pc->pub_proved)
+		return FR_BAD;
+	on_challenge(s, pc, f);
+	return pc->state != SUB_PS_WELCOME ? FR_STOP : FR_NEXT;
+}
+
+static int read_welcome(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	struct gd_welcome w;
+	char why[400];
+
+	if (pc->state != SUB_PS_WELCOME || gd_wire_get_welcome(f, &w) != 0)
+		return FR_BAD;
+	if (w.version != GD_WIRE_VERSION) {
+		gd_err("publisher %s speaks protocol version %u, this gdsub %d "
+		    "(a different gdkit version)", pc->addr, w.version,
+		    GD_WIRE_VERSION);
+		sub_finish(s, GD_EX_UNAVAILABLE);
+		return FR_STOP;
+	}
+	if (gd_ack_refused_conn((int)w.ack_status)) {
+		snprintf(why, sizeof(why), "%s",
+		    gd_ack_status_str((int)w.ack_status));
+		if (gd_ack_auth_refused((int)w.ack_status))
+			auth_failed(pc, why);
+		else
+			handshake_failed(pc, why);
+		return FR_STOP;
+	}
+	/* a publisher that welcomes without proving the key could be anyone */
+	if (s->key.len > 0 && !pc->pub_proved) {
+		auth_failed(pc, "authentication failed: the publisher did not "
+		    "prove the key of GDsub_authKeyFile (it has no "
+		    "GDpub_authKeyFile?)");
+		return FR_STOP;
+	}
+	uv_timer_stop(&pc->retry);
+	sub_hs_welcome(s, pc, &w);
+	return FR_NEXT;
+}
+
+static int read_refuse(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	char why[512];
+
+	if (pc->state != SUB_PS_WELCOME)
+		return FR_BAD;
+	gd_wire_get_text(f, why, sizeof(why));
+	gd_err("publisher %s refused the subscription: %s", pc->addr, why);
+	sub_finish(s, GD_EX_CONFIG);
+	return FR_STOP;
+}
+
+static int read_floor(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	struct sub_origin o = { pc->origin, pc->origin_len, pc->epoch };
+
+	if (f->len != 8)
+		return FR_BAD;
+	sub_on_floor(s, pc, gd_get64(f->body), &o);
+	return s->done ? FR_STOP : FR_NEXT;
+}
+
+static int read_end(struct sub *s, struct sub_pub *pc,
+    const struct gd_frame *f)
+{
+	(void)f;
+	gd_trace(1, "publisher %s ended its stream", pc->addr);
+	pc->state = SUB_PS_ENDED;
+	s->nended++;
+	pc_bye(pc);
+	if (s->nended == s->npc && !s->stream_in)
+		sub_begin_close(s, NULL);
+	sub_in_kick(s);
+	return FR_STOP;
+}
+
+/* The payload size of the block frame at the read position when it is
+ * over our limit but within what the publisher said it sends, else 0:
+ * not malformed but too large, and reconnecting would only get it again.
+ * (Over the publisher's own limit it cannot be a block of its: the stream
+ * is damaged.) */
+static uint32_t block_too_large(const struct sub_pub *pc, uint32_t limit)
+{
+	const uint8_t *h = pc->rb.buf + pc->rb.off;
+	uint32_t body, size;
+
+	if (pc->rb.len - pc->rb.off < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
+		return 0;
+	body = gd_get32(h);
+	if (body < GD_BLOCK_HDR - GD_WIRE_HDR)
+		return 0;
+	size = body - (GD_BLOCK_HDR - GD_WIRE_HDR);
+	return size > limit && (pc->max_block == 0 || size <= pc->max_block) ?
+	    size : 0;
+}
+
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
 	struct sub_pub *pc = st->data;
 	struct sub *s = pc->s;
 	struct gd_frame f;
 	size_t used;
-	uint32_t limit = block_limit(s, pc);
-	int rc;
+	uint32_t limit = block_limit(s, pc), size;
+	int rc, next = FR_NEXT;
 
 	(void)buf;
 	if (nread < 0 && pc->tls != NULL && !gd_tls_done(pc->tls) &&
@@ -423,98 +548,27 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	    pc->rb.len - pc->rb.off, limit = block_limit(s, pc), &f,
 	    &used)) == 1) {
 		pc->rb.off += used;
-		if (f.type == GD_F_BLOCK && pc->state == SUB_PS_ACTIVE) {
-			struct gd_block b;
-			struct sub_origin o = { pc->origin, pc->origin_len,
-				pc->epoch };
-			gd_wire_get_block(&f, &b);
-			if (s->conf->reliability == GD_REL_ORDERED) {
-				pc->confirm_due = 1;
-				pc->confirm_seq = b.seq;
-			}
-			sub_on_block(s, pc, &b, &o);
-			if (s->done)
-				return;
-		} else if (f.type == GD_F_CHALLENGE && pc->state == SUB_PS_WELCOME &&
-		    s->key.len > 0 && !pc->pub_proved) {
-			on_challenge(s, pc, &f);
-			if (pc->state != SUB_PS_WELCOME)
-				return;
-		} else if (f.type == GD_F_WELCOME && pc->state == SUB_PS_WELCOME) {
-			struct gd_welcome w;
-			char why[400];
-			if (gd_wire_get_welcome(&f, &w) != 0) {
-				rc = -1;
-				break;
-			}
-			if (w.version != GD_WIRE_VERSION) {
-				gd_err("publisher %s speaks protocol version %u, this "
-				    "gdsub %d (a different gdkit version)", pc->addr,
-				    w.version, GD_WIRE_VERSION);
-				sub_finish(s, GD_EX_UNAVAILABLE);
-				return;
-			}
-			if (gd_ack_refused_conn((int)w.ack_status)) {
-				snprintf(why, sizeof(why), "%s",
-				    gd_ack_status_str((int)w.ack_status));
-				if (gd_ack_auth_refused((int)w.ack_status))
-					auth_failed(pc, why);
-				else
-					handshake_failed(pc, why);
-				return;
-			}
-			/* a publisher that welcomes without proving the key
-			 * could be anyone */
-			if (s->key.len > 0 && !pc->pub_proved) {
-				auth_failed(pc, "authentication failed: the "
-				    "publisher did not prove the key of "
-				    "GDsub_authKeyFile (it has no "
-				    "GDpub_authKeyFile?)");
-				return;
-			}
-			uv_timer_stop(&pc->retry);
-			sub_hs_welcome(s, pc, &w);
-		} else if (f.type == GD_F_REFUSE && pc->state == SUB_PS_WELCOME) {
-			char why[512];
-			gd_wire_get_text(&f, why, sizeof(why));
-			gd_err("publisher %s refused the subscription: %s",
-			    pc->addr, why);
-			sub_finish(s, GD_EX_CONFIG);
+		switch (f.type) {
+		case GD_F_BLOCK: next = read_block(s, pc, &f); break;
+		case GD_F_CHALLENGE: next = read_challenge(s, pc, &f); break;
+		case GD_F_WELCOME: next = read_welcome(s, pc, &f); break;
+		case GD_F_REFUSE: next = read_refuse(s, pc, &f); break;
+		case GD_F_FLOOR: next = read_floor(s, pc, &f); break;
+		case GD_F_END: next = read_end(s, pc, &f); break;
+		default: next = FR_BAD; break;
+		}
+		if (next == FR_STOP)
 			return;
-		} else if (f.type == GD_F_FLOOR && f.len == 8) {
-			struct sub_origin o = { pc->origin, pc->origin_len,
-				pc->epoch };
-			sub_on_floor(s, pc, gd_get64(f.body), &o);
-			if (s->done)
-				return;
-		} else if (f.type == GD_F_END) {
-			gd_trace(1, "publisher %s ended its stream", pc->addr);
-			pc->state = SUB_PS_ENDED;
-			s->nended++;
-			pc_bye(pc);
-			if (s->nended == s->npc && !s->stream_in)
-				sub_begin_close(s, NULL);
-			sub_in_kick(s);
-			return;
-		} else {
+		if (next == FR_BAD) {
 			rc = -1;
 			break;
 		}
 	}
-	if (rc < 0 && pc->rb.len - pc->rb.off >= GD_WIRE_HDR &&
-	    pc->rb.buf[pc->rb.off + 4] == GD_F_BLOCK &&
-	    gd_get32(pc->rb.buf + pc->rb.off) >= 24 &&
-	    gd_get32(pc->rb.buf + pc->rb.off) - 24 > limit &&
-	    (pc->max_block == 0 ||
-	    gd_get32(pc->rb.buf + pc->rb.off) - 24 <= pc->max_block)) {
-		/* within what the publisher said it sends, over our own
-		 * limit: not malformed but too large, and reconnecting would
-		 * only get it again. (Over the publisher's own limit it
-		 * cannot be a block of its: the stream is damaged.) */
+	if (rc < 0 && (size = block_too_large(pc, limit)) > 0) {
 		gd_err("publisher %s sent a block of %" PRIu32 " bytes, over "
 		    "the limit of %" PRIu32 " bytes (GDsub_maxBlockSize, "
-		    "--max-block-size); not read further", pc->addr,
-		    gd_get32(pc->rb.buf + pc->rb.off) - 24, limit);
+		    "--max-block-size); not read further", pc->addr, size,
+		    limit);
 		sub_finish(s, GD_EX_DATAERR);
 		return;
 	}
@@ -533,8 +587,6 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	sub_out_check(s);
 }
 
-/* Write one control frame made by make(dst, arg): 0, or a libuv error
- * (UV_ENOMEM). The frame follows the request in one allocation. */
 /* The publisher's CHALLENGE: check its proof, send ours. */
 static void on_challenge(struct sub *s, struct sub_pub *pc,
     const struct gd_frame *f)

@@ -150,7 +150,8 @@ void sub_out_block(struct sub *s, const struct sub_origin *o,
 	}
 	if (s->opt.format == GD_OUT_FRAME) {
 		struct gd_sframe f = { GD_SF_BLOCK, b->flags, b->id, b->seq,
-			b->time_ns, o->epoch, o->s, o->len, b->data, b->len };
+			b->time_ns, o->epoch, o->s, o->len, b->data, b->len,
+			NULL, 0 };
 		gd_out_commit(&s->out, gd_sframe_put(d, &f));
 		return;
 	}

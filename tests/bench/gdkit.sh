@@ -27,7 +27,9 @@
 #   gdkit.sh stream    stream mode: gdpub -n 1 -o - | gdsub -i - | gdack, the
 #                      acks back over TCP; N blocks; seconds from the first
 #                      input byte until gdpub exited after the last ACK.
-#                      Extra fields as 1to1.
+#                      Extra fields as 1to1. With AUTH_KEY=FILE, gdpub and
+#                      gdsub get --auth-key-file FILE (every frame tagged
+#                      and checked): name gdkit_stream_key.
 #   gdkit.sh latency   LAT_N (10000) blocks paced at LAT_RATE (1000) per second
 #                      by pace.py into gdpub -n 1 -> gdsub | gdack; publish->ACK
 #                      percentiles from `gdinspect stats` once ack == LAT_N.
@@ -66,7 +68,7 @@ mode=${1:-}
 case "$mode" in
 1to1) BENCH_NAME=gdkit_1to1 ;;
 tls) BENCH_NAME=gdkit_tls ;;
-stream) BENCH_NAME=gdkit_stream ;;
+stream) BENCH_NAME=gdkit_stream${AUTH_KEY:+_key} ;;
 journal) BENCH_NAME=gdkit_journal_${FSYNC:-batch} ;;
 sink) BENCH_NAME=gdkit_sink_${SINK:-sink} ;;
 fanout) BENCH_NAME=gdkit_fanout${SUBS:-4} ;;
@@ -356,8 +358,10 @@ run_stream() {
     sub_ini 1
     ( trap - EXIT INT TERM
       "$TIME" -f "$TF" -o "$dir/pub.time" "$BIN/gdpub" -c "$dir/pub.ini" -n 1 -t "$TMO" \
-          --wait-ready=30 -o - --status "$dir/pub.out" < "$dir/in.fifo" 2> "$dir/pub.err" \
+          --wait-ready=30 -o - --status "$dir/pub.out" ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
+          < "$dir/in.fifo" 2> "$dir/pub.err" \
         | "$TIME" -f "$TF" -o "$dir/sub1.time" "$BIN/gdsub" -i - -c "$dir/s1.ini" \
+          ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
         | "$TIME" -f "$TF" -o "$dir/ack1.time" "$BIN/gdack" -c "$dir/s1.ini" > /dev/null
     ) 2> "$dir/pipe1.err" &
     local pipe=$!

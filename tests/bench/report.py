@@ -19,9 +19,9 @@ import statistics
 import sys
 
 ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journal_batch",
-         "gdkit_journal_always", "gdkit_stream", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
+         "gdkit_journal_always", "gdkit_stream", "gdkit_stream_key", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
-         "mosquitto_qos1", "gdkit_mqtt_qos0", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+         "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "redis_streams", "nats_jetstream", "nats_jetstream_memory", "gdkit_nats", "nats_reqreply"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
 
 
@@ -165,10 +165,29 @@ def main():
             small = by_role.get("gdkit_pending_small")
             if rl == "gdkit_pending_large" and small and small["status"] == "ok":
                 notes.append(f"rate {r['rate'] / small['rate']:.2f}x the ~{small['metrics'].get('stuck', 0):,.0f}-pending rate")
+        elif rl in ("gdkit_stream_key", "gdkit_mqtt_qos0_key"):
+            # the cost of frame tags (issue 24): the same row without a key
+            plain = by_role.get(rl[:-len("_key")])
+            notes.append("--auth-key-file: every frame tagged and checked")
+            notes.append(f"cpu s pub/sub {m.get('cpu_pub', 0):.2f}/{m.get('cpu_sub', 0):.2f}"
+                         if rl == "gdkit_stream_key" else f"{r['seconds']:.2f} s")
+            if plain and plain["status"] == "ok" and plain["rate"] > 0:
+                cost = 1 - r["rate"] / plain["rate"]
+                r["target"] = f"<= 15% slower ({cost:.0%}) " + ("met" if cost <= 0.15 else "missed")
         elif rl == "gdkit_mqtt_qos0":
             notes.append("gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | "
                          "gdsub -i - | gdack, every block ACKed")
             notes.append(f"{m.get('resent', 0):,.0f} resent; {r['seconds']:.2f} s")
+        elif rl == "gdkit_nats":
+            notes.append("gdpub -o - --armor | natsline pub -> natsline sub | gdsub -i - | gdack, "
+                         "core NATS, every block ACKed")
+            rr = by_role.get("nats_reqreply")
+            if rr and rr["status"] == "ok":
+                notes.append(f"{r['rate'] / rr['rate']:.2f}x nats_reqreply")
+            notes.append(f"{m.get('resent', 0):,.0f} resent, {m.get('lines', 0):,.0f} lines; {r['seconds']:.2f} s")
+        elif rl == "nats_reqreply":
+            notes.append(f"core NATS request/reply, {m.get('window', 0):,.0f} unanswered at most, "
+                         f"reply after the line is written; {r['seconds']:.2f} s")
         else:
             notes.append(f"{r['seconds']:.2f} s")
             if rl in RATIO_TARGET:

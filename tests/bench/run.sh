@@ -30,6 +30,8 @@
 #   gdkit_sink_<S>         gdkit_1to1 with the output in a file: gdack --tee >
 #                          file (tee), gdack --sink file (sink), the whole
 #                          exactly-once recipe (eo: --journal, --state, --sink)
+#   gdkit_stream_key       gdkit_stream with --auth-key-file: every frame tagged
+#                          and checked (gdkit-stream(5) Tags)
 #   gdkit_fanout4          the same with 4 pipelines, every block acked by all 4
 #   gdkit_latency          10,000 blocks paced at 1,000/s (pace.py), publish->ACK
 #                          p50/p90/p99/max from gdinspect stats
@@ -42,6 +44,13 @@
 #   gdkit_mqtt_qos0        (PEERS=1) the armored stream through mosquitto at QoS 0:
 #                          gdpub -o - --armor | mosquitto_pub -l -q 0 ->
 #                          mosquitto_sub | gdsub -i - | gdack, every block ACKed
+#   gdkit_mqtt_qos0_key    (PEERS=1) the same with --auth-key-file
+#   gdkit_nats             (PEERS=1) the armored stream through core NATS, the
+#                          gdkit(7) recipe: gdpub -o - --armor | natsline.py pub ->
+#                          natsline.py sub | gdsub -i - | gdack, every block ACKed
+#   nats_reqreply          (PEERS=1) core NATS request/reply, pipelined (RR_WINDOW
+#                          unanswered), the responder replies after writing each
+#                          message: the NATS peer of gdkit_nats (same client code)
 # Every scenario runs under timeout(1) in its own process group and stops what
 # it started; interrupting this script stops the running scenario.
 
@@ -132,6 +141,9 @@ repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
+key="$WORK/bench.key"
+( umask 077; head -c 32 /dev/urandom | base64 > "$key" ) || die "cannot write $key"
+repeat gdkit_stream_key env AUTH_KEY="$key" bash "$g" stream
 repeat gdkit_fanout4 env SUBS=4 bash "$g" fanout
 repeat gdkit_latency bash "$g" latency
 repeat gdkit_memory bash "$g" memory
@@ -144,8 +156,11 @@ if (( PEERS )); then
         || say "install.sh failed (status $?); peers that miss a package will SKIP: $(tail -n 1 "$WORK/logs/install.log")"
     repeat mosquitto_qos1 bash "$HERE/peers/mosquitto.sh"
     repeat gdkit_mqtt_qos0 bash "$HERE/peers/mosquitto_gdkit.sh"
+    repeat gdkit_mqtt_qos0_key env AUTH_KEY="$key" bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat redis_streams bash "$HERE/peers/redis.sh"
     repeat nats_jetstream bash "$HERE/peers/nats.sh"
+    repeat gdkit_nats bash "$HERE/peers/nats_gdkit.sh"
+    repeat nats_reqreply bash "$HERE/peers/nats_rr.sh"
 else
     say "PEERS=0: peers skipped"
 fi

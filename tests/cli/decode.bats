@@ -482,8 +482,8 @@ open("f.gds", "wb").write(b)' "$off"
 }
 
 @test "decode: a stream version or header size this reader does not know" {
-	printf 'block 1 1 - hello\nwith version=2\nheader\nblock 1 1 - x\n' | mkstream > v2.gds
-	corrupt "corrupt stream at byte offset 83: stream version 2 is not supported (this reader knows version 1)" 1 v2.gds
+	printf 'block 1 1 - hello\nwith version=3\nheader\nblock 1 1 - x\n' | mkstream > v3.gds
+	corrupt "corrupt stream at byte offset 83: stream version 3 is not supported (this reader knows versions 1 and 2)" 1 v3.gds
 	printf 'with hsize=32\nheader\n' | mkstream --no-header > hs.gds
 	corrupt "corrupt stream at byte offset 0: stream header size 32 is not 16 for version 1" 0 hs.gds
 	printf 'with crc=0\nheader\n' | mkstream --no-header > hc.gds

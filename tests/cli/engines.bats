@@ -198,3 +198,44 @@ assert d["lines"] == d["frames"] + 1, d
 	stop_subscriber s
 	assert_equal "$(cat s.rc)" "0 0"
 }
+
+@test "with a key: a client of the broker without it reads one line, then publishes frames for IDs 2 and 3; they are counted as bad tags, never written or acknowledged, and the real blocks 2 and 3 are" {
+	broker
+	port=$(free_port)
+	head -c 32 /dev/urandom | base64 > k
+	chmod 600 k
+	subscriber s "$port" -- --auth-key-file k
+	# the intruder: subscribed before the first line, reads one
+	spawn "exec mosquitto_sub -h 127.0.0.1 -p $MQ_PORT -i evil -t $TOPIC -C 1 > evil.line 2> evil.err"
+	wait_until 10 has_line broker.log " evil 0 $TOPIC\$"
+	feed_open pub.fifo
+	spawn "gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 < pub.fifo 2> pub.err |
+		mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	echo 1 >&7
+	wait_until 30 has_lines s.out 1
+	wait_until 10 test -s evil.line
+	python "$BATS_TEST_DIRNAME/tagforge.py" forge --only 2:EVIL-2 3:EVIL-3 < evil.line |
+		mosquitto_pub -h 127.0.0.1 -p "$MQ_PORT" -t "$TOPIC" -l -q 0
+	wait_until 30 bash -c "timeout 10 gdinspect --ctl '$(sub_sock)' --json stats | grep -q '\"bad_tags\":2[,}]'"
+	printf '2\n3\n' >&7
+	feed_close
+	wait_until 30 test -s pub.rc
+	all_acked pub 3 "0 0"
+	assert_equal "$(cat s.out)" "$(printf '127.0.0.1:%s/%s\t%s\n' "$port" 1 1 "$port" 2 2 "$port" 3 3)"
+	# their line numbers: after the first block's, and its floor's if
+	# gdpub wrote that first
+	grep -v 'cannot connect to' s.sub.err > errs
+	assert_equal "$(wc -l < errs)" 2
+	for id in 2 3; do
+		has_line errs "^gdsub: s.fifo: line [0-9]+: frame 127.0.0.1:$port/$id skipped: it carries no authentication tag; not written, not acknowledged\$"
+	done
+	run --separate-stderr gdinspect --ctl "$(sub_sock)" --json stats
+	assert_success
+	python -c '
+import json, sys
+d = json.loads(sys.stdin.read())
+assert (d["bad_tags"], d["unique"], d["duplicates"], d["acked"]) == (2, 3, 0, 3), d
+' <<<"$output"
+	stop_subscriber s
+	assert_equal "$(cat s.rc)" "0 0"
+}

@@ -178,13 +178,14 @@ in_case() {
 	"$@" || { echo "corrupt case: $c" >&2; return 1; }
 }
 
-# pub3 T [PORT]: a gdpub on PORT (default a free one; numSubs=1, timeout T)
-# writing the blocks one, two, three to pub.gds (-o FILE, status on
-# pub.out); returns once the three are in the file. Sets port.
+# pub3 T [PORT]: a gdpub on PORT (default one the system picks; numSubs=1,
+# timeout T) writing the blocks one, two, three to pub.gds (-o FILE, status
+# on pub.out); returns once the three are in the file. Sets port.
 pub3() {
-	port=${2:-$(free_port)}
+	rm -f pub.port
 	printf 'one\ntwo\nthree\n' > in3.txt
-	spawn "gdpub -p $port -n 1 -t $1 -o pub.gds < in3.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p ${2:-0} --port-file pub.port -n 1 -t $1 -o pub.gds < in3.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	wait_until 10 blocks_at_least pub.gds 3
 	wait_until 10 listening "$port"
 }
@@ -204,9 +205,9 @@ pub3() {
 }
 
 @test "file: gdpub -o FILE writes the stream and waits; gdsub -i FILE reads it and acknowledges; floor and end frames follow" {
-	port=$(free_port)
 	seq 1 5 > in.txt
-	spawn "gdpub -p $port -n 1 -t 20 -o pub.gds < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 20 -o pub.gds < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	wait_until 10 blocks_at_least pub.gds 5
 	wait_until 10 listening "$port"
 	# the blocks are out, nobody acknowledged them yet: gdpub waits
@@ -491,8 +492,7 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdsub: standard input: $why"
 	assert_equal "$output" ""
-	port=$(free_port)
-	run --separate-stderr small_mem 256 timeout 20 gdpub -p "$port" -f frame < d.gds
+	run --separate-stderr small_mem 256 timeout 20 gdpub -p 0 --port-file pub.port -f frame < d.gds
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdpub: standard input: $why; no more input is read"
 	assert_equal "$output" ""
@@ -524,8 +524,7 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdsub: standard input: corrupt stream at byte offset $off: $why"
 	cat "$f" >&7
-	port=$(free_port)
-	run --separate-stderr timeout 10 gdpub -p "$port" -f frame -o /dev/null < in.fifo
+	run --separate-stderr timeout 10 gdpub -p 0 --port-file pub.port -f frame -o /dev/null < in.fifo
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdpub: standard input: corrupt stream at byte offset $off: $why; no more input is read"
 	feed_close
@@ -534,9 +533,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 # ---------------------------------------------------------------- gdpub -f frame, gdack -f frame / status
 
 @test "gdpub -f frame: a pending duplicate ID is REJECTed, a block over --max-block-size too; status lines carry the upstream key" {
-	port=$(free_port)
 	printf 'set origin=127.0.0.1:7001\nblock 5 1 - a\nblock 5 2 - b\nblock 6 3 - 0123456789abcdefX\nset origin=127.0.0.1:7002\nblock 7 4 - c\nend 4\n' | mkstream > in.gds
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 -f frame --max-block-size 16 -o out.gds < in.gds
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 1 -f frame --max-block-size 16 -o out.gds < in.gds
 	assert_failure 1
 	assert_equal "$output" "$(printf 'REJECT 5 invalid event block ID: 5 is already pending\nREJECT 6 block larger than GDpub_maxBlockSize (16 bytes)\nNACK 5 127.0.0.1:7001/5\nNACK 7 127.0.0.1:7002/7')"
 	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT 5: invalid event block ID: 5 is already pending\ngdpub: REJECT 6: block larger than GDpub_maxBlockSize (16 bytes)')"
@@ -547,9 +545,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdpub -f frame: a snapshot block's upstream key keeps its /s, and gdack -f status skips it" {
-	port=$(free_port)
 	printf 'set origin=127.0.0.1:7001\nblock 8 1 s old\n' | mkstream > in.gds
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.2 -f frame -o /dev/null < in.gds
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 0.2 -f frame -o /dev/null < in.gds
 	assert_failure 1
 	assert_equal "$output" "NACK 8 127.0.0.1:7001/8/s"
 	run --separate-stderr timeout 20 gdack -f status -v --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 <<< "ACK 8 127.0.0.1:7001/8/s"
@@ -558,9 +555,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdpub -o -: a reader that goes away stops the input; the message names the stream, exit 1" {
-	port=$(free_port)
 	seq 1 1000000 > in.txt
-	run --separate-stderr timeout 30 bash -c "gdpub -p $port -o - < in.txt | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
+	run --separate-stderr timeout 30 bash -c "gdpub -p 0 --port-file pub.port -o - < in.txt | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
 	assert_output 1
 	assert_equal "$stderr" "gdpub: cannot write the block stream on -: broken pipe; no more input is read"
 }
@@ -582,9 +578,9 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdack -f status: an ACK line without a key is an error naming the line; the keyed ACKs are acknowledged; exit 1" {
-	port=$(free_port)
 	seq 1 3 > in.txt
-	spawn "gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 1 > s.out 2> s.err"
 	wait_until 10 lines_at_least s.out 3
 	printf 'READY\nACK 1 127.0.0.1:%s/1\nACK 5\nNACK 7 127.0.0.1:7001/7\nREJECT - malformed line 2\nACK 2 127.0.0.1:%s/2\n' "$port" "$port" > st.txt
@@ -604,17 +600,17 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 # subscribers are the pipelines a and b. GATE=1: b holds its blocks until
 # the test writes to gate.fifo.
 cascade() {
-	p1=$(free_port)
-	p2=$(free_port)
 	local hold=""
 	if [ "${GATE:-0}" = 1 ]; then
 		mkfifo gate.fifo
 		hold="tee b.seen | { read -r _ < gate.fifo; exec cat; } |"
 	fi
-	spawn "gdpub -p $p1 -n 1 -t ${T1:-10} --wait-ready=10 < in.txt > st1 2> p1.err; echo \$? > p1.rc"
+	spawn "gdpub -p 0 --port-file p1.port -n 1 -t ${T1:-10} --wait-ready=10 < in.txt > st1 2> p1.err; echo \$? > p1.rc"
+	p1=$(port_of p1.port)
 	spawn "gdsub -P 127.0.0.1:$p1 --name s1 -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> s1.err |
-		gdpub -p $p2 -n 2 -t ${T2:-5} -f frame --wait-ready=10 2> p2.err | tee st2 |
+		gdpub -p 0 --port-file p2.port -n 2 -t ${T2:-5} -f frame --wait-ready=10 2> p2.err | tee st2 |
 		gdack -P 127.0.0.1:$p1 --name s1 -f status 2> a1.err; echo \${PIPESTATUS[*]} > c.rc"
+	p2=$(port_of p2.port)
 	spawn "gdsub -P 127.0.0.1:$p2 --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
 		gdack -P 127.0.0.1:$p2 --name a --tee > outa 2> a.ack.err; echo \${PIPESTATUS[*]} > a.rc"
 	spawn "gdsub -P 127.0.0.1:$p2 --name b --retry-interval 0.05 --max-retries 200 --linger 5 2> b.sub.err | $hold
@@ -714,10 +710,9 @@ cascade() {
 }
 
 @test "a TCP gdsub against gdpub -o is refused: it is told to use gdsub -i, exit 69; gdpub logs it" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 5 -o pub.gds < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 5 -o pub.gds < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	expect_fail 69 "gdsub: publisher 127.0.0.1:$port writes its blocks as a framed stream (gdpub -o), not over TCP; read that stream with gdsub -i" -- \
 		gdsub -P "127.0.0.1:$port" --name tcpsub --retry-interval 0.05 --max-retries 3
 	wait_until 10 has_line pub.err 'asked for blocks'
@@ -729,10 +724,9 @@ cascade() {
 # A TCP gdsub refused by gdpub -o gets no GD slot, so it cannot make
 # gdpub READY and start publishing with nobody able to acknowledge.
 @test "a refused TCP gdsub does not make gdpub -o READY: --wait-ready still times out, exit 69" {
-	port=$(free_port)
 	seq 1 3 > in.txt
-	spawn "gdpub -p $port -n 1 -t 1 -o pub.gds --wait-ready=1.5 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 1 -o pub.gds --wait-ready=1.5 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --name tcpsub --retry-interval 0.05 --max-retries 3
 	assert_failure 69
 	wait_until 10 test -s pub.rc

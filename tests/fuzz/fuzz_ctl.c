@@ -2,8 +2,9 @@
  * client sends, written to a real gd_ctl_srv on a libuv loop, so the
  * server's line splitting, its line-length limit, its reply cap and its
  * half-close handling all run. The line callback is gdsub's and gdpub's
- * grammar over lib/ code: "ack N" then N keys (gd_key_parse), "pending
- * ARGS" (gd_ctl_pending_args), "hello", anything else an error. The run
+ * grammar over lib/ code, dispatched by gd_ctl_dispatch as theirs are:
+ * "ack N" then N keys (gd_key_parse), "pending [ARGS]"
+ * (gd_ctl_pending_args), "hello", anything else an error. The run
  * ends when the server has closed the connection (a hang is a finding);
  * replies are flushed once per loop turn, from a prepare handle, as the
  * programs do. */
@@ -22,16 +23,64 @@ static uv_prepare_t prep;
 static struct gd_ctl_srv srv;
 static int gone;
 
-static int on_line(void *user, struct gd_ctl_client *cl, char *line,
-    size_t len)
+static int req_ack(void *user, struct gd_ctl_client *cl, const char *line,
+    const char *args)
 {
-	char why[128], cell[64];
-	const char *args;
-	struct gd_ctl_pending_req pr;
 	int64_t n;
+
+	(void)user;
+	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
+		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
+		return -1;
+	}
+	cl->ok = cl->failed = 0;
+	cl->left = (uint64_t)n;
+	if (n == 0)
+		gd_ctl_printf(cl, "ack 0 0\n");
+	return 0;
+}
+
+static int req_pending(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	char why[128];
+	struct gd_ctl_pending_req pr;
 	uint64_t i;
 
 	(void)user;
+	(void)line;
+	if (gd_ctl_pending_args(args, &pr, why, sizeof(why)) != 0) {
+		gd_ctl_printf(cl, "error %s\n", why);
+		return 0;
+	}
+	gd_ctl_printf(cl, "pending %" PRIu64 "\nid:n\tsort:s\n", pr.limit);
+	/* the reply cap (4 KiB here) replaces a long reply */
+	for (i = 0; i < pr.limit && i < 1000; i++)
+		gd_ctl_printf(cl, "%" PRIu64 "\t%s\n", i,
+		    gd_ctl_sort_name(pr.sort));
+	return 0;
+}
+
+static int req_hello(void *user, struct gd_ctl_client *cl, const char *line,
+    const char *args)
+{
+	(void)user;
+	(void)line;
+	(void)args;
+	gd_ctl_printf(cl, "hello gdfuzz %d\n", GD_CTL_PROTO);
+	return 0;
+}
+
+/* the shapes of the engines' tables: arguments required, optional, none */
+static const struct gd_ctl_req requests[] = {
+	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "hello", GD_CTL_NOARGS, req_hello },
+	{ "pending", GD_CTL_OPTARGS, req_pending },
+};
+
+static int on_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len)
+{
 	if (strlen(line) != len)	/* a NUL inside the line */
 		len = strlen(line);
 	if (cl->left > 0) {
@@ -47,39 +96,8 @@ static int on_line(void *user, struct gd_ctl_client *cl, char *line,
 			    cl->failed);
 		return 0;
 	}
-	if (strncmp(line, "ack ", 4) == 0) {
-		if (gd_parse_i64(line + 4, 0, GD_CTL_MAX_KEYS, &n) != 0) {
-			gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
-			return -1;
-		}
-		cl->ok = cl->failed = 0;
-		cl->left = (uint64_t)n;
-		if (n == 0)
-			gd_ctl_printf(cl, "ack 0 0\n");
-		return 0;
-	}
-	if (strncmp(line, "pending", 7) == 0 &&
-	    (line[7] == '\0' || line[7] == ' ')) {
-		args = line[7] ? line + 8 : "";
-		if (gd_ctl_pending_args(args, &pr, why, sizeof(why)) != 0) {
-			gd_ctl_printf(cl, "error %s\n", why);
-			return 0;
-		}
-		gd_ctl_printf(cl, "pending %" PRIu64 "\nid:n\tsort:s\n",
-		    pr.limit);
-		/* the reply cap (4 KiB here) replaces a long reply */
-		for (i = 0; i < pr.limit && i < 1000; i++)
-			gd_ctl_printf(cl, "%" PRIu64 "\t%s\n", i,
-			    gd_ctl_sort_name(pr.sort));
-		return 0;
-	}
-	if (strcmp(line, "hello") == 0) {
-		gd_ctl_printf(cl, "hello gdfuzz %d\n", GD_CTL_PROTO);
-		return 0;
-	}
-	gd_ctl_cell(cell, sizeof(cell), line);
-	gd_ctl_printf(cl, "error unknown request '%s'\n", cell);
-	return 0;
+	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
+	    user, cl, line);
 }
 
 static void on_gone(void *user)

@@ -4,15 +4,53 @@
  * payload limit from the prefix too. Checks: a frame accepted agrees with
  * gd_stream_peek about its size, stays inside the input, carries a
  * payload within the limit; re-encoding it gives the very same bytes; and
- * after -1 nothing more is read. */
+ * after -1 nothing more is read. Tags (tag.h): a frame accepted has none,
+ * or one GD_SFRAME_TAG long behind its origin, which its re-encoding
+ * keeps; tagged anew with a key it verifies, and with one bit of it
+ * changed it does not; checking the tag it came with never fails loudly
+ * (the fuzzer cannot forge HMAC-SHA256: a good tag in the input is the
+ * seeds'). */
 #include "fuzz.h"
 #include "stream.h"
+#include "tag.h"
 #include "wire.h"
+
+/* The key of the seeds in tests/fuzz/corpus/stream: the pre-shared key
+ * below, epoch 1 and origin 127.0.0.1:7001, as tests/unit/test_tag.c's
+ * known answer. */
+static const char *psk_text = "0123456789abcdef0123456789abcdef";
+
+/* f re-encoded with a tag made by k, read back: verifies; flipped: not */
+static void retag(const struct gd_tagkey *k, const struct gd_sframe *f,
+    uint8_t *enc, size_t encsz)
+{
+	struct gd_sframe g = *f, h;
+	struct gd_sreader r;
+	uint8_t tag[GD_SFRAME_TAG];
+	size_t n = gd_sframe_tsize(f->origin_len, f->len, GD_SFRAME_TAG), used;
+
+	if (n > encsz)
+		return;
+	g.tag_len = GD_SFRAME_TAG;
+	gd_tag_sframe(k, &g, tag);
+	g.tag = tag;
+	if (gd_sframe_put(enc, &g) != n)
+		abort();
+	gd_sreader_init(&r, 0);
+	r.started = 1;
+	if (gd_sreader_next(&r, enc, n, 1, &h, &used) != 1 || used != n ||
+	    h.tag_len != GD_SFRAME_TAG || gd_tag_check(k, &h) != 1)
+		abort();
+	enc[GD_SFRAME_HDR + f->len + f->origin_len] ^= 0x01;
+	if (gd_tag_check(k, &h) != 0)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static uint8_t enc[GD_SFRAME_HDR + (1u << 16) + GD_STREAM_ORIGIN_MAX +
-	    GD_SFRAME_TRAILER];
+	    GD_SFRAME_TAG + GD_SFRAME_TRAILER];
+	static struct gd_tagkey tk;
 	struct gd_sreader r;
 	uint32_t max_payload;
 	size_t start = 0, have, step;
@@ -23,6 +61,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	step = 1 + data[4] % 128;
 	data += 5;
 	size -= 5;
+	if (!tk.set) {
+		struct gd_auth_key psk;
+		psk.len = strlen(psk_text);
+		memcpy(psk.k, psk_text, psk.len);
+		if (gd_tagkey_derive(&tk, &psk, 1, "127.0.0.1:7001", 14) != 0)
+			abort();
+	}
 	gd_sreader_init(&r, max_payload);
 	have = size < step ? size : step;
 	for (;;) {
@@ -52,8 +97,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (f.len > r.max_payload || f.origin_len == 0 ||
 			    f.origin_len > GD_STREAM_ORIGIN_MAX)
 				abort();
-			if (gd_sframe_size(f.origin_len, f.len) != used)
+			if (gd_sframe_tsize(f.origin_len, f.len, f.tag_len) !=
+			    used || (f.tag_len != 0 && (f.tag_len != GD_SFRAME_TAG ||
+			    f.tag != f.data + f.len + f.origin_len)) ||
+			    (f.tag_len == 0 && f.tag != NULL) ||
+			    (r.version == GD_STREAM_VERSION && f.tag_len != 0) ||
+			    (r.version == GD_STREAM_VERSION_TAGS &&
+			    f.tag_len != GD_SFRAME_TAG))
 				abort();
+			if (gd_tag_check(&tk, &f) != 0 && f.tag_len == 0)
+				abort();
+			retag(&tk, &f, enc, sizeof(enc));
 			if (used <= sizeof(enc) &&
 			    (gd_sframe_put(enc, &f) != used ||
 			    memcmp(enc, data + start, used) != 0))

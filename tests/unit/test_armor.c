@@ -220,8 +220,9 @@ TEST(over_the_limit)
 	b = line_of(1, data, sizeof(data), &n);
 	ASSERT_EQ(gd_armor_decode(b, n - 1, 2000, &f, err, sizeof(err)), 0);
 	free(b);
-	/* the longest line for a limit: 300-byte origin, CR LF */
-	ASSERT_EQ(gd_armor_line_max(2000), 5 + (48 + 2000 + 300 + 2) / 3 * 4 + 2);
+	/* the longest line for a limit: 300-byte origin, a tag, CR LF */
+	ASSERT_EQ(gd_armor_line_max(2000), 5 + (48 + 2000 + 300 + 16 + 2) / 3 *
+	    4 + 2);
 	ASSERT_EQ(gd_armor_line_max(0), gd_armor_line_max(1u << 30));
 }
 

@@ -2,8 +2,9 @@
  * libuv loop and a Unix socket, the client side driven by the test: a
  * reply at the cap goes out whole, a reply past it is replaced by one
  * error line and the connection stays usable, a line longer than the old
- * formatting buffer comes out whole. The waits are bounded loops on the
- * condition (bytes arrived), never sleeps. */
+ * formatting buffer comes out whole; and the request table's dispatch.
+ * The waits are bounded loops on the condition (bytes arrived), never
+ * sleeps. */
 #include "ctl.h"
 #include "log.h"
 #include "unit.h"
@@ -181,10 +182,87 @@ TEST(test_identity_long)
 	gd_conf_free(&a);
 }
 
+/* gd_ctl_dispatch: the rules both engines' tables rely on */
+static char got[64];
+
+static int req_note(void *user, struct gd_ctl_client *cl, const char *line,
+    const char *args)
+{
+	(void)cl;
+	(void)line;
+	snprintf(got, sizeof(got), "%s[%s]", (const char *)user, args);
+	return strcmp(args, "close") == 0 ? -1 : 0;
+}
+
+static const struct gd_ctl_req reqs[] = {
+	{ "ack", GD_CTL_ARGS, req_note },
+	{ "hello", GD_CTL_NOARGS, req_note },
+	{ "pending", GD_CTL_OPTARGS, req_note },
+};
+
+/* what line did: the handler's note, or the reply */
+static const char *dispatch(struct gd_ctl_client *cl, const char *line,
+    int *rc)
+{
+	static char out[256];
+	size_t n;
+
+	got[0] = '\0';
+	gd_dbuf_reset(&cl->out);
+	*rc = gd_ctl_dispatch(reqs, sizeof(reqs) / sizeof(reqs[0]), "u", cl,
+	    line);
+	if (got[0] != '\0')
+		return got;
+	n = gd_dbuf_len(&cl->out);
+	if (n >= sizeof(out))
+		n = sizeof(out) - 1;
+	memcpy(out, gd_dbuf_ptr(&cl->out), n);
+	out[n] = '\0';
+	return out;
+}
+
+TEST(test_dispatch)
+{
+	struct gd_ctl_client *cl = calloc(1, sizeof(*cl));
+	char line[200];
+	int rc;
+
+	gd_dbuf_init(&cl->out, CAP);
+	ASSERT_STR(dispatch(cl, "hello", &rc), "u[]");
+	ASSERT_EQ(rc, 0);
+	ASSERT_STR(dispatch(cl, "ack 5", &rc), "u[5]");
+	ASSERT_STR(dispatch(cl, "ack  5", &rc), "u[ 5]");
+	ASSERT_STR(dispatch(cl, "pending", &rc), "u[]");
+	ASSERT_STR(dispatch(cl, "pending sort=id", &rc), "u[sort=id]");
+	/* the handler's -1 (close the client) comes back */
+	ASSERT_STR(dispatch(cl, "ack close", &rc), "u[close]");
+	ASSERT_EQ(rc, -1);
+	/* a request without the arguments it must have, with some it does
+	 * not take, a word that only begins like one, nothing at all */
+	ASSERT_STR(dispatch(cl, "ack", &rc), "error unknown request 'ack'\n");
+	ASSERT_EQ(rc, 0);
+	ASSERT_STR(dispatch(cl, "hello x", &rc),
+	    "error unknown request 'hello x'\n");
+	ASSERT_STR(dispatch(cl, "hello ", &rc),
+	    "error unknown request 'hello '\n");
+	ASSERT_STR(dispatch(cl, "pendingx", &rc),
+	    "error unknown request 'pendingx'\n");
+	ASSERT_STR(dispatch(cl, "hel", &rc), "error unknown request 'hel'\n");
+	ASSERT_STR(dispatch(cl, "", &rc), "error unknown request ''\n");
+	/* the echo is cut at 64 bytes */
+	memset(line, 'x', sizeof(line) - 1);
+	line[sizeof(line) - 1] = '\0';
+	ASSERT_EQ(strlen(dispatch(cl, line, &rc)),
+	    strlen("error unknown request ''\n") + 64);
+	gd_dbuf_free(&cl->out);
+	free(cl);
+}
+
 int main(void)
 {
 	gd_log_init("test_ctl");
 	RUN(test_reply_cap);
 	RUN(test_identity_long);
+	RUN(test_dispatch);
 	return UNIT_DONE();
 }

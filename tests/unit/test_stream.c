@@ -657,16 +657,16 @@ TEST(err_stream_header)
 	ASSERT(fails_with(s.p, s.n, 1, 0, 0, "no stream header: the input is "
 	    "not a gdkit stream, or starts in the middle of one"));
 	s.p[0] ^= 0x01;
-	/* version 2, CRC right */
-	s.p[8] = 2;
+	/* version 3, CRC right */
+	s.p[8] = 3;
 	gd_put32(s.p + 12, gd_crc32c(0, s.p, 12));
-	ASSERT(fails_with(s.p, s.n, 1, 0, 0, "stream version 2 is not "
-	    "supported (this reader knows version 1)"));
+	ASSERT(fails_with(s.p, s.n, 1, 0, 0, "stream version 3 is not "
+	    "supported (this reader knows versions 1 and 2)"));
 	s.p[8] = 0;
 	s.p[9] = 1;
 	gd_put32(s.p + 12, gd_crc32c(0, s.p, 12));
 	ASSERT(fails_with(s.p, s.n, 1, 0, 0, "stream version 256 is not "
-	    "supported (this reader knows version 1)"));
+	    "supported (this reader knows versions 1 and 2)"));
 	s.p[8] = 1;
 	s.p[9] = 0;
 	s.p[10] = 24;

@@ -13,9 +13,11 @@
 # with every block ACKed. Checks: N ACK lines, N distinct keys acknowledged.
 #
 # Env: N SIZE WORK TMO (see lib.sh), MQTT_PORT (default: a free port),
-#      GDKIT_BIN (directory of gdpub gdsub gdack), TIMEOUT (gdpub -t, default 10).
+#      GDKIT_BIN (directory of gdpub gdsub gdack), TIMEOUT (gdpub -t, default 10),
+#      AUTH_KEY (a key file: gdpub and gdsub --auth-key-file, every line's
+#      frame tagged and checked; name gdkit_mqtt_qos0_key).
 # Stdout: RESULT gdkit_mqtt_qos0 <N> <seconds> <blocks_per_s> resent=<n> | SKIP | FAIL
-BENCH_NAME=gdkit_mqtt_qos0
+BENCH_NAME=gdkit_mqtt_qos0${AUTH_KEY:+_key}
 # shellcheck source=tests/bench/peers/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -60,7 +62,8 @@ export XDG_RUNTIME_DIR="$dir/run"
 mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 mkfifo "$dir/lines.fifo"
 ( timeout "$TMO" "$BIN/gdsub" -i "$dir/lines.fifo" -P "$pub" --name bench \
-      --retry-interval 0.05 --max-retries 400 2> "$dir/sub.err" |
+      --retry-interval 0.05 --max-retries 400 ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
+      2> "$dir/sub.err" |
   timeout "$TMO" "$BIN/gdack" -P "$pub" --name bench --tee 2> "$dir/ack.err" |
   cut -f1 > "$dir/keys" ) &
 subpipe=$!
@@ -75,7 +78,8 @@ bench_wait_grep "$dir/broker/mosquitto.log" " $sub_id 0 $topic\$" "$msub" 10 \
 t0=$(bench_now_ns)
 rc=0
 timeout "$TMO" "$BIN/gdpub" -p "$GD_PORT" -n 1 -t "$TIMEOUT" --resend 5 --wait-ready=30 \
-    -o - --armor --status "$dir/pub.st" < "$BENCH_PAYLOAD" 2> "$dir/pub.err" |
+    -o - --armor --status "$dir/pub.st" ${AUTH_KEY:+--auth-key-file "$AUTH_KEY"} \
+    < "$BENCH_PAYLOAD" 2> "$dir/pub.err" |
     timeout "$TMO" mosquitto_pub -h 127.0.0.1 -p "$MQTT_PORT" -q 0 -t "$topic" -l \
         2> "$dir/mpub.err" || rc=$?
 t1=$(bench_now_ns)
