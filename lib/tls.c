@@ -188,6 +188,8 @@ void gd_tls_ctx_free(struct gd_tls_ctx *x)
 	free(x);
 }
 
+static int handshake(struct gd_tls *t);
+
 struct gd_tls *gd_tls_new(struct gd_tls_ctx *x, const char *host)
 {
 	struct gd_tls *t = calloc(1, sizeof(*t));
@@ -227,7 +229,7 @@ struct gd_tls *gd_tls_new(struct gd_tls_ctx *x, const char *host)
 			(void)SSL_set1_host(t->ssl, host);
 		}
 	}
-	(void)gd_tls_handshake(t);	/* the ClientHello, for gd_tls_take */
+	(void)handshake(t);	/* the ClientHello, for gd_tls_take */
 	return t;
 }
 
@@ -293,7 +295,9 @@ static int failed(struct gd_tls *t, int ret)
 	}
 }
 
-int gd_tls_handshake(struct gd_tls *t)
+/* Move the handshake on without reading: GD_TLS_OK once done,
+ * GD_TLS_AGAIN, GD_TLS_FAIL. */
+static int handshake(struct gd_tls *t)
 {
 	int ret;
 

@@ -49,9 +49,6 @@ int gd_tls_feed(struct gd_tls *t, const uint8_t *d, size_t n);
  * have left bytes for gd_tls_take), GD_TLS_EOF (the peer's close_notify)
  * or GD_TLS_FAIL (gd_tls_error says why). */
 long gd_tls_read(struct gd_tls *t, uint8_t *buf, size_t cap);
-/* Move the handshake on without reading: GD_TLS_OK once done,
- * GD_TLS_AGAIN, GD_TLS_FAIL. */
-int gd_tls_handshake(struct gd_tls *t);
 int gd_tls_done(const struct gd_tls *t);
 /* Encrypt n bytes (after the handshake): GD_TLS_OK or GD_TLS_FAIL. */
 int gd_tls_write(struct gd_tls *t, const uint8_t *d, size_t n);

@@ -274,7 +274,6 @@ void pub_net_end(struct pub *p);
 /* A few times a second: sends blocked past GDpub_sendTimeout. */
 void pub_net_tick(struct pub *p, uint64_t now);
 void pub_net_close(struct pub *p);
-void pub_conn_shut(uv_shutdown_t *req, int status);
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk);
 void pub_conn_send(struct sconn *c, struct gd_bcast *b);

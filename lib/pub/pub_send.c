@@ -14,6 +14,8 @@
 
 #define BCAST_SIZE (256 * 1024)
 
+static void pub_conn_shut(uv_shutdown_t *req, int status);
+
 struct bwrite {
 	uv_write_t req;
 	struct gd_bcast *b;	/* what is written, or (TLS, raw) NULL */
@@ -516,7 +518,7 @@ static int tcp_full(struct pub *p)
 	return p->paused_backlog;
 }
 
-void pub_conn_shut(uv_shutdown_t *req, int status)
+static void pub_conn_shut(uv_shutdown_t *req, int status)
 {
 	(void)status;
 	pub_conn_close(req->data, NULL);
