@@ -38,14 +38,9 @@ setup_file() {
 	chmod 600 ./*.key
 }
 
-setup() {
-	export XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/run"
-	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
-	cd "$BATS_TEST_TMPDIR" || return 1
-	BG_PIDS=()
-	PKI="$BATS_FILE_TMPDIR/pki"
-	SRV="--tls-cert $PKI/srv.pem --tls-key $PKI/srv.key"
-}
+# the helpers' setup() runs for each test; these are read by the tests
+PKI="$BATS_FILE_TMPDIR/pki"
+SRV="--tls-cert $PKI/srv.pem --tls-key $PKI/srv.key"
 
 # pub_with PORT OPTS...: a gdpub -n 1 on PORT that keeps running (its
 # input stays open), stderr in pub.err; wait until it listens
