@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
-PKGS = libuv inih libcrypto
+PKGS = libuv inih libssl libcrypto
 
 ifeq ($(FUZZ),1)
 VARIANT = fuzz

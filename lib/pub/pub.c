@@ -211,7 +211,7 @@ static int end_waiting(struct pub *p)
 	if (p->end_lost > 0)
 		return 1;
 	for (c = p->conns; c; c = c->next)
-		if (c->end_sent && !c->closing)
+		if (c->end_sent && c->state != PUB_CS_CLOSING)
 			return 1;
 	return 0;
 }
@@ -407,6 +407,16 @@ static int start(struct pub *p)
 		gd_err("%s", why);
 		return GD_EX_CONFIG;
 	}
+	if (p->conf->pub_tls_cert != NULL) {
+		struct gd_tls_conf tc = { 1, p->conf->pub_tls_cert,
+			p->conf->pub_tls_key, p->conf->pub_tls_ca,
+			p->conf->pub_tls_min == GD_TLS_MIN_12 ? 12 : 13 };
+		/* checked with the keys; read here, as the files are now */
+		if ((p->tls = gd_tls_ctx_new(&tc, why, sizeof(why))) == NULL) {
+			gd_err("%s", why);
+			return GD_EX_CONFIG;
+		}
+	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
@@ -594,6 +604,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	gd_input_free(&p->in);
 	gd_auth_clear(&p->key);
 	free(p->abuf);
+	gd_tls_ctx_free(p->tls);
 	free(p);
 	return rc;
 }

@@ -35,16 +35,21 @@ static int req_subs(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "subs %zu\n", s->npc);
 	gd_ctl_printf(cl, "publisher:s\torigin:s\tstate:s\tattempts:n\t"
 	    "ack_conn:s\treceived:n\tunique:n\tduplicates:n\tacked:n\t"
-	    "snapshot:n\tsent:n\n");
+	    "snapshot:n\tsent:n\ttls:s\n");
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
+		char tls[400] = "-", cell[400];
+		/* "TLSv1.3 CIPHER SUBJECT" of the publisher's certificate */
+		if (pc->tls != NULL)
+			gd_tls_describe(pc->tls, tls, sizeof(tls));
+		gd_ctl_cell(cell, sizeof(cell), tls);
 		gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
-		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\n",
 		    pc->addr, pc->origin_len ? pc->origin : "-", st[pc->state],
 		    pc->attempts, pc->origin_len == 0 ? "-" :
 		    gd_ack_status_str(pc->ack_status),
 		    pc->rv.n_recv, pc->rv.n_unique, pc->rv.n_dup,
-		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv));
+		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv), cell);
 	}
 	return 0;
 }

@@ -26,6 +26,7 @@
 #   gdkit_1to1             gdpub -n 1 -> gdsub | gdack, N blocks, first input byte
 #                          until gdpub exited after the last ACK; CPU s and peak
 #                          RSS of each program (GNU time)
+#   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
 #   gdkit_sink_<S>         gdkit_1to1 with the output in a file: gdack --tee >
@@ -142,6 +143,7 @@ say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN${ON
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
+repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
