@@ -319,6 +319,13 @@ port_of() {
 	cat "$1"
 }
 
+# port_sh FILE: a command substitution, for a stage of a `bash -c`
+# pipeline whose gdpub writes --port-file FILE: it waits (30 s at most)
+# for FILE and expands to the port, as port_of would
+port_sh() {
+	printf '$(for _ in $(seq 600); do [ -s %s ] && break; sleep 0.05; done; cat %s)' "$1" "$1"
+}
+
 # pub_bg [--separate-stderr] CMD...: start CMD, a gdpub run with
 # "-p 0 --port-file pub.port" (or timeout, env or bash -c around one), in
 # the background and its own process group, with the caller's stdin; wait
