@@ -42,13 +42,11 @@ setup_file() {
 PKI="$BATS_FILE_TMPDIR/pki"
 SRV="--tls-cert $PKI/srv.pem --tls-key $PKI/srv.key"
 
-# pub_with PORT OPTS...: a gdpub -n 1 on PORT that keeps running (its
-# input stays open), stderr in pub.err; wait until it listens
+# pub_with OPTS...: a gdpub -n 1 on port 0 that keeps running (its input
+# stays open), stderr in pub.err; wait until it listens, set port
 pub_with() {
-	local port=$1
-	shift
-	spawn "sleep 120 | gdpub -p $port -n 1 $* > pub.out 2> pub.err"
-	wait_until 10 listening "$port"
+	spawn "sleep 120 | gdpub -p 0 --port-file pub.port -n 1 $* > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 }
 
 # sub_refused PORT CODE WHY SUB-OPTS...: a gdsub that could try 10 times
@@ -67,12 +65,12 @@ pub_said() {
 }
 
 @test "the right CA: 1,000 blocks over TLS reach a GD pipeline, all ACKed" {
-	port=$(free_port)
+	seq 1 1000 > in.txt
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 1 $SRV \
+	    --wait-ready=30 < in.txt
 	sub_conf s.ini "$port" "GDsub_tlsCA=$PKI/ca.pem"
 	ack_pipeline s
-	seq 1 1000 > in.txt
-	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 $SRV \
-	    --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1000 ]
 	run ! grep -q NACK <<<"$output"
@@ -83,19 +81,18 @@ pub_said() {
 }
 
 @test "a BYE that comes with TLS's close_notify in one read counts: gdpub sees the subscriber unsubscribe, not lose it" {
-	port=$(free_port)
-	spawn "sleep 120 | exec gdpub -p $port -n 1 $SRV -v > pub.out 2> pub.err"
+	spawn "sleep 120 | exec gdpub -p 0 --port-file pub.port -n 1 $SRV -v > pub.out 2> pub.err"
 	pub=$SPAWNED
-	wait_until 10 listening "$port"
+	port=$(port_of pub.port)
 	spawn "exec gdsub -P 127.0.0.1:$port --tls-ca $PKI/ca.pem > s.out 2> s.err"
 	sub=$SPAWNED
 	wait_until 20 has_line pub.err "connected: GD slot 0"
 	# gdpub stopped, gdsub's BYE, close_notify and FIN wait in the
 	# socket together; gdpub then reads them at once
-	pkill -STOP -f "gdpub -p $port"
+	pkill -STOP -g "$pub" -x gdpub
 	kill -TERM "$sub"
 	wait_until 20 bash -c "! kill -0 $sub 2>/dev/null"
-	pkill -CONT -f "gdpub -p $port"
+	pkill -CONT -g "$pub" -x gdpub
 	wait_until 20 has_line pub.err "disconnected"
 	has_line pub.err "disconnected: unsubscribed[;]"
 	run ! grep -q "disconnected: connection closed" pub.err
@@ -103,15 +100,15 @@ pub_said() {
 }
 
 @test "TLS with the pre-shared key too, from config files: both prove it, blocks ACKed" {
-	port=$(free_port)
 	head -c 32 /dev/urandom | base64 > k
 	chmod 600 k
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_authKeyFile=k\nGDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' \
-	    "$port" "$PKI/srv.pem" "$PKI/srv.key" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_authKeyFile=k\nGDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' \
+	    "$PKI/srv.pem" "$PKI/srv.key" > p.ini
+	seq 1 5 > in.txt
+	pub_bg --separate-stderr timeout 30 gdpub -c p.ini --port-file pub.port --wait-ready=20 < in.txt
 	sub_conf s.ini "$port" "GDsub_authKeyFile=k" "GDsub_tlsCA=$PKI/ca.pem"
 	ack_pipeline s
-	seq 1 5 > in.txt
-	run --separate-stderr timeout 30 gdpub -c p.ini --wait-ready=20 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3\nACK 4\nACK 5')"
 	wait_until 20 test -s s.rc
@@ -119,20 +116,19 @@ pub_said() {
 }
 
 @test "stream mode: gdsub -i's acknowledgement connection goes over TLS too" {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' \
-	    "$port" "$PKI/srv.pem" "$PKI/srv.key" > p.ini
-	sub_conf s.ini "$port" "GDsub_tlsCA=$PKI/ca.pem"
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' \
+	    "$PKI/srv.pem" "$PKI/srv.key" > p.ini
+	# GDsub_pub: -P, once gdpub has its port
+	printf 'GDsub_retryInt=0.05\nGDsub_maxRetries=200\nGDsub_tlsCA=%s\n' "$PKI/ca.pem" > s.ini
 	seq 1 3 > in.txt
-	run --separate-stderr timeout 30 bash -c "gdpub -c p.ini -o - --status pub.out < in.txt | gdsub -c s.ini -i - | gdack -c s.ini; echo \${PIPESTATUS[*]}"
+	run --separate-stderr timeout 30 bash -c "gdpub -c p.ini --port-file pub.port -o - --status pub.out < in.txt | gdsub -c s.ini -P 127.0.0.1:$(port_sh pub.port) -i - | gdack -c s.ini; echo \${PIPESTATUS[*]}"
 	assert_success
 	assert_output "0 0 0"
 	[ "$(cat pub.out)" = "$(printf 'READY\nACK 1\nACK 2\nACK 3')" ]
 }
 
 @test "a wrong CA at gdsub: it refuses the publisher at once (77), gdpub says why" {
-	port=$(free_port)
-	pub_with "$port" $SRV
+	pub_with $SRV
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: certificate verify failed: unable to get local issuer certificate; giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/other.pem"
 	pub_said "^gdpub: TLS handshake with 127\.0\.0\.1:[0-9]+ failed: tlsv1 alert unknown ca \(the subscriber refused this gdpub's certificate: see its log\); closing the connection$"
@@ -141,55 +137,48 @@ pub_said() {
 }
 
 @test "a wrong CA at gdpub (mutual TLS): a client certificate it did not sign is refused, 77" {
-	port=$(free_port)
-	pub_with "$port" $SRV --tls-ca "$PKI/ca.pem"
+	pub_with $SRV --tls-ca "$PKI/ca.pem"
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: tlsv1 alert unknown ca (the publisher refused it: see its log); giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/ca.pem" --tls-cert "$PKI/stranger.pem" --tls-key "$PKI/stranger.key"
 	pub_said "^gdpub: TLS handshake with 127\.0\.0\.1:[0-9]+ failed: certificate verify failed: unable to get local issuer certificate; closing the connection$"
 }
 
 @test "an expired certificate is refused: 77, and the reason on both sides" {
-	port=$(free_port)
-	pub_with "$port" --tls-cert "$PKI/expired.pem" --tls-key "$PKI/expired.key"
+	pub_with --tls-cert "$PKI/expired.pem" --tls-key "$PKI/expired.key"
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: certificate verify failed: certificate has expired; giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/ca.pem"
 	pub_said "failed: sslv3 alert certificate expired \(the subscriber refused"
 }
 
 @test "the host name of GDsub_pub must be in the certificate: localhost is, 127.0.0.1 is not in elsewhere's" {
-	port=$(free_port)
-	pub_with "$port" --tls-cert "$PKI/elsewhere.pem" --tls-key "$PKI/elsewhere.key"
+	pub_with --tls-cert "$PKI/elsewhere.pem" --tls-key "$PKI/elsewhere.key"
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: certificate verify failed: IP address mismatch; giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/ca.pem"
 	expect_fail 77 "gdsub: cannot connect to localhost:$port: TLS handshake failed: certificate verify failed: hostname mismatch; giving up at once: retrying cannot help" \
 	    -- gdsub -P "localhost:$port" --tls-ca "$PKI/ca.pem" --max-retries 10
 	# and a name that the certificate has is accepted
-	port2=$(free_port)
-	spawn "sleep 120 | gdpub -p $port2 -n 0 $SRV > pub2.out 2> pub2.err"
-	wait_until 10 listening "$port2"
+	spawn "sleep 120 | gdpub -p 0 --port-file pub2.port -n 0 $SRV > pub2.out 2> pub2.err"
+	port2=$(port_of pub2.port)
 	spawn "gdsub -P localhost:$port2 --tls-ca $PKI/ca.pem -v > s2.out 2> s2.err"
 	wait_until 10 has_line s2.err "connected to publisher localhost:$port2"
 	has_line s2.err "publisher localhost:$port2: TLSv1\.3 "
 }
 
 @test "a plain gdsub at a TLS gdpub: refused in words on both sides, 78" {
-	port=$(free_port)
-	pub_with "$port" $SRV
+	pub_with $SRV
 	sub_refused "$port" 78 "gdsub: publisher 127.0.0.1:$port refused the subscription: this publisher speaks TLS only (GDpub_tlsCert): give gdsub GDsub_tlsCA (--tls-ca) with the CA of its certificate"
 	pub_said "^gdpub: refused connection from 127\.0\.0\.1:[0-9]+: it speaks plain gdkit, and this gdpub requires TLS \(GDpub_tlsCert\); a gdsub needs GDsub_tlsCA$"
 }
 
 @test "a TLS gdsub at a plain gdpub: a TLS alert, 77, and gdpub names the cause" {
-	port=$(free_port)
-	pub_with "$port"
+	pub_with
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: sslv3 alert handshake failure (the publisher refused it: see its log); giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/ca.pem"
 	pub_said "^gdpub: refused connection from 127\.0\.0\.1:[0-9]+: it speaks TLS, and this gdpub has no certificate \(GDpub_tlsCert, GDpub_tlsKey\)$"
 }
 
 @test "mutual TLS: a gdsub without a certificate is refused (77); with one it is served, gdinspect subs shows TLS at both ends" {
-	port=$(free_port)
-	pub_with "$port" $SRV --tls-ca "$PKI/ca.pem"
+	pub_with $SRV --tls-ca "$PKI/ca.pem"
 	sub_refused "$port" 77 "gdsub: cannot connect to 127.0.0.1:$port: TLS handshake failed: tlsv13 alert certificate required (the publisher refused it: see its log); giving up at once: retrying cannot help" \
 	    --tls-ca "$PKI/ca.pem"
 	pub_said "^gdpub: TLS handshake with 127\.0\.0\.1:[0-9]+ failed: peer did not return a certificate; closing the connection$"
@@ -214,8 +203,7 @@ assert re.fullmatch(r"TLSv1\.3 TLS_\S+ /CN=srv", d["tls"]), d
 }
 
 @test "plain TCP shows no TLS in gdinspect subs (a dash)" {
-	port=$(free_port)
-	pub_with "$port"
+	pub_with
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > s.out 2> s.err"
 	wait_until 20 bash -c "gdinspect -p $port --json subs | grep -q '\"tls\":\"-\"'"
@@ -225,17 +213,15 @@ assert re.fullmatch(r"TLSv1\.3 TLS_\S+ /CN=srv", d["tls"]), d
 }
 
 @test "openssl s_client sees TLS 1.3 on gdpub's port; TLS 1.2 only with GDpub_tlsMinVersion=1.2" {
-	port=$(free_port)
-	pub_with "$port" $SRV
+	pub_with $SRV
 	run timeout 20 openssl s_client -connect "127.0.0.1:$port" -CAfile "$PKI/ca.pem" -verify_return_error </dev/null
 	assert_output --partial "New, TLSv1.3, Cipher is TLS_"
 	assert_output --partial "Verify return code: 0 (ok)"
 	run timeout 20 openssl s_client -connect "127.0.0.1:$port" -tls1_2 </dev/null
 	refute_output --partial "New, TLSv1.2"
 	wait_until 10 has_line pub.err "failed: unsupported protocol"
-	port2=$(free_port)
-	spawn "sleep 120 | gdpub -p $port2 -n 1 $SRV --tls-min-version 1.2 > pub2.out 2> pub2.err"
-	wait_until 10 listening "$port2"
+	spawn "sleep 120 | gdpub -p 0 --port-file pub2.port -n 1 $SRV --tls-min-version 1.2 > pub2.out 2> pub2.err"
+	port2=$(port_of pub2.port)
 	run timeout 20 openssl s_client -connect "127.0.0.1:$port2" -tls1_2 -CAfile "$PKI/ca.pem" </dev/null
 	assert_output --partial "New, TLSv1.2, Cipher is "
 }
@@ -243,22 +229,22 @@ assert re.fullmatch(r"TLSv1\.3 TLS_\S+ /CN=srv", d["tls"]), d
 @test "on the wire: the payload in clear over plain TCP, never over TLS (relay.py --record)" {
 	payload="secret-payload-$RANDOM$RANDOM"
 	for mode in plain tls; do
-		port=$(free_port)
+		opts=
+		[ "$mode" = plain ] || opts=$SRV
+		for i in 1 2 3; do echo "$payload-$i"; done > in.txt
+		pub_bg --separate-stderr timeout 30 gdpub -p 0 --port-file pub.port -n 1 $opts --wait-ready=20 < in.txt
 		rm -f relay.port
 		spawn "exec python $RELAY 0 127.0.0.1:$port --port-file relay.port --record wire.$mode > /dev/null 2> relay.$mode.err"
 		wait_until 10 test -s relay.port
 		rport=$(cat relay.port)
 		if [ "$mode" = tls ]; then
 			sub_conf s.ini "$rport" "GDsub_tlsCA=$PKI/ca.pem"
-			opts=$SRV
 		else
 			sub_conf s.ini "$rport"
-			opts=
 		fi
 		rm -f s.rc
 		ack_pipeline s
-		for i in 1 2 3; do echo "$payload-$i"; done > in.txt
-		run --separate-stderr timeout 30 gdpub -p "$port" -n 1 $opts --wait-ready=20 < in.txt
+		pub_wait
 		assert_success
 		assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 		wait_until 20 test -s s.rc
