@@ -29,20 +29,21 @@ d = json.loads(sys.argv[1])
 assert eval(sys.argv[2]), d' "$out" "$1"
 }
 
-# sub_in NAME PORT [GDSUB-OPTS]: spawn gdsub -i in.fifo (held open on fd
-# 7 by the test: the input ends at feed_close) for the gdpub on PORT,
-# piped into gdack --tee > NAME.out; "SUB ACK" statuses in NAME.rc
+# sub_in NAME PORT [GDSUB-OPTS]: spawn gdsub -i in.fifo (made and held
+# open on fd 7 by the test with feed_open: the input ends at feed_close)
+# for the gdpub on PORT, piped into gdack --tee > NAME.out; "SUB ACK"
+# statuses in NAME.rc
 sub_in() {
-	feed_open in.fifo
 	spawn "gdsub -i in.fifo -P 127.0.0.1:$2 --name $1 --retry-interval 0.05 --max-retries 400 ${3:-} 2> $1.sub.err | gdack -P 127.0.0.1:$2 --name $1 --tee > $1.out 2> $1.ack.err; echo \${PIPESTATUS[*]} > $1.rc" 7>&-
 }
 
 @test "forged armored frames for IDs 2 and 3 (no tag) are counted, reported with their line, never written or acknowledged; the real blocks 2 and 3 are" {
 	mkkey k
-	port=$(free_port)
-	sub_in s "$port" "--auth-key-file k"
-	spawn "seq 3 | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
+	feed_open in.fifo
+	spawn "seq 3 | gdpub -p 0 --port-file pub.port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
 		python $BATS_TEST_DIRNAME/tagforge.py forge 2:EVIL-2 3:EVIL-3 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_in s "$port" "--auth-key-file k"
 	wait_until 30 test -s pub.rc
 	assert_equal "$(cat pub.rc)" "0 0 0"
 	assert_equal "$(cat pub.st)" "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
@@ -58,10 +59,11 @@ sub_in() {
 
 @test "binary stream: forged frames with a made-up tag are skipped by byte offset, the real ones, dropped on the way, come by resend and are ACKed" {
 	mkkey k
-	port=$(free_port)
-	sub_in s "$port" "--auth-key-file k"
-	spawn "seq 3 | gdpub -p $port -n 1 -o - --auth-key-file k --status pub.st --wait-ready=30 -t 2 --resend 5 2> pub.err |
+	feed_open in.fifo
+	spawn "seq 3 | gdpub -p 0 --port-file pub.port -n 1 -o - --auth-key-file k --status pub.st --wait-ready=30 -t 2 --resend 5 2> pub.err |
 		python $BATS_TEST_DIRNAME/tagforge.py forge --tag junk --drop 2:EVIL-2 3:EVIL-3 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_in s "$port" "--auth-key-file k"
 	wait_until 60 test -s pub.rc
 	assert_equal "$(cat pub.rc)" "0 0 0"
 	assert_equal "$(sort pub.st)" "$(printf 'ACK 1\nACK 2\nACK 3\nREADY')"
@@ -84,11 +86,13 @@ sub_in() {
 # could be a restart not yet seen).
 @test "frames of another run replayed into this one are not written, and do not make gdsub forget this run: its frames replayed after them stay duplicates" {
 	mkkey k
-	port=$(free_port)
-	printf 'old-1\nold-2\nold-3\n' | gdpub -p "$port" -o - --armor --auth-key-file k > run1.txt
-	sub_in s "$port" "--auth-key-file k"
+	# the other run on the same port: the same origin HOST:PORT
+	printf 'old-1\nold-2\nold-3\n' | gdpub -p 0 --port-file run1.port -o - --armor --auth-key-file k > run1.txt
+	port=$(cat run1.port)
+	feed_open in.fifo
 	spawn "printf 'new-1\nnew-2\nnew-3\n' | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
 		python $BATS_TEST_DIRNAME/tagforge.py replay run1.txt 2 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	sub_in s "$port" "--auth-key-file k"
 	wait_until 30 test -s pub.rc
 	assert_equal "$(cat pub.rc)" "0 0 0"
 	assert_equal "$(cat pub.st)" "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
@@ -106,8 +110,8 @@ sub_in() {
 
 @test "a stream without tags into a gdsub with a key is refused with 65, in one line" {
 	mkkey k
-	port=$(free_port)
-	seq 3 | gdpub -p "$port" -o - > plain.gds
+	seq 3 | gdpub -p 0 --port-file pub.port -o - > plain.gds
+	port=$(cat pub.port)
 	run --separate-stderr timeout 20 gdsub -i plain.gds -P "127.0.0.1:$port" --no-gd --auth-key-file k
 	assert_equal "$status" 65
 	assert_equal "$output" ""
@@ -128,8 +132,8 @@ sub_in() {
 
 @test "a tagged stream, binary or armored, into a gdsub without a key is refused with 65: it could not verify them" {
 	mkkey k
-	port=$(free_port)
-	seq 3 | gdpub -p "$port" -o - --auth-key-file k > tagged.gds
+	seq 3 | gdpub -p 0 --port-file pub.port -o - --auth-key-file k > tagged.gds
+	port=$(cat pub.port)
 	seq 3 | gdpub -p "$port" -o - --armor --auth-key-file k > tagged.txt
 	for f in tagged.gds tagged.txt; do
 		run --separate-stderr timeout 20 gdsub -i "$f" -P "127.0.0.1:$port" --no-gd
@@ -146,8 +150,8 @@ sub_in() {
 @test "a frame tagged with another key fails its check; a tagged stream is version 2, and gdinspect decode reads it" {
 	mkkey k
 	mkkey k2
-	port=$(free_port)
-	seq 2 | gdpub -p "$port" -o - --auth-key-file k2 > other.gds
+	seq 2 | gdpub -p 0 --port-file pub.port -o - --auth-key-file k2 > other.gds
+	port=$(cat pub.port)
 	head -c 10 other.gds | od -An -tx1 | tr -d ' \n' > hdr.hex
 	assert_equal "$(cat hdr.hex)" "8947444b0d0a1a0a0200"
 	run --separate-stderr timeout 20 gdsub -i other.gds -P "127.0.0.1:$port" --no-gd --auth-key-file k
