@@ -25,12 +25,18 @@ pipeline() {
 	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 0.05 --max-retries 400 ${1:-} 2> sub.err | gdack -P 127.0.0.1:$rport --tee > s.out 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
 }
 
-# publish N GDPUB-OPTS...: seq 1 N through gdpub -n 1, status in st,
-# exit status checked 0, every block ACKed
+# publish N GDPUB-OPTS...: start seq 1 N through gdpub -n 1 on port 0,
+# status in st; sets port. published N: wait for it, exit status checked
+# 0, every block ACKed
 publish() {
 	local n=$1
 	shift
-	run --separate-stderr timeout 60 bash -c "seq 1 $n | gdpub -p $port -n 1 --wait-ready=20 $* > st 2> pub.err"
+	pub_bg --separate-stderr timeout 60 bash -c "seq 1 $n | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=20 $* > st 2> pub.err"
+}
+
+published() {
+	local n=$1
+	pub_wait 90
 	assert_success
 	assert_equal "$(grep -c '^ACK' st)" "$n"
 	assert_equal "$(grep -vc '^ACK\|^READY' st)" 0
@@ -50,21 +56,21 @@ setup_file() {
 }
 
 @test "the relay: listens on a free port, says its seed, passes bytes both ways unchanged" {
-	port=$(free_port)
+	publish 2000 -t 10
 	relay
 	listening "$rport"
 	pipeline
-	publish 2000 -t 10
+	published 2000
 	once 2000
 	grep -q '^relay: seed [0-9]*$' relay.err
 	run ! bash -c "grep -v 'Connection refused' relay.err | grep -q dropped"
 }
 
 @test "dropped after 300 bytes towards gdsub: gdsub says so and reconnects, the rest is resent, every block ACKed and written once" {
-	port=$(free_port)
+	publish 50 -t 0.5 --resend 20
 	relay --drop-after 300 --dir down
 	pipeline
-	publish 50 -t 0.5 --resend 20
+	published 50
 	once 50
 	grep -q '^relay: connection [0-9]*: dropped (after 300 bytes down)$' relay.err
 	has_line sub.err "^gdsub: lost connection to publisher 127.0.0.1:$rport: connection closed by the publisher; reconnecting$"
@@ -72,19 +78,19 @@ setup_file() {
 }
 
 @test "dropped after 100 bytes towards gdpub (acknowledgements lost): the resends are acknowledged again, not written again" {
-	port=$(free_port)
+	publish 50 -t 0.5 --resend 20
 	relay --drop-after 100 --dir up
 	pipeline
-	publish 50 -t 0.5 --resend 20
+	published 50
 	once 50
 	grep -q '^relay: connection [0-9]*: dropped (after 100 bytes up)$' relay.err
 }
 
 @test "every chunk delayed past the timeout: blocks are resent, the copies dropped by key, every block ACKed once" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 60 bash -c "seq 1 5 | gdpub -p 0 --port-file pub.port -n 1 -t 0.2 --resend 20 --wait-ready=20 -v > st 2> pub.err"
 	relay --delay 0.3 --dir both
 	pipeline
-	run --separate-stderr timeout 60 bash -c "seq 1 5 | gdpub -p $port -n 1 -t 0.2 --resend 20 --wait-ready=20 -v > st 2> pub.err"
+	pub_wait 90
 	assert_success
 	assert_equal "$(cat st)" "$(echo READY; statuses ACK 1 2 3 4 5)"
 	once 5
@@ -93,18 +99,18 @@ setup_file() {
 }
 
 @test "one byte per write both ways: frames are put together again, every block ACKed and written once" {
-	port=$(free_port)
+	publish 1000 -t 10
 	relay --split --dir both
 	pipeline
-	publish 1000 -t 10
+	published 1000
 	once 1000
 }
 
 @test "a duplicated chunk towards gdsub: a copy of whole frames is dropped by key, a copy that breaks the framing is a malformed frame: reconnect, resend; written once" {
-	port=$(free_port)
+	publish 200 -t 0.5 --resend 20
 	relay --dup-at 200 --dir down
 	pipeline
-	publish 200 -t 0.5 --resend 20
+	published 200
 	once 200
 	grep -q '^relay: connection [0-9]*: duplicated [0-9]* bytes at [0-9]* down$' relay.err
 	# either outcome, and nothing else on gdsub's stderr (but the
@@ -114,29 +120,29 @@ setup_file() {
 }
 
 @test "a duplicated chunk towards gdpub (the hello, or acknowledgements): every block ACKed and written once" {
-	port=$(free_port)
+	publish 200 -t 0.5 --resend 20
 	relay --dup-at 0 --dir up
 	pipeline
-	publish 200 -t 0.5 --resend 20
+	published 200
 	once 200
 	grep -q '^relay: connection [0-9]*: duplicated [0-9]* bytes at 0 up$' relay.err
 }
 
 @test "a corrupted frame type towards gdsub: gdsub names the publisher and the malformed frame, reconnects; every block ACKed and written once" {
-	port=$(free_port)
+	publish 20 -t 0.5 --resend 20
 	relay --corrupt-at 4 --dir down
 	pipeline
-	publish 20 -t 0.5 --resend 20
+	published 20
 	once 20
 	grep -q '^relay: connection [0-9]*: corrupted byte 4 down$' relay.err
 	assert_equal "$(grep -v -E -e "$early" sub.err)" "gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting"
 }
 
 @test "the end of the stream lost with its connection: gdsub connects again and gdpub, still waiting for its BYE, tells it the end; both sides exit 0" {
-	port=$(free_port)
+	publish 50 -t 5
 	relay --drop-before-type 6 --dir down
 	pipeline
-	publish 50 -t 5
+	published 50
 	once 50
 	# without gdpub waiting, gdsub would retry a publisher that is gone
 	# until --max-retries (20 s here) and exit 69
@@ -145,18 +151,20 @@ setup_file() {
 }
 
 @test "the end lost and the subscriber not back: gdpub waits 3 s for it, says so at -v, exits 0; SIGTERM ends that wait at once" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 30 bash -c "seq 1 5 | gdpub -p 0 --port-file pub.port -n 1 -v --wait-ready=20"
 	relay --drop-before-type 6 --dir down --conns 0
 	# a subscriber that would try again only after 10 s
 	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 10 2> sub.err | gdack -P 127.0.0.1:$rport > /dev/null 2> ack.err"
-	run --separate-stderr timeout 30 bash -c "seq 1 5 | gdpub -p $port -n 1 -v --wait-ready=20"
+	sub=$SPAWNED
+	pub_wait 60
 	assert_success
 	assert_equal "$(grep -c '^ACK' <<<"$output")" 5
 	[[ "$stderr" == *"gdpub: the stream has ended: waiting up to 3000 ms for the subscribers to say they have the end"* ]]
 	[[ "$stderr" == *"gdpub: 1 subscriber lost the connection before the end of the stream reached it, and did not connect again within 3000 ms"* ]]
-	# again, and a SIGTERM while gdpub waits: it ends at once, without
-	# the line above (which would come 3 s later, had it waited)
-	kill -KILL -- "-${BG_PIDS[1]}"
+	# again, on the port the relay forwards to, and a SIGTERM while gdpub
+	# waits: it ends at once, without the line above (which would come 3 s
+	# later, had it waited)
+	kill -KILL -- "-$sub"
 	seq 1 5 > in5
 	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -v --wait-ready=20 < in5 > st2 2> p2.err'; echo \$? > p2.rc"
 	wait_until 10 listening "$port"
@@ -170,10 +178,10 @@ setup_file() {
 }
 
 @test "random drops either way (seeded), at-least-once (--dedup none): every block written at least once, every block ACKed" {
-	port=$(free_port)
+	publish 3000 -t 0.5 --resend 50
 	relay --drop-random 0.05 --dir both --seed 42
 	pipeline "--dedup none"
-	publish 3000 -t 0.5 --resend 50
+	published 3000
 	wait_until 20 file_is s.rc "0 0"
 	cut -f2 s.out | sort -nu > got
 	assert_equal "$(cat got)" "$(seq 1 3000)"
