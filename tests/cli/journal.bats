@@ -20,11 +20,12 @@ for l in sys.stdin:
 }
 
 @test "kill -9 with blocks pending: the restarted gdpub sends them again (same id and index, resent) before new input; ids go on; the journal empties" {
-	port=$(free_port)
 	touch cmds
-	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
+	# the restart below takes the same port: the subscriber reconnects
+	port=$(port_of pub.port)
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
 	wait_until 10 has_line ev '^block 3 3 0 3$'
 	assert_equal "$(jrows j.gdj)" "$(seq 1 3)"
 	# block 2 is acknowledged, then gdpub dies
@@ -57,9 +58,9 @@ for l in sys.stdin:
 }
 
 @test "a torn tail (a crash mid-write) is cut with a warning naming the offset; the records before it are replayed" {
-	port=$(free_port)
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
+	port=$(port_of pub.port)
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 2 ]"
 	kill -KILL "$pid"
 	size=$(stat -c %s j.gdj)
@@ -78,12 +79,12 @@ for l in sys.stdin:
 }
 
 @test "a second gdpub on a journal in use: exit 74 naming the file and the holder's pid, before touching it; the holder keeps its blocks" {
-	port=$(free_port)
 	port2=$(free_port)
 	touch cmds
-	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
+	port=$(port_of pub.port)
+	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
 	wait_until 10 has_line ev '^block 3 3 0 3$'
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj | grep -vc highest_id)\" -eq 3 ]"
 	cp j.gdj before.gdj
@@ -102,9 +103,9 @@ for l in sys.stdin:
 }
 
 @test "a gdpub that cannot listen (port in use, 69) has not cut the journal's torn tail nor announced its replay" {
-	port=$(free_port)
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
+	port=$(port_of pub.port)
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 2 ]"
 	kill -KILL "$pid"
 	truncate -s $(($(stat -c %s j.gdj) - 3)) j.gdj
@@ -117,9 +118,9 @@ for l in sys.stdin:
 }
 
 @test "corruption before the end of the journal: exit 74, nothing replayed or changed" {
-	port=$(free_port)
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
+	port=$(port_of pub.port)
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 3 ]"
 	kill -KILL "$pid"
 	# flip the payload byte of the first record (offset 32 + 32)
@@ -131,14 +132,14 @@ for l in sys.stdin:
 }
 
 @test "a journal that cannot be written: exit 74 at start; the disk filling up mid-run: exit 74, the blocks recorded before stay" {
-	port=$(free_port)
-	expect_fail 74 "gdpub: cannot write journal '/dev/full': No space left on device" -- gdpub -p "$port" -n 1 --journal /dev/full
-	expect_fail 74 "gdpub: cannot open journal 'nosuchdir/j.gdj': No such file or directory" -- gdpub -p "$port" -n 1 --journal nosuchdir/j.gdj
+	expect_fail 74 "gdpub: cannot write journal '/dev/full': No space left on device" -- gdpub -p 0 -n 1 --journal /dev/full
+	expect_fail 74 "gdpub: cannot open journal 'nosuchdir/j.gdj': No such file or directory" -- gdpub -p 0 -n 1 --journal nosuchdir/j.gdj
 	# a file size limit stands for a full disk: past 64 KiB writes fail
+	pub_bg --separate-stderr timeout 30 bash -c "trap '' XFSZ; ulimit -f 64; seq 1 5000 | sed 's/\$/ padding padding padding padding padding/' |
+		exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --fsync always --wait-ready=20"
 	sub_conf s.ini "$port"
 	ack_pipeline s
-	run --separate-stderr timeout 30 bash -c "trap '' XFSZ; ulimit -f 64; seq 1 5000 | sed 's/\$/ padding padding padding padding padding/' |
-		exec gdpub -p $port -n 1 -t 60 --journal j.gdj --fsync always --wait-ready=20"
+	pub_wait
 	assert_failure 74
 	[[ "$stderr" == *"gdpub: cannot write journal 'j.gdj': File too large; stopping: what was recorded stays in the journal and is sent again when gdpub restarts"* ]]
 	[ "$(stat -c %s j.gdj)" -le 65536 ]
@@ -158,12 +159,12 @@ for l in sys.stdin:
 }
 
 @test "the journal stays proportional to what is pending: 300,000 blocks, at most 1000 pending, never past 2 x their records + 16 MiB" {
-	port=$(free_port)
+	spawn "seq 1 300000 | sed 's/\$/ a payload of about a hundred bytes ............................................/' |
+		gdpub -p 0 --port-file pub.port -n 1 -t 600 --max-pending 1000 --journal j.gdj --fsync never --wait-ready=20 > st 2> p.err; echo \$? > p.rc"
+	port=$(port_of pub.port)
 	# the pipeline drops the first block: it stays pending to the end
 	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> s.err |
 		{ IFS= read -r l; exec cat; } | gdack -P 127.0.0.1:$port 2> a.err"
-	spawn "seq 1 300000 | sed 's/\$/ a payload of about a hundred bytes ............................................/' |
-		gdpub -p $port -n 1 -t 600 --max-pending 1000 --journal j.gdj --fsync never --wait-ready=20 > st 2> p.err; echo \$? > p.rc"
 	max=0
 	for i in $(seq 600); do
 		s=$(stat -c %s j.gdj 2>/dev/null || echo 0)
@@ -182,14 +183,14 @@ for l in sys.stdin:
 }
 
 @test "kill -9 while the last status lines wait to be written (stdout not read): after the restart every block has its ACK line, none is written twice" {
-	port=$(free_port)
-	sub_conf s.ini "$port" "GDsub_state=s.state"
-	spawn "gdsub -c s.ini 2> s1.err | gdack -c s.ini --tee > s.out 2> a1.err; echo \${PIPESTATUS[*]} > s1.rc"
 	seq 1 200000 > in.txt
 	# gdpub's stdout: a pipe whose reader is stopped, so that some 2 MB of
 	# ACK lines outgrow it and wait inside gdpub
-	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < in.txt 2> p1.err' |
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < in.txt 2> p1.err' |
 		{ echo \$BASHPID > cat.pid; kill -STOP \$BASHPID; exec cat > st1; }"
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	spawn "gdsub -c s.ini 2> s1.err | gdack -c s.ini --tee > s.out 2> a1.err; echo \${PIPESTATUS[*]} > s1.rc"
 	wait_until 10 test -s pub.pid
 	wait_until 10 test -s cat.pid
 	pub=$(cat pub.pid)
@@ -216,10 +217,10 @@ for l in sys.stdin:
 }
 
 @test "status output broken (| head -3) with a journal: no more input, exit 74, one line; the outcomes not written stay in the journal and the next start says them" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p 0 --port-file pub.port -n 1 -t 5 --wait-ready=20 --journal j.gdj 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
 	sub_conf s.ini "$port" "GDsub_state=s.state"
 	ack_pipeline s
-	run --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p $port -n 1 -t 5 --wait-ready=20 --journal j.gdj 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
+	pub_wait
 	assert_output "$(echo READY; statuses ACK 1 2)"
 	assert_equal "$(cat ps)" "0 74 0"
 	assert_equal "$(cat p.err)" "gdpub: cannot write status lines on standard output: broken pipe; no more input is read, and the outcomes not written stay in journal 'j.gdj' and are said when gdpub starts again with it"
@@ -256,11 +257,11 @@ for l in sys.stdin:
 }
 
 @test "input ended, every block resolved, standard output not read: gdpub says so after 5 s, its control socket answers to the end; SIGTERM ends the wait, exit 74, the outcomes not written in the journal" {
-	port=$(free_port)
+	# some 2 MB of ACK lines, a pipe of 1 MiB that nobody reads
+	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
+	port=$(port_of pub.port)
 	sub_conf s.ini "$port" "GDsub_state=s.state"
 	ack_pipeline s
-	# some 2 MB of ACK lines, a pipe of 1 MiB that nobody reads
-	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
 	wait_until 10 test -s pub.pid
 	pub=$(cat pub.pid)
 	wait_until 60 file_is s.rc "0 0"
@@ -286,11 +287,11 @@ for l in sys.stdin:
 }
 
 @test "a second SIGTERM while standard output is not read: exit 143 a second later (it aborted in the teardown, 134)" {
-	port=$(free_port)
+	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 600 --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
+	port=$(port_of pub.port)
 	# the pipeline drops the first block: it stays pending to the end
 	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> s.err |
 		{ IFS= read -r l; exec cat; } | gdack -P 127.0.0.1:$port 2> a.err"
-	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1 -t 600 --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
 	wait_until 10 test -s pub.pid
 	pub=$(cat pub.pid)
 	wait_until 60 bash -c "gdinspect -p $port --json stats | grep -q '\"ack\":199999,'"
