@@ -326,6 +326,14 @@ port_sh() {
 	printf '$(for _ in $(seq 600); do [ -s %s ] && break; sleep 0.05; done; cat %s)' "$1" "$1"
 }
 
+# pub_ini FILE: wait for the port of the gdpub started with -c FILE
+# (GDpub_port=0) --port-file pub.port, set port, and write it into FILE
+# for gdinspect -c FILE, which finds that gdpub by its port
+pub_ini() {
+	port=$(port_of pub.port) || return 1
+	sed -i "s/^GDpub_port=0\$/GDpub_port=$port/" "$1"
+}
+
 # pub_bg [--separate-stderr] CMD...: start CMD, a gdpub run with
 # "-p 0 --port-file pub.port" (or timeout, env or bash -c around one), in
 # the background and its own process group, with the caller's stdin; wait
