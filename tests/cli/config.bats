@@ -301,23 +301,21 @@ padded() {
 # ---- keys at their defaults ----
 
 @test "gdpub: every key at its default value (none for files), comments, fractional durations are accepted" {
-	port=$(free_port)
-	cfg p.ini '# publisher' "; port $port" "GDpub_port=$port" 'GDpub_timeout=2.5' \
+	cfg p.ini '# publisher' "; port 0: the system picks one" "GDpub_port=0" 'GDpub_timeout=2.5' \
 	    '	GDpub_numSubs=0' '  GDpub_resend = 0' \
 	    'GDpub_journal=none' 'GDpub_authKeyFile=none' 'GDpub_cluster=none' \
 	    'GDpub_fsync=batch' 'GDpub_discardInterval=60' 'GDpub_sendTimeout=60' \
 	    'GDpub_sendQueueSizeMax=-1' 'GDpub_sendQueueSizeMaxPolicy=RemoveSubscriber' \
 	    'GDpub_role=primary' 'GDpub_preAckTimerInterval=5' \
 	    'GDpub_tentativePreAckTimeout=20' 'GDpub_confirmedPreAckTimeout=7200.0'
-	run --separate-stderr timeout 30 gdpub -c p.ini </dev/null
+	run --separate-stderr timeout 30 gdpub -c p.ini --port-file pub.port </dev/null
 	assert_success
 	assert_output ''
 	[ -z "$stderr" ]
 }
 
 @test "a fractional timeout is used: GDpub_timeout=0.25 NACKs an unacked block" {
-	port=$(free_port)
-	cfg p.ini "GDpub_port=$port" 'GDpub_numSubs=1' 'GDpub_timeout=0.25'
+	cfg p.ini "GDpub_port=0" 'GDpub_numSubs=1' 'GDpub_timeout=0.25'
 	run --separate-stderr timeout 30 gdpub -c p.ini <<<"x"
 	assert_failure 1
 	assert_output 'NACK 1'
@@ -325,15 +323,15 @@ padded() {
 }
 
 @test "gdsub and gdack: every key at its default value, comments, fractional durations are accepted" {
-	port=$(free_port)
+	seq 1 3 > in.txt
+	pub_bg timeout 60 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=30 < in.txt
 	cfg s.ini '# subscriber' '; defaults of IceStorm QoS' "GDsub_pub=127.0.0.1:$port" \
 	    '  GDsub_retryInt=.05' 'GDsub_maxRetries=400' 'GDsub_dedup=id' \
 	    'GDsub_state=none' 'GDsub_authKeyFile=none' \
 	    'GDsub_consecutive=0' 'GDsub_reliability=' 'GDsub_retryCount=0' \
 	    'GDsub_connectionCached=1' 'GDsub_locatorCacheTimeout=-1'
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
-	seq 1 3 > in.txt
-	run timeout 60 gdpub -p "$port" -n 1 --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 	wait_until 30 test -s rc
@@ -344,12 +342,14 @@ padded() {
 # ---- options override the file ----
 
 @test "gdpub: -p, -n and -t override GDpub_port, GDpub_numSubs and GDpub_timeout" {
-	port=$(free_port)
 	cfg p.ini 'GDpub_port=1' 'GDpub_numSubs=5' 'GDpub_timeout=0.001'
+	seq 1 3 > in.txt
+	pub_bg timeout 60 gdpub -c p.ini -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=30 < in.txt
+	# -p 0 is used: the system's pick, not the file's 1
+	[ "$port" -ne 1 ]
 	cfg s.ini "GDsub_pub=127.0.0.1:$port" 'GDsub_retryInt=0.05' 'GDsub_maxRetries=400'
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
-	seq 1 3 > in.txt
-	run timeout 60 gdpub -c p.ini -p "$port" -n 1 -t 30 --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 	wait_until 30 test -s rc
@@ -357,12 +357,13 @@ padded() {
 }
 
 @test "gdsub: -P replaces the file's GDsub_pub list, --max-retries overrides" {
-	port=$(free_port)
+	seq 1 3 > in.txt
+	pub_bg timeout 60 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=30 < in.txt
+	# nobody listens on dead
 	dead=$(free_port)
 	cfg s.ini "GDsub_pub=127.0.0.1:$dead" 'GDsub_retryInt=0.05' 'GDsub_maxRetries=0'
 	spawn "gdsub -c s.ini -P 127.0.0.1:$port --max-retries 400 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
-	seq 1 3 > in.txt
-	run timeout 60 gdpub -p "$port" -n 1 --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 	wait_until 30 test -s rc
