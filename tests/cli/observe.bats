@@ -75,14 +75,14 @@ ids() {
 # and "beta" that hold five blocks with the caller's IDs 5 3 9 1 7; "42"
 # then acknowledges 3 and 9. Sets port.
 two_subs() {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=2\nGDpub_timeout=60\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=2\nGDpub_timeout=60\n' > p.ini
+	printf '5\ta\n3\tb\n9\tc\n1\td\n7\te\n' > in.txt
+	spawn "(cat in.txt; sleep 300) | gdpub -c p.ini --port-file pub.port -I --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	sub_conf a.ini "$port" GDsub_name=42
 	sub_conf b.ini "$port" GDsub_name=beta
 	spawn "exec gdsub -c a.ini > a.out 2> a.err"
 	spawn "exec gdsub -c b.ini > b.out 2> b.err"
-	printf '5\ta\n3\tb\n9\tc\n1\td\n7\te\n' > in.txt
-	spawn "(cat in.txt; sleep 300) | gdpub -c p.ini -I --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 30 has_lines a.out 5
 	wait_until 30 has_lines b.out 5
 	run --separate-stderr timeout 20 gdack -c a.ini "127.0.0.1:$port/3" "127.0.0.1:$port/9"
@@ -174,11 +174,11 @@ for r in rows.values():
 }
 
 @test "stats at a gdpub: NACKs counted, rate and rate_avg, documented fields" {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
+	spawn "(printf 'a\nb\nc\n'; sleep 300) | gdpub -c p.ini --port-file pub.port -t 0.3 --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini > s.out 2> s.err"
-	spawn "(printf 'a\nb\nc\n'; sleep 300) | gdpub -c p.ini -t 0.3 --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 20 has_lines pub.out 4	# READY and three NACKs
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
 	assert_success
@@ -195,11 +195,11 @@ assert abs(d["rate_avg"] - 3 / d["uptime"]) < 0.2, d
 }
 
 @test "stats at a gdpub: no latency before the first ACK ('-' in text, null in JSON), microseconds after" {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
+	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini --port-file pub.port -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini > s.out 2> s.err"	# acks only when told
-	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 20 has_lines s.out 2
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
 	assert_success
@@ -261,11 +261,11 @@ assert d == want, d
 }
 
 @test "stats at a gdsub: a resent copy is a duplicate, UR = Ru/R = 0.5" {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
+	spawn "(echo a; sleep 300) | gdpub -c p.ini --port-file pub.port -t 0.3 --resend 1 --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini > s.out 2> s.err"
-	spawn "(echo a; sleep 300) | gdpub -c p.ini -t 0.3 --resend 1 --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 20 has_line pub.out '^NACK 1$'
 	run --separate-stderr timeout 30 gdinspect -c s.ini --json stats
 	assert_success
@@ -361,12 +361,12 @@ PY=python3
 }
 
 @test "a client that half-closes after its request still gets the whole reply (20000 pending rows)" {
-	port=$(free_port)
+	spawn "(seq 1 40000; sleep 300) | gdpub -p 0 --port-file pub.port -n 1 -t 600 -q --wait-ready=10 > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 	# the pipeline acknowledges the even blocks only: the window grows
 	# with their ACKs while the 20000 odd ones stay pending
 	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> sub.err |
 		sed -u -n 'n;p' | gdack -P 127.0.0.1:$port 2> ack.err"
-	spawn "(seq 1 40000; sleep 300) | gdpub -p $port -n 1 -t 600 -q --wait-ready=10 > pub.out 2> pub.err"
 	wait_until 30 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["pending"] == 20000 and rows[0]["ack"] == 20000'
 	run python -c '
 import socket, sys
@@ -556,15 +556,15 @@ EOF
 	write_ontty_py
 	py=$(python -c 'import sys; print(sys.executable)')
 	for mode in tty no-progress quiet pipe; do
-		port=$(free_port)
-		rm -f in.fifo pub.rc
+		rm -f in.fifo pub.rc pub.port
 		feed_open in.fifo
 		case $mode in
-		tty) spawn "$py ontty.py pub.err 'gdpub -p $port < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
-		no-progress) spawn "$py ontty.py pub.err 'gdpub -p $port --no-progress < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
-		quiet) spawn "$py ontty.py pub.err 'gdpub -p $port -q < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
-		pipe) spawn "gdpub -p $port < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&- ;;
+		tty) spawn "$py ontty.py pub.err 'gdpub -p 0 --port-file pub.port < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
+		no-progress) spawn "$py ontty.py pub.err 'gdpub -p 0 --port-file pub.port --no-progress < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
+		quiet) spawn "$py ontty.py pub.err 'gdpub -p 0 --port-file pub.port -q < in.fifo > pub.out'; echo \$? > pub.rc" 7>&- ;;
+		pipe) spawn "gdpub -p 0 --port-file pub.port < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&- ;;
 		esac
+		port=$(port_of pub.port)
 		printf '%s\n' 1 2 >&7
 		wait_until 10 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["published"] == 2 and rows[0]["uptime"] > 0.8'
 		feed_close
@@ -664,10 +664,10 @@ PY
 }
 
 @test "stats --format prometheus at a gdpub and a gdsub: the text exposition format, read back by a real parser, with the run's counts" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 30 < in.fifo > st 2> pub.err" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini 2> sub.err | sed -u '/^[^\t]*\t13$/d' | gdack -c s.ini > /dev/null 2> ack.err" 7>&-
 	wait_until 10 has_line st '^READY$'
 	seq 1 1000 >&7
@@ -702,10 +702,9 @@ PY
 }
 
 @test "stats --format prometheus --watch N --output FILE: FILE rewritten whole every N seconds; bad uses refused" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port < in.fifo > st 2> pub.err" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	spawn "exec gdinspect -p $port --format prometheus --watch 0.2 --output m.prom stats 2> w.err" 7>&-
 	wait_until 10 test -s m.prom
 	run prom m.prom
