@@ -9,14 +9,14 @@ load helpers
 # gdsub that never acknowledges; the producer keeps stdin open so gdpub
 # stays up. Sets port, pubsock.
 stall() {
-	port=$(free_port)
-	pubsock=$(pub_sock "$port")
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
-	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
 	printf 'a\nbb\nccc\ndddd\neeeee\n' > in.txt
-	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
-	spawn "(cat in.txt; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	spawn "(cat in.txt; sleep 300) | gdpub -c p.ini --port-file pub.port -t 60 --wait-ready=60 > pub.out 2> pub.err"
 	pubpid=$SPAWNED
+	pub_ini p.ini
+	pubsock=$(pub_sock "$port")
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
+	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
 	wait_until 60 has_lines out.txt 5
 	wait_until 10 has_line pub.out '^READY$'
 }
@@ -223,9 +223,9 @@ pending_rows() {
 }
 
 @test "gdinspect -p PORT: a gdpub started without a config, found from its port" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "exec gdpub -p $port -n 1 -t 60 < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 < in.fifo > pub.out 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	printf 'one\ntwo\n' >&7
 	wait_until 10 pending_rows "$port" 2
 	run --separate-stderr timeout 30 gdinspect -p "$port" pending
@@ -318,13 +318,13 @@ pending_rows() {
 }
 
 @test "stats counts late acknowledgements; gdsub subs counts snapshot blocks" {
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
+	# two blocks NACK after 0.3 s; gdpub stays up with stdin open
+	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini --port-file pub.port -t 0.3 --snapshot 2 --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\n' "$port" > s.ini
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\nGDsub_gd=0\n' "$port" > late.ini
 	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
-	# two blocks NACK after 0.3 s; gdpub stays up with stdin open
-	spawn "(printf 'a\nb\n'; sleep 300) | gdpub -c p.ini -t 0.3 --snapshot 2 --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 20 has_lines pub.out 3	# READY, NACK 1, NACK 2
 	# acknowledging them now is too late: counted, not an ACK
 	run --separate-stderr timeout 20 gdack -c s.ini "127.0.0.1:$port/1" "127.0.0.1:$port/2"
@@ -347,13 +347,13 @@ no_nul() {
 }
 
 @test "text tables pad a column wider than 64 with spaces, never a NUL byte: pending, subs at both ends" {
-	port=$(free_port)
 	host=$(printf 'h%.0s' $(seq 90)).example
 	name=$(printf 'n%.0s' $(seq 120))
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_host=%s\n' "$port" "$host" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_host=%s\n' "$host" > p.ini
+	spawn "(printf 'a\nbb\n'; sleep 300) | gdpub -c p.ini --port-file pub.port -t 60 --wait-ready=60 > pub.out 2> pub.err"
+	pub_ini p.ini
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=400\nGDsub_name=%s\n' "$port" "$name" > s.ini
 	spawn "exec gdsub -c s.ini > out.txt 2> sub.err"
-	spawn "(printf 'a\nbb\n'; sleep 300) | gdpub -c p.ini -t 60 --wait-ready=60 > pub.out 2> pub.err"
 	wait_until 60 has_lines out.txt 2
 	timeout 30 gdinspect -c p.ini pending > pending.txt
 	timeout 30 gdinspect -c p.ini subs > psubs.txt
@@ -377,10 +377,10 @@ no_nul() {
 	grep -q "^o\{250\}:7001/2  -  " decode.txt
 	no_nul decode.txt
 	# a journal with two blocks pending, one of them 300 bytes
-	port=$(free_port)
 	touch cmds
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(echo x; printf 'p%.0s' \$(seq 300); echo; sleep 60) > st 2> p.err"
+	port=$(port_of pub.port)
 	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
-	spawn "exec gdpub -p $port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(echo x; printf 'p%.0s' \$(seq 300); echo; sleep 60) > st 2> p.err"
 	wait_until 20 has_line ev '^block 2 '
 	timeout 30 gdinspect journal j.gdj > journal.txt
 	grep -q '^2 .*"ppp' journal.txt
