@@ -237,11 +237,9 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "gdpub: a control socket another gdpub serves (--ctl) -> 69" {
-	p1=$(free_port)
-	p2=$(free_port)
-	spawn "exec sleep 120 | gdpub -p $p1 --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	spawn "exec sleep 120 | gdpub -p 0 --port-file pub1.port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
 	wait_until 20 test -S pub.sock
-	expect_fail 69 "gdpub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program is serving it (give --ctl or a different config)" -- gdpub -p "$p2" --ctl "$BATS_TEST_TMPDIR/pub.sock"
+	expect_fail 69 "gdpub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program is serving it (give --ctl or a different config)" -- gdpub -p 0 --port-file pub2.port --ctl "$BATS_TEST_TMPDIR/pub.sock"
 	run timeout 30 gdinspect --ctl pub.sock stats
 	assert_success
 }
