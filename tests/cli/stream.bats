@@ -193,11 +193,11 @@ pub3() {
 # ---------------------------------------------------------------- carriers
 
 @test "pipe: gdpub -o - | gdsub -i - | gdack: every block ACKed, status on stderr, keys with gdpub's origin" {
-	port=$(free_port)
 	seq 1 200 > in.txt
-	run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -o - --wait-ready=10 < in.txt 2> st.txt |
-		gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
-		gdack -P 127.0.0.1:$port --name s --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]}"
+	run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 5 -o - --wait-ready=10 < in.txt 2> st.txt |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
+		gdack --name s --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]}"
+	port=$(cat pub.port)
 	assert_output "0 0 0"
 	assert_equal "$(cat st.txt)" "$(echo READY; statuses ACK $(seq 1 200))"
 	diff out.txt <(keys "$port" $(seq 1 200) | paste - in.txt)
@@ -234,12 +234,12 @@ pub3() {
 }
 
 @test "socat TCP relay: gdpub -o - | socat TCP-LISTEN ... socat TCP | gdsub -i -: ACKs come back over TCP straight to gdpub" {
-	port=$(free_port)
-	relay=$(free_port)
+	relay=$(free_port)	# socat listens there
 	seq 1 100 | sed 's/^/event /' > in.txt
-	spawn "gdpub -p $port -n 1 -t 10 -o - --status st.txt < in.txt 2> pub.err |
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 10 -o - --status st.txt < in.txt 2> pub.err |
 		socat -u - TCP-LISTEN:$relay,bind=127.0.0.1,reuseaddr 2> socat1.err; echo \${PIPESTATUS[*]} > pub.rc"
 	wait_until 10 listening "$relay"
+	port=$(port_of pub.port)
 	spawn "socat -u TCP:127.0.0.1:$relay - 2> socat2.err |
 		gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
 		gdack -P 127.0.0.1:$port --name s --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > sub.rc"
@@ -253,16 +253,16 @@ pub3() {
 }
 
 @test "tee to two subscribers, numSubs=2: no ACK while one holds its acks; ACK once both acknowledged" {
-	port=$(free_port)
 	seq 1 5 > in.txt
 	mkfifo gate.fifo
 	# a acknowledges at once; b holds every block until the gate opens
-	spawn "gdpub -p $port -n 2 -t 30 -o - --status st.txt --wait-ready=10 < in.txt 2> pub.err |
-		tee >(gdsub -i - -P 127.0.0.1:$port --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
-			gdack -P 127.0.0.1:$port --name a --tee > a.out 2> a.ack.err; echo \${PIPESTATUS[*]} > a.rc) |
-		gdsub -i - -P 127.0.0.1:$port --name b --retry-interval 0.05 --max-retries 200 --linger 5 2> b.sub.err | tee b.seen |
+	spawn "gdpub -p 0 --port-file pub.port -n 2 -t 30 -o - --status st.txt --wait-ready=10 < in.txt 2> pub.err |
+		tee >(gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
+			gdack --name a --tee > a.out 2> a.ack.err; echo \${PIPESTATUS[*]} > a.rc) |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name b --retry-interval 0.05 --max-retries 200 --linger 5 2> b.sub.err | tee b.seen |
 		{ read -r _ < gate.fifo; exec cat; } |
-		gdack -P 127.0.0.1:$port --name b --tee > b.out 2> b.ack.err; echo \${PIPESTATUS[*]} > pub.rc"
+		gdack --name b --tee > b.out 2> b.ack.err; echo \${PIPESTATUS[*]} > pub.rc"
+	port=$(port_of pub.port)
 	wait_until 10 lines_at_least a.out 5
 	wait_until 10 lines_at_least b.seen 5
 	# a's acknowledgements reached gdpub: one of two for every block
@@ -279,14 +279,14 @@ pub3() {
 }
 
 @test "tee to two subscribers, numSubs=2: a block only one acknowledges is NACKed" {
-	port=$(free_port)
 	seq 1 3 > in.txt
 	# b acknowledges every block but the second
-	run timeout 30 bash -c "gdpub -p $port -n 2 -t 2 -o - --status st.txt --wait-ready=10 < in.txt 2> pub.err |
-		tee >(gdsub -i - -P 127.0.0.1:$port --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
-			gdack -P 127.0.0.1:$port --name a > /dev/null 2> a.ack.err) |
-		gdsub -i - -P 127.0.0.1:$port --name b --retry-interval 0.05 --max-retries 200 --linger 1 2> b.sub.err | sed -u /2\$/d |
-		gdack -P 127.0.0.1:$port --name b --tee > b.out 2> b.ack.err; echo \${PIPESTATUS[*]}"
+	run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 2 -t 2 -o - --status st.txt --wait-ready=10 < in.txt 2> pub.err |
+		tee >(gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
+			gdack --name a > /dev/null 2> a.ack.err) |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name b --retry-interval 0.05 --max-retries 200 --linger 1 2> b.sub.err | sed -u /2\$/d |
+		gdack --name b --tee > b.out 2> b.ack.err; echo \${PIPESTATUS[*]}"
+	port=$(cat pub.port)
 	assert_output "1 0 0 0 0"
 	assert_equal "$(sort st.txt)" "$(printf 'ACK 1\nACK 3\nNACK 2\nREADY')"
 	assert_equal "$(head -n 1 st.txt)" READY
@@ -296,7 +296,6 @@ pub3() {
 # ---------------------------------------------------------------- payloads
 
 @test "binary payloads (every byte 0-255, NUL, newlines, empty) pass gdpub -f frame -o - | gdsub -i - -f frame | gdack -f frame --tee unchanged" {
-	port=$(free_port)
 	{
 		echo 'set origin=127.0.0.1:7001'
 		printf 'block 1 1 - '; python -c 'print("".join("\\x%02x" % b for b in range(256)))'
@@ -311,9 +310,10 @@ pub3() {
 		echo 'end 9'
 	} > in.spec
 	mkstream in.spec > in.gds
-	run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -f frame -o - --status st.txt < in.gds 2> pub.err | tee pub.gds |
-		gdsub -i - -P 127.0.0.1:$port --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
-		gdack -f frame -P 127.0.0.1:$port --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
+	run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 5 -f frame -o - --status st.txt < in.gds 2> pub.err | tee pub.gds |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
+		gdack -f frame --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
+	port=$(cat pub.port)
 	assert_output "0 0 0 0"
 	assert_equal "$(errs pub.err sub.err ack.err)" ""
 	# the status lines carry the upstream key
@@ -329,7 +329,6 @@ pub3() {
 }
 
 @test "a 1 MiB payload of random bytes goes end to end: gdpub -f frame -o - | gdsub -i - -f frame | gdack -f frame" {
-	port=$(free_port)
 	python -c '
 import os
 print("set origin=127.0.0.1:7001")
@@ -337,9 +336,9 @@ print("block 1 1 - small")
 print("block 2 2 - " + "".join("\\x%02x" % b for b in os.urandom(1 << 20)))
 print("block 3 3 - after")' > in.spec
 	mkstream in.spec > in.gds
-	run timeout 60 bash -c "gdpub -p $port -n 1 -t 10 -f frame -o - --status st.txt < in.gds 2> pub.err |
-		gdsub -i - -P 127.0.0.1:$port --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
-		gdack -f frame -P 127.0.0.1:$port --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
+	run timeout 60 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 10 -f frame -o - --status st.txt < in.gds 2> pub.err |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
+		gdack -f frame --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
 	assert_output "0 0 0"
 	assert_equal "$(errs pub.err sub.err ack.err)" ""
 	assert_equal "$(grep -v READY st.txt | sort -k2n)" "$(ackst ACK 7001 1 2 3)"
@@ -352,13 +351,10 @@ print("block 3 3 - after")' > in.spec
 # A frame larger than a reader's first buffer is read into one that grows
 # as its bytes arrive (1, 2, 4, then 5 MiB and a bit): every byte kept.
 @test "a 5 MiB payload through pipes: gdpub -o - | gdpub -f frame -o - | gdsub -i - keep every byte" {
-	local p1 p2
-	p1=$(free_port)
-	p2=$(free_port)
 	head -c 3932160 /dev/urandom | base64 -w 0 > in.txt	# 5 MiB, one line
-	run timeout 60 bash -c "cat in.txt | gdpub -p $p1 --max-block-size 8388608 -o - 2> pub1.err |
-		gdpub -p $p2 -f frame --max-block-size 8388608 -o - --status st.txt 2> pub2.err | tee mid.gds |
-		gdsub -i - -P 127.0.0.1:$p2 --no-gd --max-block-size 8388608 -f payload 2> sub.err > out.txt; echo \${PIPESTATUS[*]}"
+	run timeout 60 bash -c "cat in.txt | gdpub -p 0 --port-file p1.port --max-block-size 8388608 -o - 2> pub1.err |
+		gdpub -p 0 --port-file p2.port -f frame --max-block-size 8388608 -o - --status st.txt 2> pub2.err | tee mid.gds |
+		gdsub -i - -P 127.0.0.1:$(port_sh p2.port) --no-gd --max-block-size 8388608 -f payload 2> sub.err > out.txt; echo \${PIPESTATUS[*]}"
 	assert_output "0 0 0 0 0"
 	assert_equal "$(cat pub1.err pub2.err sub.err st.txt)" ""
 	cmp out.txt <(cat in.txt; echo)
@@ -368,11 +364,11 @@ print("block 3 3 - after")' > in.spec
 }
 
 @test "gdsub -f frame over TCP: payloads with newlines (gdpub -0) come out binary-safe, gdack -f frame acknowledges them" {
-	port=$(free_port)
 	printf 'one\nline two\0\0tab\there\0\n\n\0last' > in.bin
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -0 --wait-ready=10 < in.bin
 	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 -f frame 2> sub.err |
 		gdack -f frame -P 127.0.0.1:$port --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -0 --wait-ready=10 < in.bin
+	pub_wait
 	assert_success
 	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
 	wait_until 10 file_is s.rc "0 0"
@@ -384,11 +380,10 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdpub -0 -o -: NUL-terminated payloads with newlines reach gdsub -i - -f frame unchanged" {
-	port=$(free_port)
 	printf 'a\nb\0\0\r\n\0end' > in.bin
-	run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -0 -o - --wait-ready=10 < in.bin 2> st.txt |
-		gdsub -i - -P 127.0.0.1:$port --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
-		gdack -f frame -P 127.0.0.1:$port --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
+	run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 5 -0 -o - --wait-ready=10 < in.bin 2> st.txt |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
+		gdack -f frame --name s --tee > out.gds 2> ack.err; echo \${PIPESTATUS[*]}"
 	assert_output "0 0 0"
 	assert_equal "$(cat st.txt)" "$(echo READY; statuses ACK 1 2 3 4)"
 	diff <(blocks out.gds) <(printf '1 0 3 610a62\n2 0 0 -\n3 0 2 0d0a\n4 0 3 656e64\n')
@@ -434,14 +429,14 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 @test "corrupt streams to gdpub -f frame: the blocks before are published and ACKed, the exact offset is reported, exit 65" {
 	for c in $CORRUPT_CASES; do
 		corrupt "$c" 127.0.0.1:7001
-		port=$(free_port)
-		rm -f st.txt pub.gds out.txt
+		rm -f st.txt pub.gds out.txt pub.port
 		# no block to acknowledge: no gdack (see the BUG test on empty streams)
-		ack="gdack -P 127.0.0.1:$port --name s --tee"
+		ack="gdack --name s --tee"
 		[ "$good" -gt 0 ] || ack=cat
-		run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -f frame -o - --status st.txt --wait-ready=10 < $c.gds 2> pub.err |
-			tee pub.gds | gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
+		run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 5 -f frame -o - --status st.txt --wait-ready=10 < $c.gds 2> pub.err |
+			tee pub.gds | gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
 			$ack > out.txt 2> ack.err; echo \${PIPESTATUS[*]}"
+		port=$(cat pub.port)
 		in_case "$c" assert_output "65 0 0 0"
 		in_case "$c" assert_equal "$(cat pub.err)" "gdpub: standard input: corrupt stream at byte offset $off: $why; no more input is read"
 		in_case "$c" assert_equal "$(cat st.txt)" "$(echo READY; ackst ACK 7001 $(seq 1 "$good"))"
@@ -454,10 +449,9 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 
 @test "corrupt streams to gdack -f frame: the blocks before are acknowledged (ACK), the rest stay pending; exact offset; exit 65" {
 	for c in $CORRUPT_CASES; do
-		port=$(free_port)
-		corrupt "$c" "127.0.0.1:$port"
-		pub3 30 "$port"
+		pub3 30
 		pubpid=$SPAWNED
+		corrupt "$c" "127.0.0.1:$port"
 		spawn "gdsub -i pub.gds -P 127.0.0.1:$port --name s --linger 1 > s.out 2> s.err"
 		subpid=$SPAWNED
 		wait_until 10 lines_at_least s.out 3
@@ -739,10 +733,10 @@ cascade() {
 # pipeline, even if it starts a moment later, has nothing to acknowledge
 # and needs no gdsub (it connects at its first key).
 @test "a stream without blocks: the gdack of the gdsub -i pipeline succeeds even if it starts after gdsub ended" {
-	port=$(free_port)
-	run timeout 30 bash -c "gdpub -p $port -n 1 -t 5 -o - --wait-ready=10 < /dev/null 2> st.txt |
-		gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 > out.txt 2> sub.err; echo \${PIPESTATUS[*]}"
+	run timeout 30 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 5 -o - --wait-ready=10 < /dev/null 2> st.txt |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s --retry-interval 0.05 --max-retries 200 > out.txt 2> sub.err; echo \${PIPESTATUS[*]}"
 	assert_output "0 0"
+	port=$(cat pub.port)
 	assert_equal "$(cat st.txt)" READY
 	[ ! -s out.txt ]
 	# the pipeline's gdack, a moment late: nothing to acknowledge
@@ -800,9 +794,9 @@ for l in open(sys.argv[1], "rb"):
 }
 
 @test "armor: gdpub -o FILE --armor --armor-batch 1 writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
-	port=$(free_port)
 	printf 'a\nb b\n\nlast\n' > in.txt
-	gdpub -p "$port" -o pub.txt --armor --armor-batch 1 < in.txt
+	gdpub -p 0 --port-file pub.port -o pub.txt --armor --armor-batch 1 < in.txt
+	port=$(cat pub.port)	# the same origin again
 	gdpub -p "$port" -o pub.gds < in.txt
 	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' pub.txt
 	assert_output 0
@@ -827,10 +821,10 @@ end 0 0 0 127.0.0.1:$port 0 -"
 }
 
 @test "armor: lines repeated, reordered, interleaved with another publisher's and one bad: each block written once, the bad line reported with its number, gdinspect decode exits 65" {
-	p1=$(free_port)
-	p2=$(free_port)
-	seq 1 50 | gdpub -p "$p1" -o - --armor --armor-batch 1 > a.txt
-	seq 1 30 | gdpub -p "$p2" -o - --armor --armor-batch 1 > b.txt
+	seq 1 50 | gdpub -p 0 --port-file p1.port -o - --armor --armor-batch 1 > a.txt
+	seq 1 30 | gdpub -p 0 --port-file p2.port -o - --armor --armor-batch 1 > b.txt
+	p1=$(cat p1.port)
+	p2=$(cat p2.port)
 	# every line twice, the two publishers interleaved, pairs swapped, and
 	# line 7 of the result cut short
 	python -c '
@@ -886,8 +880,8 @@ longest_line() {
 }
 
 @test "armor: the frames ready at once share lines of at most --armor-batch bytes (default 65536); every line decodes alone; a frame longer than the batch has a line of its own" {
-	port=$(free_port)
-	seq 1000 | gdpub -p "$port" -o b4k.txt --armor --armor-batch 4096
+	seq 1000 | gdpub -p 0 --port-file pub.port -o b4k.txt --armor --armor-batch 4096
+	port=$(cat pub.port)	# the same origin again
 	seq 1000 | gdpub -p "$port" -o bdef.txt --armor
 	# 1000 frames of 63 to 66 bytes: at most 48 a line of 4096 bytes
 	[ "$(longest_line b4k.txt)" -le 4096 ]
