@@ -54,11 +54,11 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "--ids: a block whose ID is already pending is REJECTed, the first one is NACKed" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 1 --ids --wait-ready=10 \
+		< <(printf '5\ta\n5\tb\n')
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > out.txt 2> sub.err"	# never acks
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 --ids --wait-ready=10 \
-		< <(printf '5\ta\n5\tb\n')
+	pub_wait
 	assert_failure 1
 	assert_equal "$output" "$(printf 'READY\nREJECT 5 invalid event block ID: 5 is already pending\nNACK 5')"
 	assert_equal "$(stderr_before_summary)" "gdpub: REJECT 5: invalid event block ID: 5 is already pending"
@@ -104,16 +104,16 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "a block over --max-block-size is REJECTed with its ID, the rest goes on; exit 1" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
-	ack_pipeline s
 	# block 4 (3 MB) is also longer than gdpub's input buffer
 	{
 		printf 'short\n0123456789ABCDEFG\nexactly-16-bytes\n'
 		head -c 3000000 /dev/zero | tr '\0' x
 		printf '\nok\n'
 	} > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --max-block-size 16 --wait-ready=10 < in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 --max-block-size 16 --wait-ready=10 < in.txt
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	pub_wait
 	assert_failure 1
 	assert_line --index 0 READY
 	# REJECT comes when the block is read, ACKs when acks come: sort
@@ -231,7 +231,8 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "--resend: a slow pipeline's blocks are resent at the timeout and end ACKed; no NACK, no duplicate" {
-	port=$(free_port)
+	seq 1 5 > in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 2 -t 2 --resend 1 --wait-ready=10 -v < in.txt
 	sub_conf fast.ini "$port"
 	sub_conf slow.ini "$port"
 	ack_pipeline fast
@@ -240,8 +241,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 	spawn "gdsub -c slow.ini 2> slow.sub.err |
 		{ IFS= read -r l; $(until_resent "$port" 5); printf '%s\n' \"\$l\"; exec cat; } |
 		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
-	seq 1 5 > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 2 -t 2 --resend 1 --wait-ready=10 -v < in.txt
+	pub_wait
 	assert_success
 	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
 	[[ "$stderr" == *"gdpub: published 5, ACK 5, NACK 0, REJECT 0, resent 5" ]]
@@ -254,7 +254,8 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "--resend with --dedup none: the resent copies come out flagged /r and acknowledging them succeeds" {
-	port=$(free_port)
+	seq 1 5 > in.txt
+	pub_bg timeout 20 bash -c "gdpub -p 0 --port-file pub.port -n 2 -t 2 --resend 1 --wait-ready=10 < in.txt > pub.out 2> pub.err"
 	sub_conf fast.ini "$port"
 	sub_conf slow.ini "$port" 'GDsub_dedup=none'
 	ack_pipeline fast
@@ -266,8 +267,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 		  for i in \$(seq 100); do grep -q '^ACK 1\$' pub.out && break; sleep 0.05; done
 		  exec cat; } |
 		gdack -c slow.ini --tee > slow.out 2> slow.ack.err; echo \${PIPESTATUS[*]} > slow.rc"
-	seq 1 5 > in.txt
-	run timeout 20 bash -c "gdpub -p $port -n 2 -t 2 --resend 1 --wait-ready=10 < in.txt > pub.out 2> pub.err"
+	pub_wait
 	assert_success
 	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3 4 5)"
 	wait_until 10 file_is fast.rc "0 0"
@@ -394,16 +394,16 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "first SIGTERM: gdpub stops reading, the pending blocks resolve, exit 0" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	pid=$SPAWNED
+	port=$(port_of pub.port)
 	sub_conf s.ini "$port"
 	mkfifo gate.fifo
 	# the pipeline holds the acks until the test opens the gate
 	spawn "gdsub -c s.ini 2> s.sub.err | tee seen.txt |
 		{ IFS= read -r l; read -r _ < gate.fifo; printf '%s\n' \"\$l\"; exec cat; } |
-		gdack -c s.ini > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
-	feed_open in.fifo
-	spawn "exec gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
-	pid=$SPAWNED
+		gdack -c s.ini > /dev/null 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
 	printf '%s\n' 1 2 3 >&7
 	wait_until 10 lines_at_least seen.txt 3
 	kill -TERM "$pid"
