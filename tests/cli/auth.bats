@@ -49,13 +49,13 @@ pub_refusals_are() {
 }
 
 @test "the same key on both sides: blocks reach a GD pipeline and are ACKed, nothing refused" {
-	port=$(free_port)
 	mkkey k
+	seq 1 5 > in.txt
+	pub_bg --separate-stderr timeout 30 gdpub -p 0 --port-file pub.port -n 1 --auth-key-file k \
+	    --wait-ready=20 < in.txt
 	sub_conf s.ini "$port" "GDsub_authKeyFile=k"
 	ack_pipeline s
-	seq 1 5 > in.txt
-	run --separate-stderr timeout 30 gdpub -p "$port" -n 1 --auth-key-file k \
-	    --wait-ready=20 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3\nACK 4\nACK 5')"
 	[ -z "$stderr" ]
@@ -66,13 +66,13 @@ pub_refusals_are() {
 }
 
 @test "the key from the config files, gdsub -i's acknowledgement connection proves it too" {
-	port=$(free_port)
 	mkkey k
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_authKeyFile=k\n' "$port" > p.ini
-	sub_conf s.ini "$port" "GDsub_authKeyFile=k"
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_authKeyFile=k\n' > p.ini
+	# GDsub_pub: -P, once gdpub has its port
+	printf 'GDsub_retryInt=0.05\nGDsub_maxRetries=200\nGDsub_authKeyFile=k\n' > s.ini
 	seq 1 3 > in.txt
 	# the stream goes through a pipe; acks come back over TCP
-	run --separate-stderr timeout 30 bash -c "gdpub -c p.ini -o - --status pub.out < in.txt | gdsub -c s.ini -i - | gdack -c s.ini; echo \${PIPESTATUS[*]}"
+	run --separate-stderr timeout 30 bash -c "gdpub -c p.ini --port-file pub.port -o - --status pub.out < in.txt | gdsub -c s.ini -P 127.0.0.1:$(port_sh pub.port) -i - | gdack -c s.ini; echo \${PIPESTATUS[*]}"
 	assert_success
 	assert_output "0 0 0"
 	[ "$(cat pub.out)" = "$(printf 'READY\nACK 1\nACK 2\nACK 3')" ]
@@ -88,14 +88,14 @@ pub_refusals_are() {
 }
 
 @test "a wrong key at gdsub -i: its acknowledgement connection is refused once, gdsub exits 77, the blocks are NACKed" {
-	port=$(free_port)
 	mkkey k1
 	mkkey k2
 	seq 1 3 > in.txt
-	run --separate-stderr timeout 60 bash -c "gdpub -p $port -n 1 -t 1 --auth-key-file k1 -o - --status pub.out < in.txt 2> pub.err | gdsub -P 127.0.0.1:$port --name s1 --retry-interval 0.05 --auth-key-file k2 -i - 2> sub.err; echo \${PIPESTATUS[*]}"
+	run --separate-stderr timeout 60 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 1 --auth-key-file k1 -o - --status pub.out < in.txt 2> pub.err | gdsub -P 127.0.0.1:$(port_sh pub.port) --name s1 --retry-interval 0.05 --auth-key-file k2 -i - 2> sub.err; echo \${PIPESTATUS[*]}"
 	assert_success
 	# gdpub: 1, its blocks NACKed; gdsub: 77
 	assert_output "1 77"
+	port=$(cat pub.port)
 	[ "$(cat pub.out)" = "$(printf 'NACK 1\nNACK 2\nNACK 3')" ]
 	[ "$(cat sub.err)" = "gdsub: cannot connect to 127.0.0.1:$port: authentication failed: the publisher did not prove the key (its GDpub_authKeyFile differs from GDsub_authKeyFile); giving up at once: retrying cannot help" ]
 	[ "$(count_lines pub.err '^gdpub: refused subscriber s1 .*without proving the key')" -eq 1 ]
