@@ -146,19 +146,17 @@ throttled() {
 }
 
 @test "--window N fixes the window, auto (the default) adapts it; a bad value is refused" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 --window 7 < in.fifo > st 2> pub.err" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 --window 7 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	run timeout 10 gdinspect --ctl "$(pub_sock "$port")" --json stats
 	assert_success
 	assert_output --partial '"window":7'
 	feed_close
-	port=$(free_port)
-	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_window=auto\n' "$port" > p.ini
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_window=auto\n' > p.ini
 	feed_open in2.fifo
-	spawn "gdpub -c p.ini < in2.fifo > st2 2> pub2.err" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -c p.ini --port-file pub2.port < in2.fifo > st2 2> pub2.err" 7>&-
+	port=$(port_of pub2.port)
 	run timeout 10 gdinspect --ctl "$(pub_sock "$port")" --json stats
 	assert_success
 	assert_output --partial '"window":64'
@@ -170,24 +168,24 @@ throttled() {
 
 # gdkit(7) CASCADE CONFIRMATION and Filters, as pasted (work: cat)
 @test "gdkit(7) recipes: mawk -W interactive as a stage; a filter that acknowledges what it drops: every block ACKed" {
-	port=$(free_port)
-	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=m\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
 	awk 'BEGIN { for (i = 1; i <= 2000; i++) print (i % 10 == 0 ? "ERROR " : "info ") i }' > in.txt
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 1 -t 5 --wait-ready=10 < in.txt
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=m\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
 	spawn "gdsub -c s.ini 2> m.sub.err |
 		mawk -W interactive -F '\t' -v OFS='\t' '{ \$2 = toupper(\$2); print }' |
 		gdack -c s.ini --tee > up.txt 2> m.ack.err; echo \${PIPESTATUS[*]} > m.rc"
-	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 5 --wait-ready=10 < in.txt
+	pub_wait
 	assert_success
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 2000 ]
 	wait_until 20 file_is m.rc "0 0 0"
 	[ "$(grep -c $'\tINFO [0-9]*$' up.txt)" -eq 1800 ]
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 1 -t 5 --wait-ready=10 < in.txt
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_name=f\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
 	spawn "{ gdsub -c s.ini |
   mawk -W interactive -v ack='gdack -c s.ini' \\
     '/ERROR/ { print; next } { print | ack; fflush(ack) }' |
   cat | gdack -c s.ini --tee > out.txt; } 2> f.err; echo \${PIPESTATUS[*]} > f.rc"
-	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 5 --wait-ready=10 < in.txt
+	pub_wait
 	assert_success
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 2000 ]
 	[ -z "$stderr" ]
