@@ -139,14 +139,13 @@ PY
 	assert_success
 }
 
-# two_subs_ready PORT A B: gdsub -c A.ini and -c B.ini (ack pipelines), both
-# GD subscribers of a gdpub -n 2 on PORT: it gets READY and ACKs 3 blocks
+# two_subs_ready A B: gdsub -c A.ini and -c B.ini (ack pipelines), both
+# GD subscribers of the gdpub -n 2 that pub_bg started: it gets READY and
+# ACKs 3 blocks
 two_subs_ready() {
-	local port=$1
+	ack_pipeline "$1"
 	ack_pipeline "$2"
-	ack_pipeline "$3"
-	seq 1 3 > in.txt
-	run --separate-stderr timeout 60 gdpub -p "$port" -n 2 --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
 	[ -z "$stderr" ]
@@ -167,11 +166,12 @@ two_subs_ready() {
 	    -- gdack -c s.ini
 	# 255 bytes travel whole: names that differ in their last byte are
 	# two GD subscribers, not one "already connected"
-	port=$(free_port)
+	seq 1 3 > in.txt
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 2 --wait-ready=30 < in.txt
 	n254=$(printf 'n%.0s' $(seq 254))
 	sub_conf a.ini "$port" "GDsub_name=${n254}a"
 	sub_conf b.ini "$port" "GDsub_name=${n254}b"
-	two_subs_ready "$port" a b
+	two_subs_ready a b
 }
 
 @test "derived subscriber names over 255 bytes (a deep config path) stay distinct: two configs in one directory are two GD subscribers" {
@@ -179,12 +179,12 @@ two_subs_ready() {
 	dir="$BATS_TEST_TMPDIR/$(printf 'd%.0s' $(seq 200))/$(printf 'e%.0s' $(seq 100))"
 	mkdir -p "$dir"
 	cd "$dir"
-	port=$(free_port)
+	spawn "{ seq 1 3; sleep 60; } | gdpub -p 0 --port-file pub.port -n 2 --wait-ready=30 > p.out 2> p.err"
+	port=$(port_of pub.port)
 	# the same keys, no GDsub_name: the names are HOST:PATH, alike in
 	# their first 255 bytes
 	sub_conf a.ini "$port"
 	sub_conf b.ini "$port"
-	spawn "{ seq 1 3; sleep 60; } | gdpub -p $port -n 2 --wait-ready=30 > p.out 2> p.err"
 	ack_pipeline a
 	ack_pipeline b
 	wait_until 30 file_is p.out "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
