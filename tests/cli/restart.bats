@@ -9,10 +9,11 @@ has_lines() {
 }
 
 @test "a restarted publisher's new blocks are written, not taken for duplicates" {
-	port=$(free_port)
-	spawn "gdsub -P 127.0.0.1:$port --max-retries -1 --retry-interval 0.05 > out.txt 2> sub.err"
-	spawn "(seq 1 3; sleep 60) | gdpub -p $port -n 1 -t 60 --wait-ready > st1.txt 2> pub1.err"
+	spawn "(seq 1 3; sleep 60) | gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready > st1.txt 2> pub1.err"
 	pub1=$SPAWNED
+	# the restart below takes the same port: the subscriber reconnects
+	port=$(port_of pub.port)
+	spawn "gdsub -P 127.0.0.1:$port --max-retries -1 --retry-interval 0.05 > out.txt 2> sub.err"
 	wait_until 10 has_lines out.txt 3
 	run gdack -P "127.0.0.1:$port" "127.0.0.1:$port/1" "127.0.0.1:$port/2" "127.0.0.1:$port/3"
 	assert_success
@@ -31,13 +32,13 @@ has_lines() {
 }
 
 @test "--dedup none: resent copies are written too and each needs its acknowledgement" {
-	port=$(free_port)
+	seq 1 3 > in.txt
+	pub_bg gdpub -p 0 --port-file pub.port -n 1 -t 0.3 --resend 5 --wait-ready=30 < in.txt
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\nGDsub_dedup=none\n' "$port" > s.ini
 	# a slow stage: it holds the first line until gdpub has resent a copy
 	# (at the 0.3 s timeout), so copies go through the pipeline too
 	spawn "gdsub -c s.ini | { IFS= read -r l; $(until_resent "$port" 1); printf '%s\n' \"\$l\"; exec cat; } | gdack -c s.ini --tee > out.txt 2> ack.err; echo \$? > ack.rc"
-	seq 1 3 > in.txt
-	run gdpub -p "$port" -n 1 -t 0.3 --resend 5 --wait-ready=30 < in.txt
+	pub_wait
 	assert_success
 	wait_until 30 test -s ack.rc
 	[ "$(cat ack.rc)" -eq 0 ]
