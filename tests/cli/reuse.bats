@@ -18,11 +18,11 @@ gate_pipeline() {
 }
 
 @test "TCP: ID 1 ACKed, then published again: the second payload is written and ACKed on its own" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 30 bash -c "printf '1\tfirst\n1\tsecond\n' |
+		gdpub -p 0 --port-file pub.port -n 1 -I --max-pending 1 --wait-ready=10 -t 3"
 	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> sub.err |
 		gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err"
-	run --separate-stderr timeout 30 bash -c "printf '1\tfirst\n1\tsecond\n' |
-		gdpub -p $port -n 1 -I --max-pending 1 --wait-ready=10 -t 3"
+	pub_wait
 	assert_success
 	assert_output "$(echo READY; statuses ACK 1 1)"
 	wait_until 10 lines_at_least out.txt 2
@@ -82,25 +82,24 @@ late_acks_are() {
 }
 
 @test "stream: ID 1 ACKed, then published again: the second payload is written and ACKed on its own" {
-	port=$(free_port)
 	run --separate-stderr timeout 30 bash -c "printf '1\tfirst\n1\tsecond\n' |
-		gdpub -p $port -n 1 -I --max-pending 1 -t 3 -o - --status st 2> pub.err |
-		gdsub -i - -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 2> sub.err |
-		gdack -P 127.0.0.1:$port --tee 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+		gdpub -p 0 --port-file pub.port -n 1 -I --max-pending 1 -t 3 -o - --status st 2> pub.err |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --retry-interval 0.05 --max-retries 200 2> sub.err |
+		gdack -P 127.0.0.1:$(port_sh pub.port) --tee 2> ack.err; echo \${PIPESTATUS[*]} > rc"
+	port=$(cat pub.port)
 	assert_output "$(printf '127.0.0.1:%s/1\tfirst\n127.0.0.1:%s/1\tsecond' "$port" "$port")"
 	assert_equal "$(cat rc)" "0 0 0 0"
 	assert_equal "$(cat st)" "$(echo READY; statuses ACK 1 1)"
 }
 
 @test "stream: block 1 NACKed while in the pipeline, ID 1 retried: the retry is written, and ACKed only once the pipeline acknowledged it" {
-	port=$(free_port)
 	feed_open in.fifo
 	mkfifo s.gate
-	spawn "gdpub -p $port -n 1 -I -t 1 -o - --status st < in.fifo 2> pub.err |
-		gdsub -i - -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> s.sub.err |
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -I -t 1 -o - --status st < in.fifo 2> pub.err |
+		gdsub -i - -P 127.0.0.1:$(port_sh pub.port) --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> s.sub.err |
 		tee s.seen | { IFS= read -r l; read -r _ < s.gate; printf '%s\n' \"\$l\"; exec cat; } |
-		gdack -P 127.0.0.1:$port --name s --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > rc" 7>&-
-	wait_until 10 listening "$port"
+		gdack -P 127.0.0.1:$(port_sh pub.port) --name s --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > rc" 7>&-
+	port=$(port_of pub.port)
 	printf '1\tfirst\n' >&7
 	wait_until 10 has_line st '^NACK 1$'
 	printf '1\tsecond\n' >&7
@@ -114,12 +113,12 @@ late_acks_are() {
 }
 
 @test "cascade: an ID re-published at stage 1 reaches stage 2's pipeline, and stage 1 ACKs it only after stage 2 ACKed it" {
-	p1=$(free_port)
-	p2=$(free_port)
-	spawn "printf '1\tfirst\n1\tsecond\n' | gdpub -p $p1 -n 1 -I --max-pending 1 -t 10 --wait-ready=10 > st1 2> p1.err; echo \$? > p1.rc"
+	spawn "printf '1\tfirst\n1\tsecond\n' | gdpub -p 0 --port-file p1.port -n 1 -I --max-pending 1 -t 10 --wait-ready=10 > st1 2> p1.err; echo \$? > p1.rc"
+	p1=$(port_of p1.port)
 	spawn "gdsub -P 127.0.0.1:$p1 --name s1 -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> s1.err |
-		gdpub -p $p2 -n 1 -t 10 -f frame --wait-ready=10 2> p2.err | tee st2 |
+		gdpub -p 0 --port-file p2.port -n 1 -t 10 -f frame --wait-ready=10 2> p2.err | tee st2 |
 		gdack -P 127.0.0.1:$p1 --name s1 -f status 2> a1.err; echo \${PIPESTATUS[*]} > c.rc"
+	p2=$(port_of p2.port)
 	spawn "gdsub -P 127.0.0.1:$p2 --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
 		gdack -P 127.0.0.1:$p2 --name a --tee > outa 2> a.ack.err; echo \${PIPESTATUS[*]} > a.rc"
 	wait_until 30 test -s p1.rc
