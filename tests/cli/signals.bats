@@ -117,12 +117,12 @@ pending_at_least() {
 }
 
 @test "gdsub --linger: when every block is acknowledged but gdack keeps its input open, gdsub says so" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=10 < <(seq 1 3)
 	mkfifo gate
 	spawn "{ gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 --linger 0.5 2> sub.err; echo \$? > sub.rc; } |
 		{ cat; read -r _ < gate; } |
 		gdack -P 127.0.0.1:$port > /dev/null 2> ack.err"
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=10 < <(seq 1 3)
+	pub_wait
 	assert_success
 	wait_until 10 test -s sub.rc
 	assert_equal "$(cat sub.rc)" 0
@@ -136,22 +136,23 @@ sub_unique_is() {
 		python -c 'import json,sys; print(json.loads(sys.stdin.read())["unique"])')" = "$1" ]
 }
 
-# sub_twice PORT REDIRECT SIG N: a gdpub -n 1 on PORT fed by in.fifo (fd
+# sub_twice REDIRECT SIG N: a gdpub -n 1 on port 0 fed by in.fifo (fd
 # 7) once gdsub is connected, a gdsub -v whose stdout goes REDIRECT, N
 # blocks received; then SIG, seen by gdsub, and SIG again; gdsub's status
 # in sub.rc
 sub_twice() {
 	local pid
 	feed_open in.fifo
-	spawn "gdpub -p $1 -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err" 7>&-
-	spawn "{ gdsub -v -P 127.0.0.1:$1 --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } $2" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	spawn "{ gdsub -v -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 --linger 60 2> sub.err & echo \$! > sub.pid; wait \$!; echo \$? > sub.rc; } $1" 7>&-
 	wait_until 10 test -s sub.pid
 	pid=$(cat sub.pid)
 	feed_blocks >&7
-	wait_until 10 sub_unique_is "$4"
-	kill -"$3" "$pid"
-	wait_until 10 has_line sub.err "closing standard output: SIG$3\$"
-	kill -"$3" "$pid"
+	wait_until 10 sub_unique_is "$3"
+	kill -"$2" "$pid"
+	wait_until 10 has_line sub.err "closing standard output: SIG$2\$"
+	kill -"$2" "$pid"
 	wait_until 5 test -s sub.rc
 	feed_close
 }
@@ -161,7 +162,7 @@ sub_twice() {
 	feed_blocks() {
 		python -c 'import sys; [sys.stdout.write("x" * 900000 + "\n") for _ in range(4)]'
 	}
-	sub_twice "$(free_port)" "| sleep 600" INT 4
+	sub_twice "| sleep 600" INT 4
 	assert_equal "$(cat sub.rc)" 130
 	run cat sub.err
 	assert_line --regexp "gdsub: second SIGINT: exiting with 4 blocks unacknowledged\$"
@@ -172,7 +173,7 @@ sub_twice() {
 	feed_blocks() {
 		seq 1 3
 	}
-	sub_twice "$(free_port)" "> out" TERM 3
+	sub_twice "> out" TERM 3
 	assert_equal "$(cat sub.rc)" 143
 	run cat sub.err
 	assert_line --regexp "gdsub: second SIGTERM: exiting with 3 blocks unacknowledged\$"
