@@ -81,13 +81,13 @@ gdack: 5 resent blocks already at the end of sink file 'out.txt' were acknowledg
 # A pipeline started again at once after a kill: the gdack before may
 # still hold the sink for a moment (before: exit 74 at once).
 @test "gdack --sink waits up to --wait for the gdack before it to let go of the sink file" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	: > out.txt
 	# a holder that lets go after a second
 	spawn "exec flock out.txt sleep 1"
 	wait_until 10 bash -c '! flock -n out.txt true'
-	spawn "seq 1 3 | gdpub -p $port -n 1 --wait-ready=30 > st 2> pub.err; echo \$? > pub.rc"
+	spawn "seq 1 3 | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=30 > st 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	run --separate-stderr timeout 60 bash -c "gdsub -c s.ini | gdack -c s.ini --sink out.txt"
 	assert_success
 	assert_equal "$stderr" ""
@@ -97,11 +97,11 @@ gdack: 5 resent blocks already at the end of sink file 'out.txt' were acknowledg
 }
 
 @test "gdack --sink that cannot be written: exit 74 naming the file; the batch is not acknowledged and its blocks are NACKed, none ACKed and missing" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	# 60 blocks, fewer than gdpub's first window: all go out at once
 	spawn "seq 1 60 | sed 's/\$/ padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding padding/' |
-		gdpub -p $port -n 1 -t 2 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+		gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	# a file size limit stands for a full disk: past 4 KiB writes fail
 	run --separate-stderr timeout 30 bash -c "gdsub -c s.ini --linger 1 2> sub.err |
 		{ trap '' XFSZ; ulimit -f 4; exec gdack -c s.ini --sink out.txt; }"
