@@ -45,18 +45,19 @@ notifyd() {
 }
 
 @test "NOTIFY_SOCKET unset: nothing is sent; set but unusable: one warning, the run goes on" {
-	port=$(free_port)
 	nosub="gdpub: warning: 3 of 3 blocks were published while no subscriber was connected"
-	run --separate-stderr timeout 20 env -u NOTIFY_SOCKET gdpub -p "$port" < <(seq 1 3)
+	run --separate-stderr timeout 20 env -u NOTIFY_SOCKET gdpub -p 0 --port-file pub.port < <(seq 1 3)
 	assert_success
 	assert_equal "$stderr" "$nosub"
-	run --separate-stderr timeout 20 env NOTIFY_SOCKET=relative/path gdpub -p "$port" < <(seq 1 3)
+	run --separate-stderr timeout 20 env NOTIFY_SOCKET=relative/path gdpub -p 0 --port-file pub.port < <(seq 1 3)
 	assert_success
 	assert_equal "$stderr" "$(printf '%s\n' "gdpub: warning: NOTIFY_SOCKET='relative/path' is not an absolute path or an abstract name ('@...') of at most 107 bytes; the service manager is not told" "$nosub")"
-	# an abstract socket, with GD off: READY=1 at once
+	# an abstract socket, with GD off: READY=1 at once (its name: this
+	# test's own, by the port its gdpub had)
+	port=$(cat pub.port)
 	spawn "exec python $BATS_TEST_DIRNAME/notifyd.py @gdkit-test-$$-$port abs2.log"
 	wait_until 10 test -e abs2.log
-	run timeout 20 env NOTIFY_SOCKET="@gdkit-test-$$-$port" gdpub -p "$port" < <(seq 1 3)
+	run timeout 20 env NOTIFY_SOCKET="@gdkit-test-$$-$port" gdpub -p 0 --port-file pub.port < <(seq 1 3)
 	assert_success
 	wait_until 10 has_line abs2.log '^READY=1$'
 }
@@ -101,10 +102,9 @@ PY
 # journald: $JOURNAL_STREAM names stderr -> a priority prefix per line and
 # no timestamp (journald adds its own); not when stderr is another stream
 @test "stderr under journald: each line starts with its syslog priority, no timestamp" {
-	port=$(free_port)
 	: > j.err
 	js=$(stat -c '%d:%i' j.err)
-	run env JOURNAL_STREAM="$js" sh -c "seq 1 3 | exec timeout 20 gdpub -v -p $port -n 1 -t 0.2 2>> j.err"
+	run env JOURNAL_STREAM="$js" sh -c "seq 1 3 | exec timeout 20 gdpub -v -p 0 --port-file pub.port -n 1 -t 0.2 2>> j.err"
 	assert_failure 1
 	run grep -c . j.err
 	[ "$output" -ge 3 ]
@@ -128,10 +128,9 @@ PY
 # The watchdog's pings come from gdpub's own event loop: a stopped
 # process sends none, and they resume with it.
 @test "a gdpub whose loop is stopped (SIGSTOP) sends no WATCHDOG=1" {
-	port=$(free_port)
 	notifyd wd
 	feed_open in.fifo
-	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/wd.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port' < in.fifo > st 2> pub.err" 7>&-
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/wd.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port' < in.fifo > st 2> pub.err" 7>&-
 	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' wd.log) -ge 3 ]"
 	kill -STOP "$(cat pub.pid)"
 	n=$(grep -c '^WATCHDOG=1$' wd.log)
