@@ -9,14 +9,16 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-# member NAME PORT ROLE TENTATIVE INPUT: spawn a gdpub of cluster c1 on
-# PORT reading INPUT (a shell redirection target), status in NAME.st,
-# stderr in NAME.err, exit status in NAME.rc
+# member NAME VAR ROLE TENTATIVE INPUT: spawn a gdpub of cluster c1 on
+# port 0 reading INPUT (a shell redirection target), status in NAME.st,
+# stderr in NAME.err, exit status in NAME.rc; set VAR to its port (the
+# members need not know each other's)
 member() {
-	cfg "$1.ini" "GDpub_port=$2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
+	cfg "$1.ini" 'GDpub_port=0' 'GDpub_numSubs=1' 'GDpub_timeout=30' \
 	    'GDpub_cluster=c1' "GDpub_role=$3" 'GDpub_preAckTimerInterval=0.1' \
 	    "GDpub_tentativePreAckTimeout=$4" 'GDpub_confirmedPreAckTimeout=60'
-	spawn "gdpub -c $1.ini -I --wait-ready=20 < $5 > $1.st 2> $1.err; echo \$? > $1.rc"
+	spawn "gdpub -c $1.ini --port-file $1.port -I --wait-ready=20 < $5 > $1.st 2> $1.err; echo \$? > $1.rc"
+	printf -v "$2" '%s' "$(port_of "$1.port")"
 }
 
 cfg() {
@@ -42,10 +44,9 @@ words() {
 
 @test "normal path: the primary delivers 1000 blocks once; both secondaries drop every block on pre-ack and forward none" {
 	seq 1 1000 | awk '{ print $1 "\tblock " $1 }' > in.txt
-	p1=$(free_port); p2=$(free_port); p3=$(free_port)
-	member a "$p1" primary 20 in.txt
-	member b "$p2" secondary 20 in.txt
-	member c "$p3" secondary 30 in.txt
+	member a p1 primary 20 in.txt
+	member b p2 secondary 20 in.txt
+	member c p3 secondary 30 in.txt
 	subscriber s.ini "$p1" "$p2" "$p3"
 	run --separate-stderr timeout 60 bash -c 'gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee'
 	assert_success
@@ -64,12 +65,11 @@ words() {
 @test "failover: the primary dies before sending 501-1000; the secondary with the shorter tentative timeout forwards them, the other drops them on pre-ack; each block once, R = 1 and UR = 1" {
 	seq 1 1000 | awk '{ print $1 "\tblock " $1 }' > in.txt
 	head -n 500 in.txt > first.txt
-	p1=$(free_port); p2=$(free_port); p3=$(free_port)
 	# the primary reads the first 500 and then waits on its input
-	member a "$p1" primary 20 '<(cat first.txt; sleep 120)'
+	member a p1 primary 20 '<(cat first.txt; sleep 120)'
 	pa=$SPAWNED
-	member b "$p2" secondary 2.5 in.txt
-	member c "$p3" secondary 60 in.txt
+	member b p2 secondary 2.5 in.txt
+	member c p3 secondary 60 in.txt
 	subscriber s.ini "$p1" "$p2" "$p3"
 	spawn "gdsub -c s.ini -C 1000 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
 	wait_until 20 bash -c '[ "$(grep -c "^ACK " a.st)" -eq 500 ]'
@@ -97,10 +97,9 @@ words() {
 
 @test "confirmed pre-ack: a member that gets a block only after its pre-ack drops it on arrival" {
 	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
-	p1=$(free_port); p2=$(free_port)
 	feed_open late.fifo
-	member a "$p1" primary 20 in.txt 7>&-
-	member b "$p2" secondary 0.5 late.fifo 7>&-
+	member a p1 primary 20 in.txt 7>&-
+	member b p2 secondary 0.5 late.fifo 7>&-
 	subscriber s.ini "$p1" "$p2"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
 	wait_until 20 file_is a.rc 0
@@ -116,8 +115,7 @@ words() {
 
 @test "a secondary's held blocks: gdinspect pending shows them with their tentative deadlines, stats the bounds" {
 	seq 1 3 | awk '{ print $1 "\tblock " $1 }' > in.txt
-	p2=$(free_port)
-	member b "$p2" secondary 30 '<(cat in.txt; sleep 60)'
+	member b p2 secondary 30 '<(cat in.txt; sleep 60)'
 	subscriber s.ini "$p2"
 	spawn "gdsub -c s.ini > out.txt 2> sub.err"
 	wait_until 20 bash -c "gdinspect -p $p2 --json stats | grep -q '\"held\":3'"
@@ -147,9 +145,8 @@ words() {
 # ID was dropped as a copy of the first and ACKed unwritten.
 
 @test "re-published ID, primary alone: the second block under each ID is written and ACKed once it is, not dropped as a copy of the first" {
-	p1=$(free_port)
 	feed_open a.fifo
-	member a "$p1" primary 20 a.fifo 7>&-
+	member a p1 primary 20 a.fifo 7>&-
 	subscriber s.ini "$p1"
 	wait_until 20 listening "$p1"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
@@ -166,12 +163,11 @@ words() {
 }
 
 @test "re-published ID, primary and secondary: both blocks under each ID written once; the secondary drops both copies on their own pre-acks" {
-	p1=$(free_port); p2=$(free_port)
 	feed_open a.fifo
 	mkfifo b.fifo
 	exec 8<>b.fifo
-	member a "$p1" primary 20 a.fifo 7>&- 8>&-
-	member b "$p2" secondary 20 b.fifo 7>&- 8>&-
+	member a p1 primary 20 a.fifo 7>&- 8>&-
+	member b p2 secondary 20 b.fifo 7>&- 8>&-
 	subscriber s.ini "$p1" "$p2"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
 	wait_until 20 has_line b.st '^READY$'
@@ -190,12 +186,11 @@ words() {
 }
 
 @test "re-published ID through another member: a secondary that was pre-acked for the first block forwards the second, which is written, not taken for a copy of the first" {
-	p1=$(free_port); p2=$(free_port)
 	feed_open a.fifo
 	mkfifo b.fifo
 	exec 8<>b.fifo
-	member a "$p1" primary 20 a.fifo 7>&- 8>&-
-	member b "$p2" secondary 0.5 b.fifo 7>&- 8>&-
+	member a p1 primary 20 a.fifo 7>&- 8>&-
+	member b p2 secondary 0.5 b.fifo 7>&- 8>&-
 	subscriber s.ini "$p1" "$p2"
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc" 7>&- 8>&-
 	wait_until 20 has_line b.st '^READY$'
@@ -221,10 +216,9 @@ words() {
 @test "gdsub does not give up on an unreachable member while another member of its cluster serves it, and counts it ended once that one ended its stream" {
 	seq 1 200 | awk '{ print $1 "\tblock " $1 }' > in.txt
 	head -n 100 in.txt > first.txt
-	p1=$(free_port); p2=$(free_port)
-	member a "$p1" primary 20 '<(cat first.txt; sleep 120)'
+	member a p1 primary 20 '<(cat first.txt; sleep 120)'
 	pa=$SPAWNED
-	member b "$p2" secondary 3 in.txt
+	member b p2 secondary 3 in.txt
 	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
 	    'GDsub_retryInt=0.05' 'GDsub_maxRetries=3'
 	wait_until 20 listening "$p1"
@@ -246,12 +240,12 @@ words() {
 
 @test "a secondary that connects after the cluster acknowledged its blocks gets their pre-acks first and drops them all, forwarding none" {
 	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
-	p1=$(free_port); p2=$(free_port)
+	member a p1 primary 20 in.txt
+	p2=$(free_port)	# b starts after gdsub has its port
 	# gdsub tries the secondary every 3 s: it connects well after the
 	# secondary's tentative timeout has passed
 	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
 	    'GDsub_retryInt=3' 'GDsub_maxRetries=-1'
-	member a "$p1" primary 20 in.txt
 	spawn "gdsub -c s.ini 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
 	wait_until 30 file_is a.rc 0
 	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
@@ -317,11 +311,10 @@ words() {
 
 @test "a secondary with no subscriber holds its blocks past the tentative timeout instead of forwarding them to nobody, and NACKs them GDpub_timeout later" {
 	seq 1 5 | awk '{ print $1 "\tblock " $1 }' > in.txt
-	p2=$(free_port)
-	cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=1' \
+	cfg b.ini 'GDpub_port=0' 'GDpub_numSubs=1' 'GDpub_timeout=1' \
 	    'GDpub_cluster=c1' 'GDpub_role=secondary' 'GDpub_preAckTimerInterval=0.1' \
 	    'GDpub_tentativePreAckTimeout=0.3'
-	run --separate-stderr timeout 30 gdpub -c b.ini -I < in.txt
+	run --separate-stderr timeout 30 gdpub -c b.ini --port-file b.port -I < in.txt
 	assert_failure 1
 	assert_equal "$output" "$(statuses NACK 1 2 3 4 5)"
 	grep -q '^gdpub: holding the blocks past GDpub_tentativePreAckTimeout: no GD subscriber has told this member its pre-acknowledgements yet (NACKed if none has within GDpub_timeout, 1 s)$' <<<"$stderr"
