@@ -92,11 +92,10 @@ has_lines_matching() {
 @test "gdkit(7) Kafka recipe against librdkafka's mock cluster, 300 blocks: each block ends ACK or NACK once, none written twice, every ACKed block written" {
 	need_kcat
 	recipe
-	port=$(free_port)
 	seq 300 > events
 	# the producer side first: its kcat hosts the mock cluster; gdpub waits
 	# for the subscriber's READY (--wait-ready=60)
-	sed -i -e "s,-p 7001,-p $port,; s,--bind 0.0.0.0,--bind 127.0.0.1,; s,--host pubhost,--host 127.0.0.1," \
+	sed -i -e "s,-p 7001,-p 0 --port-file pub.port,; s,--bind 0.0.0.0,--bind 127.0.0.1,; s,--host pubhost,--host 127.0.0.1," \
 	    -e 's,kcat -P -b broker:9092,kcat -P -b 127.0.0.1:1 -X test.mock.num.brokers=1 -d mock,' pub.sh
 	echo 'echo ${PIPESTATUS[*]} > pub.rc' >> pub.sh
 	cat pub.sh
@@ -104,6 +103,7 @@ has_lines_matching() {
 	spawn "bash pub.sh 2> pub.err"
 	wait_until 20 has_line pub.err 'bootstrap\.servers=127\.0\.0\.1:[0-9]+'
 	broker=$(grep -o -m 1 'bootstrap\.servers=127\.0\.0\.1:[0-9]*' pub.err | cut -d= -f2)
+	port=$(port_of pub.port)
 	sed -i -e "s,broker:9092,$broker,; s,pubhost:7001,127.0.0.1:$port,g" sub.sh
 	cat sub.sh
 	spawn "bash sub.sh 2> sub.err"
