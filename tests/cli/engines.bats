@@ -75,10 +75,24 @@ stop_subscriber() {
 	wait_until 30 test -s "$1.rc"
 }
 
-# publish NAME PORT COUNT [GDPUB-OPTS]: spawn seq COUNT | gdpub -o - --armor
-# | mosquitto_pub -l -q 0; status in NAME.st, "PUB MQPUB" in NAME.rc
+# publish NAME COUNT [GDPUB-OPTS]: spawn seq COUNT | gdpub -o - --armor
+# | mosquitto_pub -l -q 0, gdpub on port 0 (--port-file NAME.port), its
+# input held until `go NAME` (once the subscriber has the topic: the broker
+# keeps nothing for nobody); status in NAME.st, "PUB MQPUB" in NAME.rc
 publish() {
-	spawn "seq $3 | gdpub -p $2 -n 1 -o - --armor --status $1.st ${4:-} 2> $1.err | mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0 2> $1.mq.err; echo \${PIPESTATUS[*]} > $1.rc"
+	gate "$1"
+	spawn "{ read -r _ < $1.gate; seq $2; } | gdpub -p 0 --port-file $1.port -n 1 -o - --armor --status $1.st ${3:-} 2> $1.err | mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0 2> $1.mq.err; echo \${PIPESTATUS[*]} > $1.rc"
+}
+
+# gate NAME: make the fifo NAME.gate that a spawned input waits on; go NAME
+# lets it through
+gate() {
+	rm -f "$1.gate"
+	mkfifo "$1.gate"
+}
+
+go() {
+	timeout 10 sh -c "echo go > $1.gate"
 }
 
 # all_acked NAME COUNT [STATUSES]: gdpub NAME's pipeline exited with
@@ -106,10 +120,11 @@ measured() {
 
 @test "100,000 blocks: gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | gdsub -i - | gdack: frames batched into lines, every block ACKed, R = UR = 1.000" {
 	broker
-	port=$(free_port)
+	publish pub 100000 "-t 5 --resend 5 --wait-ready=30"
+	port=$(port_of pub.port)
 	subscriber s "$port"
 	t0=$(date +%s.%N)
-	publish pub "$port" 100000 "-t 5 --resend 5 --wait-ready=30"
+	go pub
 	wait_until 50 test -s pub.rc
 	elapsed=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 	all_acked pub 100000
@@ -136,12 +151,12 @@ assert d["frames"] >= 100000 and d["lines"] * 10 <= d["frames"], d
 
 @test "the subscriber pipeline stopped midway and started again: resend fills the gap, --state keeps it exactly-once" {
 	broker
-	port=$(free_port)
-	subscriber s "$port" -- --state s.state
 	# the first 5,000 blocks, then the rest while nobody is subscribed
 	# (batched lines go out faster than the subscriber can be stopped)
 	feed_open pub.fifo
-	spawn "gdpub -p $port -n 1 -o - --armor --status pub.st -t 1 --resend 20 --wait-ready=30 < pub.fifo 2> pub.err | mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0 2> pub.mq.err; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -o - --armor --status pub.st -t 1 --resend 20 --wait-ready=30 < pub.fifo 2> pub.err | mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0 2> pub.mq.err; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	subscriber s "$port" -- --state s.state 7>&-
 	seq 5000 >&7
 	wait_until 30 lines_at_least s.out 5000
 	stop_subscriber s
@@ -164,11 +179,13 @@ assert d["frames"] >= 100000 and d["lines"] * 10 <= d["frames"], d
 
 @test "two publishers on one topic, one batching lines, one a frame a line (--armor-batch 1): one gdsub -i acknowledges each block to its own publisher" {
 	broker
-	p1=$(free_port)
-	p2=$(free_port)
+	publish a 5000 "-t 5 --resend 5 --wait-ready=30"
+	publish b 3000 "-t 5 --resend 5 --wait-ready=30 --armor-batch 1"
+	p1=$(port_of a.port)
+	p2=$(port_of b.port)
 	subscriber s "$p1" "$p2"
-	publish a "$p1" 5000 "-t 5 --resend 5 --wait-ready=30"
-	publish b "$p2" 3000 "-t 5 --resend 5 --wait-ready=30 --armor-batch 1"
+	go a
+	go b
 	wait_until 40 test -s a.rc
 	wait_until 40 test -s b.rc
 	all_acked a 5000
@@ -182,14 +199,16 @@ assert d["frames"] >= 100000 and d["lines"] * 10 <= d["frames"], d
 
 @test "a line damaged in the engine (--armor-batch 1) is skipped with its line number, counted in gdinspect stats, and its block recovered by resend" {
 	broker
-	port=$(free_port)
-	subscriber s "$port"
 	# one character of the third line changed (sed -u: line by line, as
 	# gdpub waits for acks before it writes more): its CRC32C no longer
 	# matches
-	spawn "seq 10 | gdpub -p $port -n 1 -o - --armor --armor-batch 1 --status pub.st -t 0.5 --resend 3 --wait-ready=30 2> pub.err |
+	gate pub
+	spawn "{ read -r _ < pub.gate; seq 10; } | gdpub -p 0 --port-file pub.port -n 1 -o - --armor --armor-batch 1 --status pub.st -t 0.5 --resend 3 --wait-ready=30 2> pub.err |
 		sed -u -E '3{s/^(.{30})A/\\1B/;t;s/^(.{30})./\\1A/}' |
 		mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0; echo \${PIPESTATUS[*]} > pub.rc"
+	port=$(port_of pub.port)
+	subscriber s "$port"
+	go pub
 	wait_until 30 test -s pub.rc
 	all_acked pub 10 "0 0 0 0"
 	assert_equal "$(grep -v 'cannot connect to' s.sub.err)" "gdsub: s.fifo: line 3: bad armored line skipped: frame CRC32C mismatch (header or payload damaged)"
@@ -208,14 +227,16 @@ assert d["lines"] == d["frames"] + 1, d
 
 @test "a batched line damaged in the engine loses only its own frames: reported once, every other block arrives once, the line's blocks come back by resend, all ACKed exactly once" {
 	broker
-	port=$(free_port)
-	subscriber s "$port"
 	# lines of at most 2000 bytes (about 20 frames); what gdpub wrote is
 	# kept (sent.txt), then line 3 is damaged as above
-	spawn "seq 1000 | gdpub -p $port -n 1 -o - --armor --armor-batch 2000 --status pub.st -t 2 --resend 5 --wait-ready=30 2> pub.err |
+	gate pub
+	spawn "{ read -r _ < pub.gate; seq 1000; } | gdpub -p 0 --port-file pub.port -n 1 -o - --armor --armor-batch 2000 --status pub.st -t 2 --resend 5 --wait-ready=30 2> pub.err |
 		tee sent.txt |
 		sed -u -E '3{s/^(.{30})A/\\1B/;t;s/^(.{30})./\\1A/}' |
 		mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0; echo \${PIPESTATUS[*]} > pub.rc"
+	port=$(port_of pub.port)
+	subscriber s "$port"
+	go pub
 	wait_until 60 test -s pub.rc
 	all_acked pub 1000 "0 0 0 0 0"
 	assert_equal "$(grep -v 'cannot connect to' s.sub.err)" "gdsub: s.fifo: line 3: bad armored line skipped: frame CRC32C mismatch (header or payload damaged)"
@@ -241,16 +262,16 @@ assert (d["bad_lines"], d["unique"], d["duplicates"]) == (1, 1000, 0), d
 
 @test "with a key: a client of the broker without it reads one line, then publishes frames for IDs 2 and 3; they are counted as bad tags, never written or acknowledged, and the real blocks 2 and 3 are" {
 	broker
-	port=$(free_port)
 	head -c 32 /dev/urandom | base64 > k
 	chmod 600 k
-	subscriber s "$port" -- --auth-key-file k
-	# the intruder: subscribed before the first line, reads one
-	spawn "exec mosquitto_sub -h 127.0.0.1 -p $MQ_PORT -i evil -t $TOPIC -C 1 > evil.line 2> evil.err"
-	wait_until 10 has_line broker.log " evil 0 $TOPIC\$"
 	feed_open pub.fifo
-	spawn "gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 < pub.fifo 2> pub.err |
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 < pub.fifo 2> pub.err |
 		mosquitto_pub -h 127.0.0.1 -p $MQ_PORT -t $TOPIC -l -q 0; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	subscriber s "$port" -- --auth-key-file k 7>&-
+	# the intruder: subscribed before the first line, reads one
+	spawn "exec mosquitto_sub -h 127.0.0.1 -p $MQ_PORT -i evil -t $TOPIC -C 1 > evil.line 2> evil.err" 7>&-
+	wait_until 10 has_line broker.log " evil 0 $TOPIC\$"
 	echo 1 >&7
 	wait_until 30 has_lines s.out 1
 	wait_until 10 test -s evil.line
