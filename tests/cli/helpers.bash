@@ -12,7 +12,7 @@ load '/usr/lib/bats/bats-assert/load'
 # A test whose point needs the volume (a bound on a file's growth, a pipe
 # that must fill) stays in make check. "FILE:NAME", NAME as after @test.
 LONG_TESTS=(
-	"engines.bats:100,000 blocks: gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | gdsub -i - | gdack: every block ACKed, R = UR = 1.000"
+	"engines.bats:100,000 blocks: gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | gdsub -i - | gdack: frames batched into lines, every block ACKed, R = UR = 1.000"
 )
 
 setup() {

@@ -56,3 +56,23 @@ PY
 	[ "$status" -eq 0 ]
 	[ -z "$output" ]
 }
+
+# A test renamed out of LONG_TESTS would run in make check unnoticed.
+@test "every LONG_TESTS entry of helpers.bash names a test that exists" {
+	run python3 - "$BATS_TEST_DIRNAME" <<'PY'
+import re, sys
+d = sys.argv[1]
+src = open(d + "/helpers.bash").read()
+block = re.search(r"^LONG_TESTS=\((.*?)^\)", src, re.S | re.M).group(1)
+entries = re.findall(r'"([^"]+)"', block)
+bad = []
+for e in entries:
+    f, desc = e.split(":", 1)
+    if '@test "%s" {' % desc not in open("%s/%s" % (d, f)).read():
+        bad.append(e)
+print("entries: %d" % len(entries))
+print("\n".join("no such test: " + b for b in bad))
+sys.exit(1 if bad or not entries else 0)
+PY
+	assert_success
+}
