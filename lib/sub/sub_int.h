@@ -154,17 +154,44 @@ void sub_on_floor(struct sub *s, struct sub_pub *pc, uint64_t floor,
     const struct sub_origin *o);
 void sub_forget(struct sub *s, struct sub_pub *pc);
 
-/* sub_net.c: connections to the publishers */
+/* sub_net.c: connections to the publishers, their life and read loop */
 void sub_net_start(struct sub_pub *pc);
 void sub_net_pause(struct sub *s);
 void sub_net_resume(struct sub *s);
 void sub_net_shut(struct sub_pub *pc, int hard);
 /* reliability=ordered: confirm the blocks stdout has taken */
 void sub_net_confirm(struct sub *s);
+
+/* sub_frames.c: a publisher's wire frames, one handler each. sub_frame
+ * hands f on and says what the read loop does next: read on, stop (the
+ * connection or the run is closed or closing), the frame does not belong
+ * here (BAD: a malformed stream, reconnect), the publisher ended its
+ * stream, the handshake failed (an attempt: *why says why) or was denied
+ * (the key refused: no more attempts). */
+enum { SUB_FR_NEXT, SUB_FR_STOP, SUB_FR_BAD, SUB_FR_END, SUB_FR_FAILED,
+	SUB_FR_DENIED };
+int sub_frame(struct sub *s, struct sub_pub *pc, const struct gd_frame *f,
+    const char **why);
+/* Our block limit, or the publisher's once it announced a lower one: a
+ * frame's length is checked against it before the buffer grows for it. */
+uint32_t sub_frame_limit(const struct sub *s, const struct sub_pub *pc);
+/* The payload size of the block frame at pc's read position when it is
+ * over limit but within the publisher's own, else 0. */
+uint32_t sub_frame_too_large(const struct sub_pub *pc, uint32_t limit);
+
+/* sub_tls.c: the bytes to and from a publisher */
 /* Every write to a publisher: through TLS when on, else as uv_write
  * (cb gets req back, its status that of the ciphertext's write). */
 int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
     uv_write_cb cb);
+/* What TLS has waiting, written (orig and cb with it): 0 or a libuv
+ * error, when cb will not be called. */
+int sub_tls_out(struct sub_pub *pc, uv_write_t *orig, uv_write_cb cb);
+/* nread bytes of ciphertext in pc->cin: decrypted into pc->rb, what the
+ * handshake answers written. SUB_TLS_OK, or *why says what failed: TLS
+ * itself, or the connection (lost). */
+enum { SUB_TLS_OK, SUB_TLS_LOST, SUB_TLS_FAILED };
+int sub_tls_in(struct sub_pub *pc, size_t nread, const char **why);
 
 /* sub_input.c: -i, blocks from a framed stream */
 int sub_in_open(struct sub *s, const char *path);

@@ -1,9 +1,11 @@
-/* gdsub's connections to its publishers: resolve, connect and retry each
- * one, say hello (and with GDsub_authKeyFile prove the key and have the
- * publisher prove it: wire.h), read its wire frames (welcome, blocks,
- * floor, end); what a welcome says is sub_hs.c's. Blocks go on to
- * sub_on_block (sub_block.c). A handshake that fails or does not end within
- * SUB_HANDSHAKE_MS is a failed attempt, counted against maxRetries. */
+/* gdsub's connections to its publishers, their whole life: resolve,
+ * connect and retry each one, say hello, read (the loop that cuts frames;
+ * each frame's handler is sub_frames.c's, the TLS byte path sub_tls.c's),
+ * and what a handler's answer or a read's failure makes of the connection:
+ * lost, failed (an attempt, or with the key or TLS refused no more
+ * attempts), ended (our BYE), closed. A handshake that fails or does not
+ * end within SUB_HANDSHAKE_MS is a failed attempt, counted against
+ * maxRetries. */
 #include "sub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -11,7 +13,6 @@
 
 #include <inttypes.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SUB_HANDSHAKE_MS (2 * GD_HANDSHAKE_MS)
@@ -122,67 +123,6 @@ static void pc_close(struct sub_pub *pc)
 
 static void pc_shut(uv_shutdown_t *req, int status);
 
-/* TLS: a ciphertext write, carrying the caller's request (NULL for the
- * handshake's own bytes) to call back once it is written. */
-struct tls_write {
-	uv_write_t req;
-	uv_write_t *orig;
-	uv_write_cb cb;
-	uint8_t *d;
-};
-
-static void tls_written(uv_write_t *req, int status)
-{
-	struct tls_write *w = (struct tls_write *)req;
-	uv_write_t *orig = w->orig;
-	uv_write_cb cb = w->cb;
-
-	free(w->d);
-	free(w);
-	if (cb != NULL)
-		cb(orig, status);
-}
-
-/* What TLS has waiting, written (orig and cb with it): 0 or a libuv
- * error, when cb will not be called. */
-static int tls_out(struct sub_pub *pc, uv_write_t *orig, uv_write_cb cb)
-{
-	struct tls_write *w;
-	uv_buf_t b;
-	size_t n;
-	int rc;
-
-	if (gd_tls_pending(pc->tls) == 0)
-		return 0;
-	if ((w = malloc(sizeof(*w))) == NULL)
-		return UV_ENOMEM;
-	if ((w->d = gd_tls_take(pc->tls, &n)) == NULL) {
-		free(w);
-		return UV_ENOMEM;
-	}
-	w->orig = orig;
-	w->cb = cb;
-	b = uv_buf_init((char *)w->d, (unsigned)n);
-	if ((rc = uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
-	    tls_written)) != 0) {
-		free(w->d);
-		free(w);
-	}
-	return rc;
-}
-
-int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
-    uv_write_cb cb)
-{
-	if (pc->tls == NULL)
-		return uv_write(req, (uv_stream_t *)&pc->h, b, 1, cb);
-	if (!gd_tls_done(pc->tls))
-		return UV_ENOTCONN;
-	if (gd_tls_write(pc->tls, (const uint8_t *)b->base, b->len) != 0)
-		return UV_EPROTO;
-	return tls_out(pc, req, cb);
-}
-
 /* Say BYE and close once it is written: at the end of the publisher's
  * stream (a publisher waits for it before it exits, pub.c), and at a
  * clean exit (it unsubscribes at once, whatever its retryCount). */
@@ -195,7 +135,7 @@ static void pc_bye(struct sub_pub *pc)
 	sub_send_small(pc, GD_F_BYE, 0, 0);
 	if (pc->tls != NULL) {	/* our close_notify, after the BYE */
 		gd_tls_close(pc->tls);
-		(void)tls_out(pc, NULL, NULL);
+		(void)sub_tls_out(pc, NULL, NULL);
 	}
 	pc->sreq.data = pc;
 	if (uv_shutdown(&pc->sreq, (uv_stream_t *)&pc->h, pc_shut) != 0)
@@ -285,8 +225,6 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 }
 
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
-static void on_challenge(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f);
 static void greet(struct sub_pub *pc);
 
 /* stdout is behind: stop reading publishers until it drains */
@@ -318,17 +256,6 @@ void sub_net_resume(struct sub *s)
 			pc_read_start(&s->pc[i]);
 }
 
-/* Our own limit, or the publisher's once it announced a lower one: a
- * frame's length is checked against it before the buffer grows for it. */
-static uint32_t block_limit(const struct sub *s, const struct sub_pub *pc)
-{
-	uint32_t limit = (uint32_t)s->conf->sub_max_block;
-
-	if (pc->max_block && pc->max_block < limit)
-		limit = pc->max_block;
-	return limit;
-}
-
 /* TLS failed: before the publisher's welcome it refused us, or we it,
  * and every further attempt would fail alike (77, as for the key); after
  * it the stream broke, and gdsub connects again. */
@@ -347,40 +274,21 @@ static void tls_failed(struct sub_pub *pc, const char *why)
 	auth_failed(pc, msg);
 }
 
-/* nread bytes of ciphertext in pc->cin: decrypted into pc->rb, what the
- * handshake answers written; once it is done, our HELLO. 0, or -1 when
- * the connection is going. */
+/* nread bytes of ciphertext in pc->cin, decrypted (sub_tls.c); once
+ * TLS's handshake is done, our HELLO. 0, or -1 when the connection is
+ * going. */
 static int tls_in(struct sub_pub *pc, size_t nread)
 {
-	uint8_t *p;
-	size_t room;
-	long got;
-	int rc;
+	const char *why = NULL;
 
-	if (gd_tls_feed(pc->tls, pc->cin, nread) != 0) {
-		tls_failed(pc, gd_tls_error(pc->tls));
+	switch (sub_tls_in(pc, nread, &why)) {
+	case SUB_TLS_LOST:
+		pc_lost(pc, why);
+		return -1;
+	case SUB_TLS_FAILED:
+		tls_failed(pc, why);
 		return -1;
 	}
-	for (;;) {
-		if (gd_rbuf_space(&pc->rb, 65536, &p, &room) != 0) {
-			pc_lost(pc, "out of memory");
-			return -1;
-		}
-		if ((got = gd_tls_read(pc->tls, p, room)) <= 0)
-			break;
-		pc->rb.len += (size_t)got;
-	}
-	/* an alert of ours tells the publisher why, before the close */
-	if ((rc = tls_out(pc, NULL, NULL)) != 0 && got != GD_TLS_FAIL) {
-		pc_lost(pc, uv_strerror(rc));
-		return -1;
-	}
-	if (got == GD_TLS_FAIL) {
-		tls_failed(pc, gd_tls_error(pc->tls));
-		return -1;
-	}
-	if (got == GD_TLS_EOF)	/* an END may be in what came before it */
-		pc->tls_eof = 1;
 	if (!pc->greeted && gd_tls_done(pc->tls)) {
 		char d[400];
 		gd_tls_describe(pc->tls, d, sizeof(d));
@@ -392,129 +300,18 @@ static int tls_in(struct sub_pub *pc, size_t nread)
 	return 0;
 }
 
-/* What a frame's handler tells the read loop: read the next frame, stop
- * reading (the connection or the run was closed, or is closing), or the
- * frame does not belong here (a malformed stream: reconnect). */
-enum { FR_NEXT, FR_STOP, FR_BAD };
-
-static int read_block(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
+/* The publisher ended its stream: our BYE, and the run ends once every
+ * publisher has. */
+static void pc_ended(struct sub_pub *pc)
 {
-	struct gd_block b;
-	struct sub_origin o = { pc->origin, pc->origin_len, pc->epoch };
+	struct sub *s = pc->s;
 
-	if (pc->state != SUB_PS_ACTIVE)
-		return FR_BAD;
-	gd_wire_get_block(f, &b);
-	if (s->conf->reliability == GD_REL_ORDERED) {
-		pc->confirm_due = 1;
-		pc->confirm_seq = b.seq;
-	}
-	sub_on_block(s, pc, &b, &o);
-	return s->done ? FR_STOP : FR_NEXT;
-}
-
-static int read_challenge(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	if (pc->state != SUB_PS_WELCOME || s->key.len == 0 || pc->pub_proved)
-		return FR_BAD;
-	on_challenge(s, pc, f);
-	return pc->state != SUB_PS_WELCOME ? FR_STOP : FR_NEXT;
-}
-
-static int read_welcome(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	struct gd_welcome w;
-	char why[400];
-
-	if (pc->state != SUB_PS_WELCOME || gd_wire_get_welcome(f, &w) != 0)
-		return FR_BAD;
-	if (w.version != GD_WIRE_VERSION) {
-		gd_err("publisher %s speaks protocol version %u, this gdsub %d "
-		    "(a different gdkit version)", pc->addr, w.version,
-		    GD_WIRE_VERSION);
-		sub_finish(s, GD_EX_UNAVAILABLE);
-		return FR_STOP;
-	}
-	if (gd_ack_refused_conn((int)w.ack_status)) {
-		snprintf(why, sizeof(why), "%s",
-		    gd_ack_status_str((int)w.ack_status));
-		if (gd_ack_auth_refused((int)w.ack_status))
-			auth_failed(pc, why);
-		else
-			handshake_failed(pc, why);
-		return FR_STOP;
-	}
-	/* a publisher that welcomes without proving the key could be anyone */
-	if (s->key.len > 0 && !pc->pub_proved) {
-		auth_failed(pc, "authentication failed: the publisher did not "
-		    "prove the key of GDsub_authKeyFile (it has no "
-		    "GDpub_authKeyFile?)");
-		return FR_STOP;
-	}
-	uv_timer_stop(&pc->retry);
-	sub_hs_welcome(s, pc, &w);
-	return FR_NEXT;
-}
-
-static int read_refuse(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	char why[512];
-
-	if (pc->state != SUB_PS_WELCOME)
-		return FR_BAD;
-	gd_wire_get_text(f, why, sizeof(why));
-	gd_err("publisher %s refused the subscription: %s", pc->addr, why);
-	sub_finish(s, GD_EX_CONFIG);
-	return FR_STOP;
-}
-
-static int read_floor(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	struct sub_origin o = { pc->origin, pc->origin_len, pc->epoch };
-
-	if (f->len != 8)
-		return FR_BAD;
-	sub_on_floor(s, pc, gd_get64(f->body), &o);
-	return s->done ? FR_STOP : FR_NEXT;
-}
-
-static int read_end(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	(void)f;
-	gd_trace(1, "publisher %s ended its stream", pc->addr);
 	pc->state = SUB_PS_ENDED;
 	s->nended++;
 	pc_bye(pc);
 	if (s->nended == s->npc && !s->stream_in)
 		sub_begin_close(s, NULL);
 	sub_in_kick(s);
-	return FR_STOP;
-}
-
-/* The payload size of the block frame at the read position when it is
- * over our limit but within what the publisher said it sends, else 0:
- * not malformed but too large, and reconnecting would only get it again.
- * (Over the publisher's own limit it cannot be a block of its: the stream
- * is damaged.) */
-static uint32_t block_too_large(const struct sub_pub *pc, uint32_t limit)
-{
-	const uint8_t *h = pc->rb.buf + pc->rb.off;
-	uint32_t body, size;
-
-	if (pc->rb.len - pc->rb.off < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
-		return 0;
-	body = gd_get32(h);
-	if (body < GD_BLOCK_HDR - GD_WIRE_HDR)
-		return 0;
-	size = body - (GD_BLOCK_HDR - GD_WIRE_HDR);
-	return size > limit && (pc->max_block == 0 || size <= pc->max_block) ?
-	    size : 0;
 }
 
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
@@ -523,8 +320,9 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	struct sub *s = pc->s;
 	struct gd_frame f;
 	size_t used;
-	uint32_t limit = block_limit(s, pc), size;
-	int rc, next = FR_NEXT;
+	uint32_t limit = sub_frame_limit(s, pc), size;
+	int rc;
+	const char *why = NULL;
 
 	(void)buf;
 	if (nread < 0 && pc->tls != NULL && !gd_tls_done(pc->tls) &&
@@ -545,26 +343,28 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	} else
 		pc->rb.len += (size_t)nread;
 	while ((rc = gd_wire_next(pc->rb.buf + pc->rb.off,
-	    pc->rb.len - pc->rb.off, limit = block_limit(s, pc), &f,
+	    pc->rb.len - pc->rb.off, limit = sub_frame_limit(s, pc), &f,
 	    &used)) == 1) {
 		pc->rb.off += used;
-		switch (f.type) {
-		case GD_F_BLOCK: next = read_block(s, pc, &f); break;
-		case GD_F_CHALLENGE: next = read_challenge(s, pc, &f); break;
-		case GD_F_WELCOME: next = read_welcome(s, pc, &f); break;
-		case GD_F_REFUSE: next = read_refuse(s, pc, &f); break;
-		case GD_F_FLOOR: next = read_floor(s, pc, &f); break;
-		case GD_F_END: next = read_end(s, pc, &f); break;
-		default: next = FR_BAD; break;
-		}
-		if (next == FR_STOP)
+		switch (sub_frame(s, pc, &f, &why)) {
+		case SUB_FR_NEXT:
+			continue;
+		case SUB_FR_END:
+			pc_ended(pc);
 			return;
-		if (next == FR_BAD) {
-			rc = -1;
-			break;
+		case SUB_FR_FAILED:
+			handshake_failed(pc, why);
+			return;
+		case SUB_FR_DENIED:
+			auth_failed(pc, why);
+			return;
+		case SUB_FR_STOP:
+			return;
 		}
+		rc = -1;	/* SUB_FR_BAD */
+		break;
 	}
-	if (rc < 0 && (size = block_too_large(pc, limit)) > 0) {
+	if (rc < 0 && (size = sub_frame_too_large(pc, limit)) > 0) {
 		gd_err("publisher %s sent a block of %" PRIu32 " bytes, over "
 		    "the limit of %" PRIu32 " bytes (GDsub_maxBlockSize, "
 		    "--max-block-size); not read further", pc->addr, size,
@@ -585,31 +385,6 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	gd_rbuf_compact(&pc->rb);
 	sub_out_check(s);
-}
-
-/* The publisher's CHALLENGE: check its proof, send ours. */
-static void on_challenge(struct sub *s, struct sub_pub *pc,
-    const struct gd_frame *f)
-{
-	uint8_t mac[GD_AUTH_MAC];
-	int rc;
-
-	if (!gd_auth_verify(&s->key, GD_AUTH_PUB, pc->nc, f->body,
-	    f->body + GD_AUTH_NONCE)) {
-		auth_failed(pc, "authentication failed: the publisher did "
-		    "not prove the key (its GDpub_authKeyFile differs from "
-		    "GDsub_authKeyFile)");
-		return;
-	}
-	if (gd_auth_proof(&s->key, GD_AUTH_SUB, pc->nc, f->body, mac) != 0) {
-		handshake_failed(pc, "cannot compute the proof of the key");
-		return;
-	}
-	if ((rc = sub_send_proof(pc, mac)) != 0) {
-		handshake_failed(pc, uv_strerror(rc));
-		return;
-	}
-	pc->pub_proved = 1;
 }
 
 /* Our HELLO (over TLS once its handshake is done). */
@@ -675,7 +450,7 @@ static void on_connect(uv_connect_t *req, int status)
 	if (s->tls == NULL)
 		greet(pc);
 	else if ((pc->tls = gd_tls_new(s->tls, pc->hp.host)) == NULL ||
-	    (rc = tls_out(pc, NULL, NULL)) != 0) {
+	    (rc = sub_tls_out(pc, NULL, NULL)) != 0) {
 		/* the ClientHello, made by gd_tls_new */
 		gd_err("out of memory greeting publisher %s", pc->addr);
 		sub_finish(s, GD_EX_FAIL);
