@@ -8,7 +8,7 @@
  * or one GD_SFRAME_TAG long behind its origin, which its re-encoding
  * keeps; tagged anew with a key it verifies, and with one bit of it
  * changed it does not; checking the tag it came with never fails loudly
- * (the fuzzer cannot forge HMAC-SHA256: a good tag in the input is the
+ * (the fuzzer cannot forge SipHash-2-4-128: a good tag in the input is the
  * seeds'). */
 #include "fuzz.h"
 #include "stream.h"
