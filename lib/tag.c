@@ -19,12 +19,6 @@
 /* 20 bytes, its NUL included: nothing else the key proves starts so */
 static const char label[] = "gdkit-stream-tag-v2";
 
-struct sip {
-	uint64_t v[4];
-	uint64_t m;	/* the bytes of the word not yet complete */
-	size_t n;	/* bytes so far */
-};
-
 static inline uint64_t rotl(uint64_t x, int b)
 {
 	return (x << b) | (x >> (64 - b));
@@ -46,46 +40,24 @@ static inline void sipword(uint64_t v[4], uint64_t m)
 	v[0] ^= m;
 }
 
-static void sip_init(struct sip *s, const uint64_t k[2])
+/* One piece only: the tags cover a frame that lies whole in memory */
+static void siphash128(const uint64_t k[2], const uint8_t *p, size_t n,
+    uint8_t out[16])
 {
-	s->v[0] = k[0] ^ 0x736f6d6570736575ull;
-	s->v[1] = k[1] ^ 0x646f72616e646f6dull ^ 0xee;
-	s->v[2] = k[0] ^ 0x6c7967656e657261ull;
-	s->v[3] = k[1] ^ 0x7465646279746573ull;
-	s->m = 0;
-	s->n = 0;
-}
+	uint64_t v[4] = {
+		k[0] ^ 0x736f6d6570736575ull,
+		k[1] ^ 0x646f72616e646f6dull ^ 0xee,
+		k[0] ^ 0x6c7967656e657261ull,
+		k[1] ^ 0x7465646279746573ull,
+	};
+	uint8_t last[8] = { 0 };
+	size_t i;
 
-static void sip_update(struct sip *s, const uint8_t *p, size_t len)
-{
-	/* in locals: a store to s could be a byte of p, as far as the
-	 * compiler knows, so it would store and reload s per word */
-	uint64_t v[4] = { s->v[0], s->v[1], s->v[2], s->v[3] }, m = s->m;
-	size_t have = s->n & 7, i;
-
-	s->n += len;
-	if (have != 0) {
-		for (; len > 0 && have < 8; len--, have++)
-			m |= (uint64_t)*p++ << (8 * have);
-		if (have == 8) {
-			sipword(v, m);
-			m = 0;
-		}
-	}
-	for (; len >= 8; p += 8, len -= 8)
-		sipword(v, gd_get64(p));
-	for (i = 0; i < len; i++)
-		m |= (uint64_t)p[i] << (8 * i);
-	memcpy(s->v, v, sizeof(v));
-	s->m = m;
-}
-
-static void sip_final(struct sip *s, uint8_t out[16])
-{
-	uint64_t *v = s->v;
-	int i;
-
-	sipword(v, s->m | (uint64_t)s->n << 56);
+	for (i = 0; i + 8 <= n; i += 8)
+		sipword(v, gd_get64(p + i));
+	memcpy(last, p + i, n - i);
+	last[7] = (uint8_t)n;
+	sipword(v, gd_get64(last));
 	v[2] ^= 0xee;
 	for (i = 0; i < 4; i++)
 		sipround(v);
@@ -100,11 +72,8 @@ void gd_siphash128(const uint8_t key[16], const void *p, size_t n,
     uint8_t out[16])
 {
 	uint64_t k[2] = { gd_get64(key), gd_get64(key + 8) };
-	struct sip s;
 
-	sip_init(&s, k);
-	sip_update(&s, p, n);
-	sip_final(&s, out);
+	siphash128(k, p, n, out);
 }
 
 int gd_tagkey_derive(struct gd_tagkey *k, const struct gd_auth_key *psk,
@@ -146,32 +115,25 @@ void gd_tagkey_clear(struct gd_tagkey *k)
 	OPENSSL_cleanse(k, sizeof(*k));
 }
 
-void gd_tag_sframe(const struct gd_tagkey *k, const struct gd_sframe *f,
-    uint8_t tag[GD_SFRAME_TAG])
+size_t gd_tag_sframe_put(const struct gd_tagkey *k, uint8_t *dst,
+    const struct gd_sframe *f)
 {
-	uint8_t hdr[GD_SFRAME_HDR];
-	struct sip s;
+	size_t n = gd_sframe_put_body(dst, f);
 
-	gd_sframe_hdr(hdr, f);
-	sip_init(&s, k->sk);
-	sip_update(&s, hdr, sizeof(hdr));
-	if (f->len)
-		sip_update(&s, f->data, f->len);
-	sip_update(&s, (const uint8_t *)f->origin, f->origin_len);
-	sip_final(&s, tag);
+	siphash128(k->sk, dst, n, dst + n);
+	n += GD_SFRAME_TAG;
+	gd_put32(dst + n, gd_crc32c(0, dst, n));
+	return n + GD_SFRAME_TRAILER;
 }
 
 int gd_tag_check(const struct gd_tagkey *k, const struct gd_sframe *f)
 {
 	uint8_t want[GD_SFRAME_TAG];
-	struct sip s;
 
 	if (!k->set || f->tag_len != GD_SFRAME_TAG || f->tag == NULL ||
 	    f->origin != (const char *)f->data + f->len)
 		return 0;
-	sip_init(&s, k->sk);
-	sip_update(&s, f->data - GD_SFRAME_HDR,
-	    GD_SFRAME_HDR + (size_t)f->len + f->origin_len);
-	sip_final(&s, want);
+	siphash128(k->sk, f->data - GD_SFRAME_HDR,
+	    GD_SFRAME_HDR + (size_t)f->len + f->origin_len, want);
 	return CRYPTO_memcmp(want, f->tag, GD_SFRAME_TAG) == 0;
 }

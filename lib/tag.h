@@ -55,10 +55,11 @@ int gd_tagkey_is(const struct gd_tagkey *k, uint64_t epoch,
 /* Forget k (wiped). */
 void gd_tagkey_clear(struct gd_tagkey *k);
 
-/* The tag of f, a frame to write with f->tag_len GD_SFRAME_TAG, from its
- * fields (its header as gd_sframe_hdr writes it, payload, origin). */
-void gd_tag_sframe(const struct gd_tagkey *k, const struct gd_sframe *f,
-    uint8_t tag[GD_SFRAME_TAG]);
+/* Encode f, a frame with f->tag_len GD_SFRAME_TAG, at dst (gd_sframe_tsize
+ * bytes) with the tag k gives it; returns the size. The tag is made from
+ * the bytes just written, so that SipHash reads one piece. */
+size_t gd_tag_sframe_put(const struct gd_tagkey *k, uint8_t *dst,
+    const struct gd_sframe *f);
 /* 1 when f, a frame read in place by gd_sreader_next (its header at
  * f->data - GD_SFRAME_HDR, its origin right after the payload), carries
  * the tag k gives it; 0 when it does not or carries none. The comparison

@@ -14,7 +14,7 @@
 static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
 	struct gd_sframe f;
-	uint8_t *d, tag[GD_SFRAME_TAG];
+	uint8_t *d;
 	size_t size;
 
 	memset(&f, 0, sizeof(f));
@@ -30,20 +30,18 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 		f.data = b->data;
 		f.len = b->len;
 	}
-	if (p->tags) {
+	if (p->tags)
 		f.tag_len = GD_SFRAME_TAG;
-		gd_tag_sframe(&p->tk, &f, tag);
-		f.tag = tag;
-	}
 	size = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
 	if ((d = gd_out_reserve(&p->sout, p->opt.armor ? gd_armor_size(size) :
 	    size)) != NULL) {
-		if (p->opt.armor) {
-			gd_sframe_put(d + GD_ARMOR_PREFIX_LEN, &f);
+		uint8_t *at = p->opt.armor ? d + GD_ARMOR_PREFIX_LEN : d;
+		if (p->tags)
+			gd_tag_sframe_put(&p->tk, at, &f);
+		else
+			gd_sframe_put(at, &f);
+		if (p->opt.armor)
 			size = gd_armor_in_place(d, size);
-		} else {
-			size = gd_sframe_put(d, &f);
-		}
 		gd_out_commit(&p->sout, size);
 	} else if (!p->eof) {
 		gd_err("out of memory for the block stream; no more input is read");

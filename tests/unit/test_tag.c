@@ -1,6 +1,6 @@
 /* tag.c: SipHash-2-4-128 against the reference implementation's vectors;
  * the frame tag against a value computed apart (tests/cli/tagcheck.py, in
- * gdkit-stream(5)'s example) and against the one-shot SipHash under a run
+ * gdkit-stream(5)'s example) and against SipHash of the frame under a run
  * key derived with libcrypto's HMAC; a tagged frame read back verifies,
  * and fails with any byte changed, with the key of another run, origin or
  * pre-shared key, or without its tag; stream.c's rules on tag lengths in
@@ -37,7 +37,6 @@ static size_t put(uint8_t *b, const struct gd_tagkey *k, uint64_t id,
     const char *p)
 {
 	struct gd_sframe f;
-	uint8_t tag[GD_SFRAME_TAG];
 
 	memset(&f, 0, sizeof(f));
 	f.type = GD_SF_BLOCK;
@@ -48,12 +47,10 @@ static size_t put(uint8_t *b, const struct gd_tagkey *k, uint64_t id,
 	f.origin_len = strlen(ORIGIN);
 	f.data = (const uint8_t *)p;
 	f.len = (uint32_t)strlen(p);
-	if (k != NULL) {
-		f.tag_len = GD_SFRAME_TAG;
-		gd_tag_sframe(k, &f, tag);
-		f.tag = tag;
-	}
-	return gd_sframe_put(b, &f);
+	if (k == NULL)
+		return gd_sframe_put(b, &f);
+	f.tag_len = GD_SFRAME_TAG;
+	return gd_tag_sframe_put(k, b, &f);
 }
 
 /* Read the frame at b[0..n) as in an armored line: 1 and *f, or 0. */
@@ -135,12 +132,13 @@ TEST(known_answer)
 	ASSERT_EQ(gd_tag_check(&k, &f), 1);
 }
 
-/* The tag made from the frame's fields in three pieces (header, payload,
- * origin: every alignment of their edges to SipHash's 8-byte words) is
- * SipHash of the frame's bytes in one piece under the first 16 bytes of
- * the run key as libcrypto's HMAC derives it. */
-TEST(same_as_one_piece)
+/* A frame gd_tag_sframe_put writes carries SipHash of its bytes before
+ * the tag under the first 16 bytes of the run key as libcrypto's HMAC
+ * derives it, a CRC32C over the tag too, and reads back verified: for
+ * every tail length, and frames of some kilobytes. */
+TEST(tag_of_the_frame)
 {
+	struct gd_sframe f;
 	static char p[3000];
 	uint8_t rk[GD_AUTH_MAC], msg[64], mac[GD_SFRAME_TAG];
 	struct gd_tagkey k;
@@ -160,6 +158,8 @@ TEST(same_as_one_piece)
 		n = put(b, &k, len + 1, p);
 		gd_siphash128(rk, b, n - 4 - GD_SFRAME_TAG, mac);
 		ASSERT(memcmp(mac, b + n - 4 - GD_SFRAME_TAG, GD_SFRAME_TAG) == 0);
+		ASSERT(read1(b, n, &f));
+		ASSERT_EQ(gd_tag_check(&k, &f), 1);
 		p[len] = 'x';
 		cases++;
 	}
@@ -285,7 +285,7 @@ int main(void)
 {
 	RUN(siphash_vectors);
 	RUN(known_answer);
-	RUN(same_as_one_piece);
+	RUN(tag_of_the_frame);
 	RUN(what_fails);
 	RUN(key_cache);
 	RUN(stream_versions);
