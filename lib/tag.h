@@ -12,18 +12,22 @@
  * The header's tag length is covered too: stripping a tag changes what
  * it covers.
  *
- * Why SipHash per frame: issue 24 allows tags 15 % of the stream's rate;
+ * Why SipHash per frame: issue 24 allows tags 15 % of the stream's rate.
  * HMAC-SHA256 per frame (4 SHA-256 compressions, ~250 ns per 158-byte
- * frame on the 2-core bench machine, SHA-NI and all) cost 18 to 35 %.
- * SipHash-2-4-128 takes ~100 ns there. It is a PRF built for short
- * inputs, with a 128-bit key and output, and needs no nonce: blocks are
- * resent under the same ID, and a journal restart keeps the epoch, so a
- * nonce-based MAC (GMAC, Poly1305) would need a counter kept across
- * restarts. AES through libcrypto was slower (CMAC by EVP_MAC ~450 ns;
- * a CBC-MAC chain of EVP calls ~250 ns); an AES-NI MAC of our own would
- * chain ~10 AES calls per frame for no clear gain and need its own key
- * schedule. One tag over several frames would hold each frame back until
- * the batch's tag came. HMAC-SHA256 still derives the run key, once.
+ * frame on the 2-core bench machine, SHA-NI and all) cost 23 to 41 % of
+ * the gdkit_stream rate; SipHash-2-4-128 takes ~100 ns (~110 ns in a
+ * running gdpub or gdsub, 13-16 % of its CPU), and the keyed row came
+ * within 4 to 13 % on a quiet machine (tests/bench: RUNS=5 N=200000).
+ * It is a PRF built for short inputs, with a 128-bit key and output, and
+ * needs no nonce: blocks are resent under the same ID, and a journal
+ * restart keeps the epoch, so a nonce-based MAC (GMAC, Poly1305) would
+ * need a counter kept across restarts. AES through libcrypto was slower
+ * (CMAC by EVP_MAC ~450 ns; a CBC-MAC chain of EVP calls ~250 ns); an
+ * AES-NI MAC of our own would need its own key schedule and, to beat
+ * SipHash, a parallel mode (PMAC) or a polynomial hash: more to get
+ * wrong than the gain. One tag over several frames would hold each frame
+ * back until the batch's tag came, and save only SipHash's final rounds.
+ * HMAC-SHA256 still derives the run key, once per run.
  * The label says v2: this key feeds another algorithm than v1's did, and
  * one key serves one algorithm. */
 #ifndef GD_TAG_H
