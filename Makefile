@@ -13,7 +13,7 @@ PREFIX ?= /usr/local
 DESTDIR ?=
 MANDIR ?= $(PREFIX)/share/man
 CC ?= cc
-PKGS = libuv inih libcrypto
+PKGS = libuv inih libssl libcrypto
 
 ifeq ($(FUZZ),1)
 VARIANT = fuzz
@@ -65,7 +65,7 @@ FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 FUZZ_TIME ?= 60
 
-.PHONY: FORCE all deps check demo bench chaos install uninstall clean lint-man fuzz valgrind
+.PHONY: FORCE all deps check check-long demo bench chaos install uninstall clean lint-man fuzz valgrind
 all: deps $(PROG_BIN)
 .SECONDARY: $(PROG_OBJ)
 
@@ -128,6 +128,12 @@ check: all
 	@GDKIT_BIN=$(abspath $(BINDIR)) UNIT_DIR=$(abspath $(BUILD)/tests) \
 		sh tests/run.sh $(UNIT_BIN:$(BUILD)/tests/%=%) \
 		$(REPLAY_BIN:$(BUILD)/tests/%=%)
+
+# The bats tests that carry 10^5-10^6 blocks only for confidence
+# (LONG_TESTS in tests/cli/helpers.bash), which check leaves out.
+check-long: all
+	@sh mk/deps.sh check
+	@GDKIT_BIN=$(abspath $(BINDIR)) sh tests/run.sh --long
 
 # Each target for FUZZ_TIME seconds from its committed corpus; new inputs
 # stay in build/fuzz/corpus, crashes in build/fuzz/crash-*.

@@ -29,8 +29,7 @@ struct ack {
 	const char *path;
 	int fd;
 	struct gd_lreader rd;
-	char *req;
-	size_t reqlen, reqcap;
+	struct gd_dbuf req;	/* the keys of the next "ack N" request */
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
 	struct gd_sink *sink;	/* --sink FILE, or NULL */
@@ -46,21 +45,31 @@ struct ack {
 #define START_WAIT 2.0
 #define NOTE_POLL 0.1		/* look for gdsub's end note this often */
 
-static int req_add(struct ack *a, const char *p, size_t n)
+/* A request holds at most the keys gdsub takes in one (a batch stops
+ * there), each a key without its flags and a newline. */
+#define REQ_MAX ((size_t)GD_CTL_MAX_KEYS * (GD_KEY_MAX + 2))
+/* A record on stdin is a key and a block gdsub wrote (GDsub_maxBlockSize
+ * is at most GD_STREAM_MAX_PAYLOAD), with room for a stage that made it
+ * longer: a longer one cannot be one of gdsub's records. */
+#define RECORD_MAX ((size_t)GD_STREAM_MAX_PAYLOAD * 2)
+#define READ_FIRST ((size_t)1 << 20)
+
+/* Queue a key (origin, then "/ID\n"); 0, or -1 said. */
+static int req_add(struct ack *a, const char *origin, size_t olen,
+    uint64_t id)
 {
-	if (a->reqlen + n > a->reqcap) {
-		size_t ncap = a->reqcap ? a->reqcap * 2 : 65536;
-		char *nb;
-		while (ncap < a->reqlen + n)
-			ncap *= 2;
-		if ((nb = realloc(a->req, ncap)) == NULL)
-			return -1;
-		a->req = nb;
-		a->reqcap = ncap;
-	}
-	memcpy(a->req + a->reqlen, p, n);
-	a->reqlen += n;
-	return 0;
+	size_t was = a->req.len;
+	char num[24];
+	int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n", id), rc;
+
+	if ((rc = gd_dbuf_add(&a->req, origin, olen)) == GD_DBUF_OK &&
+	    (rc = gd_dbuf_add(&a->req, num, (size_t)n)) == GD_DBUF_OK)
+		return 0;
+	gd_dbuf_truncate(&a->req, was);
+	gd_err("cannot queue the key %.*s/%" PRIu64 " for acknowledgement: "
+	    "the request of %" PRIu64 " keys is %s", (int)olen, origin, id,
+	    a->nreq, gd_dbuf_strerror(rc));
+	return -1;
 }
 
 /* -f status: "ACK ID KEY" lines of a gdpub reading -f frame name the
@@ -131,12 +140,8 @@ static int add_record(struct ack *a, const char *rec, size_t len,
 		return 0;
 	}
 	/* send the key without its flags */
-	{
-		char num[24];
-		int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n", id);
-		if (req_add(a, rec, olen) != 0 || req_add(a, num, (size_t)n) != 0)
-			return -1;
-	}
+	if (req_add(a, rec, olen, id) != 0)
+		return -1;
 	a->nreq++;
 	return 0;
 }
@@ -187,22 +192,22 @@ static void settle_by_note(struct ack *a)
 	size_t off = 0, keep = 0;
 	uint64_t settled = 0;
 
-	while (off < a->reqlen) {
-		char *rec = a->req + off;
-		size_t len = (size_t)((char *)memchr(rec, '\n', a->reqlen - off) -
-		    rec) + 1, olen;
+	while (off < a->req.len) {
+		char *rec = a->req.buf + off;
+		size_t len = (size_t)((char *)memchr(rec, '\n',
+		    a->req.len - off) - rec) + 1, olen;
 		uint64_t id;
 		int flags;
 		if (gd_key_parse(rec, len - 1, &olen, &id, &flags) == 0 &&
 		    gd_endnote_has(&a->note, rec, olen)) {
 			settled++;
 		} else {
-			memmove(a->req + keep, rec, len);
+			memmove(a->req.buf + keep, rec, len);
 			keep += len;
 		}
 		off += len;
 	}
-	a->reqlen = keep;
+	gd_dbuf_truncate(&a->req, keep);
 	a->nreq -= settled;
 	a->acked += settled;
 	if (settled > 0)
@@ -252,7 +257,7 @@ again:
 	errno = 0;
 	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
 	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
-	    gd_write_all(a->fd, a->req, a->reqlen) != 0 ||
+	    gd_write_all(a->fd, a->req.buf, a->req.len) != 0 ||
 	    gd_lreader_line(&a->rd, &line, &len) != 1) {
 		/* Connected at the start to a gdsub that has gone since,
 		 * before it answered anything: the one this gdack's pipeline
@@ -272,7 +277,7 @@ again:
 		goto lost;
 	}
 	a->answered = 1;
-	a->reqlen = 0;
+	gd_dbuf_reset(&a->req);
 	a->nreq = 0;
 	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
 		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
@@ -306,46 +311,53 @@ static void tee(struct ack *a, const char *p, size_t n)
 	}
 }
 
-/* read(0) past EINTR; a failure is reported here. */
-static ssize_t read_stdin(void *buf, size_t n)
+/* Read more of stdin into in (gd_dbuf_read: a full buffer doubles up
+ * to its cap). 0, or an exit code said. */
+static int read_more(struct gd_dbuf *in, const char *what, int *eof)
 {
-	ssize_t r;
+	ssize_t r = gd_dbuf_read(in, 0);
 
-	while ((r = read(0, buf, n)) < 0 && errno == EINTR)
-		;
-	if (r < 0)
+	if (r == GD_DBUF_IOERR) {
 		gd_err("cannot read standard input: %s", strerror(errno));
-	return r;
+		return GD_EX_FAIL;
+	}
+	if (r == GD_DBUF_TOOBIG) {
+		gd_err("cannot read standard input: %s longer than %zu bytes, "
+		    "the most gdack holds", what, gd_dbuf_len(in));
+		return GD_EX_DATAERR;
+	}
+	if (r < 0) {
+		gd_err("cannot read standard input: %s of more than %zu bytes: "
+		    "%s", what, gd_dbuf_len(in), gd_dbuf_strerror((int)r));
+		return GD_EX_FAIL;
+	}
+	*eof = r == 0;
+	return 0;
 }
 
 /* -f frame: acknowledge every block frame of a framed stream. */
 static int run_frames(struct ack *a)
 {
 	struct gd_sreader sr;
-	size_t cap = 1 << 20, len = 0;
-	uint8_t *buf = malloc(cap);
+	struct gd_dbuf in;
 	int rc = 0, eof = 0, bad = 0;
 
-	if (buf == NULL) {
-		gd_err("out of memory");
-		return GD_EX_FAIL;
-	}
+	/* a frame is at most GD_STREAM_MAX_PAYLOAD and its header: the
+	 * reader refuses a longer one before the buffer reaches the cap */
+	gd_dbuf_init_sized(&in, READ_FIRST, RECORD_MAX);
 	gd_sreader_init(&sr, GD_STREAM_MAX_PAYLOAD);
 	gd_pipe_grow(0);
 	while (!eof && !bad && rc == 0) {
 		struct gd_sframe f;
 		size_t off = 0, used;
-		ssize_t r;
+		const uint8_t *buf;
 		int k;
 
-		if ((r = read_stdin(buf + len, cap - len)) < 0) {
-			rc = GD_EX_FAIL;
+		if ((rc = read_more(&in, "a frame", &eof)) != 0)
 			break;
-		}
-		eof = r == 0;
-		len += (size_t)r;
-		while ((k = gd_sreader_next(&sr, buf + off, len - off, eof, &f,
-		    &used)) == 1) {
+		buf = (const uint8_t *)gd_dbuf_ptr(&in);
+		while ((k = gd_sreader_next(&sr, buf + off, in.len - off, eof,
+		    &f, &used)) == 1) {
 			off += used;
 			if (f.type != GD_SF_BLOCK)
 				continue;
@@ -353,42 +365,19 @@ static int run_frames(struct ack *a)
 				a->skipped++;
 				continue;
 			}
-			{
-				char num[24];
-				int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n",
-				    f.id);
-				if (req_add(a, f.origin, f.origin_len) != 0 ||
-				    req_add(a, num, (size_t)n) != 0) {
-					rc = GD_EX_FAIL;
-					break;
-				}
-				a->nreq++;
+			if (req_add(a, f.origin, f.origin_len, f.id) != 0) {
+				rc = GD_EX_FAIL;
+				break;
 			}
+			a->nreq++;
 		}
 		bad = k < 0;
 		if (rc == 0)
 			rc = exchange(a);
 		tee(a, (const char *)buf, off);
-		memmove(buf, buf + off, len - off);
-		len -= off;
-		if (k == 0 && len == cap) {	/* one frame larger than buf */
-			/* double, up to the frame's size: memory follows the
-			 * bytes that came, not the length the header declares */
-			size_t need = cap * 2, total;
-			uint8_t *nb;
-			if (gd_stream_peek(buf, len, GD_STREAM_MAX_PAYLOAD,
-			    &total) == 1 && total < need)
-				need = total;
-			if ((nb = realloc(buf, need)) == NULL) {
-				gd_err("out of memory for a frame of %zu bytes", need);
-				rc = GD_EX_FAIL;
-				break;
-			}
-			buf = nb;
-			cap = need;
-		}
+		gd_dbuf_consume(&in, off);
 	}
-	free(buf);
+	gd_dbuf_free(&in);
 	if (bad && rc == 0) {
 		gd_err("standard input: %s", sr.err);
 		rc = GD_EX_DATAERR;
@@ -401,7 +390,7 @@ static int run_frames(struct ack *a)
  * is a resend of a record the sink already ends with. */
 static int take(struct ack *a, const char *rec, size_t len)
 {
-	int resent = 0;
+	int resent = 0, rc;
 
 	if (add_record(a, rec, len, &resent) != 0)
 		return -1;
@@ -415,9 +404,13 @@ static int take(struct ack *a, const char *rec, size_t len)
 		    (int)(klen > 80 ? 80 : klen), rec, a->o->sink);
 		return 0;
 	}
-	if (gd_dbuf_add(&a->sbuf, rec, len) != 0 ||
-	    gd_dbuf_add(&a->sbuf, &a->o->delim, 1) != 0)
+	if ((rc = gd_dbuf_add(&a->sbuf, rec, len)) != GD_DBUF_OK ||
+	    (rc = gd_dbuf_add(&a->sbuf, &a->o->delim, 1)) != GD_DBUF_OK) {
+		gd_err("cannot hold line %" PRIu64 " for sink file '%s': the "
+		    "batch is %s", a->line_no, a->o->sink,
+		    gd_dbuf_strerror(rc));
 		return -1;
+	}
 	return 0;
 }
 
@@ -445,26 +438,22 @@ static int settle(struct ack *a, const char *buf, size_t n)
 }
 
 /* Records on stdin, a batch per read (at most GD_SINK_BATCH records with
- * --sink: see sink.h for why the batch is bounded). */
+ * --sink: see sink.h for why the batch is bounded; never more keys than
+ * gdsub takes in one request). */
 static int run_stdin(struct ack *a)
 {
-	size_t cap = 1 << 20, len = 0;
-	size_t most = a->sink ? GD_SINK_BATCH : SIZE_MAX;
-	char *buf = malloc(cap);
+	struct gd_dbuf in;
+	size_t most = a->sink ? GD_SINK_BATCH : GD_CTL_MAX_KEYS;
 	int rc = 0, eof = 0;
 
-	if (buf == NULL) {
-		gd_err("out of memory");
-		return GD_EX_FAIL;
-	}
+	gd_dbuf_init_sized(&in, READ_FIRST, RECORD_MAX);
 	gd_pipe_grow(0);
 	while (rc == 0) {
-		size_t off = 0, nrec = 0;
-		ssize_t r;
-		char *d;
+		size_t off = 0, nrec = 0, len = gd_dbuf_len(&in);
+		char *buf = gd_dbuf_ptr(&in), *d;
 
-		while (nrec < most && (d = memchr(buf + off, a->o->delim,
-		    len - off)) != NULL) {
+		while (nrec < most && len > 0 && (d = memchr(buf + off,
+		    a->o->delim, len - off)) != NULL) {
 			if (take(a, buf + off, (size_t)(d - (buf + off))) != 0) {
 				rc = GD_EX_FAIL;
 				break;
@@ -478,34 +467,16 @@ static int run_stdin(struct ack *a)
 				rc = GD_EX_FAIL;
 			off = len;
 		}
-		if (rc == GD_EX_FAIL)
-			gd_err("out of memory");
 		if (rc == 0 && off > 0)
 			rc = settle(a, buf, off);
-		memmove(buf, buf + off, len - off);
-		len -= off;
-		if (rc != 0 || (eof && len == 0))
+		gd_dbuf_consume(&in, off);
+		if (rc != 0 || (eof && in.len == 0))
 			break;
 		if (nrec == most)
 			continue;	/* more whole records may be held */
-		if (len == cap) {
-			char *nb = realloc(buf, cap * 2);
-			if (nb == NULL) {
-				gd_err("out of memory: a record longer than %zu bytes", cap);
-				rc = GD_EX_FAIL;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		if ((r = read_stdin(buf + len, cap - len)) < 0) {
-			rc = GD_EX_FAIL;
-			break;
-		}
-		eof = r == 0;
-		len += (size_t)r;
+		rc = read_more(&in, "a record", &eof);
 	}
-	free(buf);
+	gd_dbuf_free(&in);
 	return rc;
 }
 
@@ -611,14 +582,17 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 		return rc;
 	a.path = path;
 	(void)gd_endnote_path(path, a.note_path, sizeof(a.note_path));
-	gd_dbuf_init_sized(&a.sbuf, 1 << 20, SIZE_MAX / 2);
+	/* a batch's records for the sink: at most GD_SINK_BATCH of them */
+	gd_dbuf_init_sized(&a.sbuf, 1 << 20,
+	    (size_t)GD_SINK_BATCH * (RECORD_MAX + 1));
+	gd_dbuf_init_sized(&a.req, 65536, REQ_MAX);
 	if (o->sink == NULL || (rc = open_sink(&a)) == 0)
 		rc = run(&a);
 	if (a.fd >= 0)
 		close(a.fd);
 	close_sink(&a);
 	gd_dbuf_free(&a.sbuf);
-	free(a.req);
+	gd_dbuf_free(&a.req);
 	gd_endnote_free(&a.note);
 	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64
 	    ", snapshot skipped %" PRIu64, a.acked, a.failed, a.skipped);

@@ -1,6 +1,7 @@
 /* Armored frames (see armor.h): base64 in place both ways, so gdpub
  * armors a frame where it wrote it in the output buffer and gdsub decodes
- * a line where it was read, with no copy and no allocation per block. */
+ * a line where it was read, with no copy and no allocation per block; a
+ * batch of frames is armored from gdpub's buffer of them. */
 #include "armor.h"
 
 #include <stdio.h>
@@ -27,11 +28,30 @@ static inline uint8_t dig(uint8_t c)
 
 size_t gd_armor_line_max(uint32_t max_payload)
 {
+	size_t one;
+
 	if (max_payload == 0 || max_payload > GD_STREAM_MAX_PAYLOAD)
 		max_payload = GD_STREAM_MAX_PAYLOAD;
-	/* CR LF: a transport may end lines the DOS way */
-	return gd_armor_size(gd_sframe_tsize(GD_STREAM_ORIGIN_MAX,
-	    max_payload, GD_SFRAME_TAG)) + 1;
+	one = gd_armor_size(gd_sframe_tsize(GD_STREAM_ORIGIN_MAX, max_payload,
+	    GD_SFRAME_TAG));
+	/* a reader with a small block limit still reads any batch; CR LF:
+	 * a transport may end lines the DOS way */
+	return (one > GD_ARMOR_BATCH_MAX ? one : GD_ARMOR_BATCH_MAX) + 1;
+}
+
+/* The 4 characters at o of the k (1..3) bytes at s; s may be o itself. */
+static inline void group(uint8_t *o, const uint8_t *s, size_t k)
+{
+	uint32_t v = (uint32_t)s[0] << 16;
+
+	if (k > 1)
+		v |= (uint32_t)s[1] << 8;
+	if (k > 2)
+		v |= s[2];
+	o[0] = (uint8_t)b64[v >> 18];
+	o[1] = (uint8_t)b64[(v >> 12) & 63];
+	o[2] = k > 1 ? (uint8_t)b64[(v >> 6) & 63] : '=';
+	o[3] = k > 2 ? (uint8_t)b64[v & 63] : '=';
 }
 
 size_t gd_armor_in_place(uint8_t *dst, size_t n)
@@ -44,20 +64,22 @@ size_t gd_armor_in_place(uint8_t *dst, size_t n)
 	 * before it is read (its own bytes are read first). */
 	dst[total - 1] = '\n';
 	for (g = groups; g-- > 0;) {
-		size_t at = 3 * g, k = n - at < 3 ? n - at : 3;
-		uint32_t v = (uint32_t)src[at] << 16;
-		uint8_t *o = src + 4 * g;
-
-		if (k > 1)
-			v |= (uint32_t)src[at + 1] << 8;
-		if (k > 2)
-			v |= src[at + 2];
-		o[0] = (uint8_t)b64[v >> 18];
-		o[1] = (uint8_t)b64[(v >> 12) & 63];
-		o[2] = k > 1 ? (uint8_t)b64[(v >> 6) & 63] : '=';
-		o[3] = k > 2 ? (uint8_t)b64[v & 63] : '=';
+		size_t at = 3 * g;
+		group(src + 4 * g, src + at, n - at < 3 ? n - at : 3);
 	}
 	memcpy(dst, GD_ARMOR_PREFIX, GD_ARMOR_PREFIX_LEN);
+	return total;
+}
+
+size_t gd_armor_encode(uint8_t *dst, const uint8_t *src, size_t n)
+{
+	uint8_t *o = dst + GD_ARMOR_PREFIX_LEN;
+	size_t at, total = gd_armor_size(n);
+
+	memcpy(dst, GD_ARMOR_PREFIX, GD_ARMOR_PREFIX_LEN);
+	for (at = 0; at < n; at += 3, o += 4)
+		group(o, src + at, n - at < 3 ? n - at : 3);
+	dst[total - 1] = '\n';
 	return total;
 }
 
@@ -102,13 +124,10 @@ static long decode64(uint8_t *s, size_t n, const char **why)
 	return (long)o;
 }
 
-int gd_armor_decode(uint8_t *line, size_t len, uint32_t max_payload,
-    struct gd_sframe *f, char *err, size_t errsz)
+int gd_armor_open(struct gd_armor_line *a, uint8_t *line, size_t len,
+    uint32_t max_payload, char *err, size_t errsz)
 {
-	struct gd_sreader r;
 	const char *why = NULL;
-	uint8_t *body = line + GD_ARMOR_PREFIX_LEN;
-	size_t used;
 	long n;
 
 	if (len > 0 && line[len - 1] == '\r')
@@ -119,24 +138,61 @@ int gd_armor_decode(uint8_t *line, size_t len, uint32_t max_payload,
 		    GD_ARMOR_PREFIX);
 		return -1;
 	}
-	if ((n = decode64(body, len - GD_ARMOR_PREFIX_LEN, &why)) < 0) {
+	a->p = line + GD_ARMOR_PREFIX_LEN;
+	if ((n = decode64(a->p, len - GD_ARMOR_PREFIX_LEN, &why)) < 0) {
 		snprintf(err, errsz, "%s", why);
 		return -1;
 	}
-	if (n < GD_SFRAME_HDR + GD_SFRAME_TRAILER + 1 || body[0] != 'g') {
-		snprintf(err, errsz, "%ld bytes that are not a frame (a cut or "
-		    "damaged line)", n);
+	a->n = (size_t)n;
+	a->off = 0;
+	a->max_payload = max_payload;
+	a->frames = 0;
+	if (a->n == 0) {
+		snprintf(err, errsz, "0 bytes that are not a frame (a cut or "
+		    "damaged line)");
 		return -1;
 	}
-	gd_sreader_init(&r, max_payload);
-	r.started = 1;	/* each line is a frame of its own */
-	if (gd_sreader_next(&r, body, (size_t)n, 1, f, &used) != 1) {
-		snprintf(err, errsz, "%s", r.err + r.why);
+	return 0;
+}
+
+int gd_armor_next(struct gd_armor_line *a, struct gd_sframe *f, char *err,
+    size_t errsz)
+{
+	struct gd_sreader r;
+	size_t rest = a->n - a->off, used;
+	char nth[64] = "";
+
+	if (rest == 0)
+		return 0;
+	if (a->frames > 0)	/* a line of one frame reads as it always did */
+		snprintf(nth, sizeof(nth), "frame %u of the line, after %u good: ",
+		    a->frames + 1, a->frames);
+	if (rest < GD_SFRAME_HDR + GD_SFRAME_TRAILER + 1 || a->p[a->off] != 'g') {
+		snprintf(err, errsz, "%s%zu bytes that are not a frame (a cut or "
+		    "damaged line)", nth, rest);
 		return -1;
 	}
-	if (used != (size_t)n) {
-		snprintf(err, errsz, "%zu bytes after its frame",
-		    (size_t)n - used);
+	gd_sreader_init(&r, a->max_payload);
+	r.started = 1;	/* each line stands alone: no stream header */
+	if (gd_sreader_next(&r, a->p + a->off, rest, 1, f, &used) != 1) {
+		snprintf(err, errsz, "%s%s", nth, r.err + r.why);
+		return -1;
+	}
+	a->off += used;
+	a->frames++;
+	return 1;
+}
+
+int gd_armor_decode(uint8_t *line, size_t len, uint32_t max_payload,
+    struct gd_sframe *f, char *err, size_t errsz)
+{
+	struct gd_armor_line a;
+
+	if (gd_armor_open(&a, line, len, max_payload, err, errsz) != 0 ||
+	    gd_armor_next(&a, f, err, errsz) != 1)
+		return -1;
+	if (a.off != a.n) {
+		snprintf(err, errsz, "%zu bytes after its frame", a.n - a.off);
 		return -1;
 	}
 	return 0;

@@ -1,10 +1,12 @@
 /* Held blocks and remembered pre-acknowledgements of a cluster member
- * (see cluster.h). Entries live in one array reused through a free list;
- * the hot path allocates only when the array grows. */
+ * (see cluster.h). Entries live in a slot table (slab.h); the hot path
+ * allocates only when it grows. */
 #include "cluster.h"
 
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+
+GD_SLAB_TYPED(cent, struct gd_cent, next)
 
 _Static_assert(sizeof(struct gd_cent) <= GD_CLUSTER_ENTRY,
     "cluster entries are documented at GD_CLUSTER_ENTRY bytes");
@@ -14,7 +16,6 @@ int gd_cluster_init(struct gd_cluster *c, unsigned needed,
     uint32_t max_preacks)
 {
 	memset(c, 0, sizeof(*c));
-	c->free_head = GD_NONE;
 	c->held.head = c->held.tail = GD_NONE;
 	c->pre.head = c->pre.tail = GD_NONE;
 	c->needed = needed ? needed : 1;
@@ -22,34 +23,14 @@ int gd_cluster_init(struct gd_cluster *c, unsigned needed,
 	c->confirmed_ns = confirmed_ns;
 	c->max_held = max_held;
 	c->max_preacks = max_preacks;
-	return gd_idmap_init(&c->map, 1024);
+	return gd_slab_init(&c->slab, sizeof(*c->e),
+	    offsetof(struct gd_cent, next), 1024, GD_IDMAP_MAX_SLOTS, 1024);
 }
 
 void gd_cluster_free(struct gd_cluster *c)
 {
-	free(c->e);
-	gd_idmap_free(&c->map);
+	gd_slab_free(&c->slab);
 	memset(c, 0, sizeof(*c));
-}
-
-static int grow(struct gd_cluster *c)
-{
-	uint32_t ncap = c->cap ? c->cap * 2 : 1024, i;
-	struct gd_cent *n;
-
-	if (ncap <= c->cap || ncap > GD_IDMAP_MAX_SLOTS)
-		return -1;
-	n = realloc(c->e, (size_t)ncap * sizeof(*n));
-	if (n == NULL)
-		return -1;
-	c->e = n;
-	for (i = ncap; i-- > c->cap;) {
-		n[i].kind = GD_CE_FREE;
-		n[i].next = c->free_head;
-		c->free_head = i;
-	}
-	c->cap = ncap;
-	return 0;
 }
 
 static struct gd_clist *list_of(struct gd_cluster *c, const struct gd_cent *e)
@@ -93,10 +74,9 @@ static void release(struct gd_cluster *c, uint32_t s)
 	struct gd_cent *e = &c->e[s];
 
 	unlink_entry(c, s);
-	gd_idmap_del(&c->map, e->id, c->e, sizeof(*c->e));
+	gd_slab_unbind(&c->slab, e->id);
 	e->kind = GD_CE_FREE;
-	e->next = c->free_head;
-	c->free_head = s;
+	cent_put(&c->slab, s);
 }
 
 static void take(struct gd_cluster *c, uint32_t s, struct gd_cheld *out)
@@ -118,19 +98,16 @@ static uint32_t add(struct gd_cluster *c, uint64_t id, int kind, uint64_t now)
 	struct gd_cent *e;
 	uint32_t s;
 
-	if (c->free_head == GD_NONE && grow(c) != 0)
+	if ((s = cent_take(&c->slab)) == GD_NONE)
 		return GD_NONE;
-	s = c->free_head;
 	e = &c->e[s];
-	c->free_head = e->next;
 	memset(e, 0, sizeof(*e));
 	e->id = id;
 	e->t = now;
 	e->kind = (uint8_t)kind;
-	if (gd_idmap_put(&c->map, id, s, c->e, sizeof(*c->e)) != 0) {
+	if (gd_slab_bind(&c->slab, s, id) != 0) {
 		e->kind = GD_CE_FREE;
-		e->next = c->free_head;
-		c->free_head = s;
+		cent_put(&c->slab, s);
 		return GD_NONE;
 	}
 	link_tail(c, s);
@@ -140,7 +117,7 @@ static uint32_t add(struct gd_cluster *c, uint64_t id, int kind, uint64_t now)
 int gd_cluster_block(struct gd_cluster *c, uint64_t id, int hold,
     uint32_t owner, uint32_t off, uint32_t len, uint64_t now)
 {
-	uint32_t s = gd_idmap_get(&c->map, id, c->e, sizeof(*c->e));
+	uint32_t s = gd_slab_find(&c->slab, id);
 	struct gd_cent *e;
 
 	if (s != GD_NONE && c->e[s].kind == GD_CE_PREACK) {
@@ -177,7 +154,7 @@ int gd_cluster_block(struct gd_cluster *c, uint64_t id, int hold,
 int gd_cluster_preack(struct gd_cluster *c, unsigned bit, uint64_t id,
     uint64_t now, struct gd_cheld *out)
 {
-	uint32_t s = gd_idmap_get(&c->map, id, c->e, sizeof(*c->e));
+	uint32_t s = gd_slab_find(&c->slab, id);
 	uint32_t b = (uint32_t)1 << (bit & 31);
 
 	c->n_preacks++;

@@ -20,7 +20,7 @@
 
 #include <stdint.h>
 
-#include "idmap.h"
+#include "slab.h"
 #include "pending.h"	/* gd_u64a4 */
 
 #define GD_CLUSTER_MAX_PREACKS (1u << 20)	/* remembered pre-acks */
@@ -49,10 +49,11 @@ struct gd_clist {
 };
 
 struct gd_cluster {
-	struct gd_cent *e;
-	uint32_t cap, free_head;
+	union {			/* e: the typed view of the slots */
+		struct gd_slab slab;
+		struct gd_cent *e;
+	};
 	struct gd_clist held, pre;
-	struct gd_idmap map;
 	unsigned needed;	/* distinct pre-acks that drop a block */
 	uint64_t tentative_ns, confirmed_ns;
 	uint32_t max_held, max_preacks;

@@ -5,6 +5,7 @@
 #include "auth.h"
 #include "log.h"
 #include "parse.h"
+#include "tls.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -35,11 +36,15 @@ static const char *const policy_names[] = { "RemoveSubscriber", "DropEvents", NU
 static const char *const role_names[] = { "primary", "secondary", NULL };
 static const char *const dedup_names[] = { "id", "index", "none", NULL };
 static const char *const rel_names[] = { "", "ordered", NULL };
+static const char *const tls_names[] = { "1.3", "1.2", NULL };
 
 static int check_cluster(const char *v, char *why, size_t whysz);
 static int check_host(const char *v, char *why, size_t whysz);
 static int check_name(const char *v, char *why, size_t whysz);
 static int check_key_file(const char *v, char *why, size_t whysz);
+static int check_tls_cert(const char *v, char *why, size_t whysz);
+static int check_tls_key(const char *v, char *why, size_t whysz);
+static int check_tls_ca(const char *v, char *why, size_t whysz);
 
 #define O(f) offsetof(struct gd_conf, f)
 #define P GD_FAM_PUB
@@ -72,6 +77,10 @@ static const struct key keys[] = {
 	{ "GDpub_preAckTimerInterval", NULL, P, K_DUR, O(preack_interval), 0.001, DAY, NULL, 1, 0, NULL },
 	{ "GDpub_tentativePreAckTimeout", NULL, P, K_DUR, O(tentative_timeout), 0, DAY, NULL, 1, 0, NULL },
 	{ "GDpub_confirmedPreAckTimeout", NULL, P, K_DUR, O(confirmed_timeout), 0, DAY, NULL, 1, 0, NULL },
+	{ "GDpub_tlsCert", "--tls-cert", P, K_STR, O(pub_tls_cert), 0, 0, NULL, 1, 1, check_tls_cert },
+	{ "GDpub_tlsKey", "--tls-key", P, K_STR, O(pub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
+	{ "GDpub_tlsCA", "--tls-ca", P, K_STR, O(pub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
+	{ "GDpub_tlsMinVersion", "--tls-min-version", P, K_ENUM, O(pub_tls_min), 0, 0, tls_names, 1, 0, NULL },
 
 	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0, NULL },
 	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0, NULL },
@@ -88,6 +97,10 @@ static const struct key keys[] = {
 	{ "GDsub_retryCount", "--qos", S, K_INT, O(retry_count), -1, 1 << 30, NULL, 1, 0, NULL },
 	{ "GDsub_connectionCached", "--qos", S, K_BOOL, O(conn_cached), 0, 1, NULL, 1, 0, NULL },
 	{ "GDsub_locatorCacheTimeout", "--qos", S, K_DUR, O(locator_timeout), -1, DAY, NULL, 1, 0, NULL },
+	{ "GDsub_tlsCA", "--tls-ca", S, K_STR, O(sub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
+	{ "GDsub_tlsCert", "--tls-cert", S, K_STR, O(sub_tls_cert), 0, 0, NULL, 1, 1, check_tls_cert },
+	{ "GDsub_tlsKey", "--tls-key", S, K_STR, O(sub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
+	{ "GDsub_tlsMinVersion", "--tls-min-version", S, K_ENUM, O(sub_tls_min), 0, 0, tls_names, 1, 0, NULL },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= GD_CONF_KEYS_MAX, "struct gd_conf's set_at is too small");
@@ -323,6 +336,23 @@ static int check_key_file(const char *v, char *why, size_t whysz)
 	return gd_auth_load(v, NULL, why, whysz) != 0 ? -1 : 0;
 }
 
+/* like a key file: a certificate that does not load is said with its
+ * line or option */
+static int check_tls_cert(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_CERT, v, why, whysz);
+}
+
+static int check_tls_key(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_KEY, v, why, whysz);
+}
+
+static int check_tls_ca(const char *v, char *why, size_t whysz)
+{
+	return gd_tls_check_file(GD_TLS_CA, v, why, whysz);
+}
+
 static int set_str(struct gd_conf *c, const struct key *k, const char *v,
     char *why, size_t whysz)
 {
@@ -551,8 +581,48 @@ static int conflict(const struct gd_conf *c, const char *const *names,
 	return GD_EX_CONFIG;
 }
 
+/* A certificate and its key go together, and must match; a gdsub's
+ * certificate is for a publisher it verifies (GDsub_tlsCA). */
+static int check_tls(const struct gd_conf *c)
+{
+	static const char *const pub_pair[] = { "GDpub_tlsCert", "GDpub_tlsKey",
+	    NULL };
+	static const char *const pub_ca[] = { "GDpub_tlsCA", NULL };
+	static const char *const sub_pair[] = { "GDsub_tlsCert", "GDsub_tlsKey",
+	    NULL };
+	static const char *const sub_ca[] = { "GDsub_tlsCert", "GDsub_tlsCA",
+	    NULL };
+	int pub = c->family == GD_FAM_PUB;
+	const char *cert = pub ? c->pub_tls_cert : c->sub_tls_cert;
+	const char *key = pub ? c->pub_tls_key : c->sub_tls_key;
+	const char *const *pair = pub ? pub_pair : sub_pair;
+	struct gd_tls_conf tc = { pub, cert, key, NULL, 13 };
+	struct gd_tls_ctx *x;
+	char why[GD_TLS_ERR_MAX + 600];
+
+	if ((cert == NULL) != (key == NULL))
+		return conflict(c, pair, 0, "%s needs %s: a certificate and its "
+		    "private key go together", cert ? pair[0] : pair[1],
+		    cert ? pair[1] : pair[0]);
+	if (pub && c->pub_tls_ca != NULL && cert == NULL)
+		return conflict(c, pub_ca, 0, "GDpub_tlsCA needs GDpub_tlsCert and "
+		    "GDpub_tlsKey: clients are asked for certificates only over "
+		    "TLS");
+	if (!pub && cert != NULL && c->sub_tls_ca == NULL)
+		return conflict(c, sub_ca, 0, "GDsub_tlsCert needs GDsub_tlsCA: "
+		    "the CA that signed the publisher's certificate");
+	if (cert == NULL)
+		return 0;
+	if ((x = gd_tls_ctx_new(&tc, why, sizeof(why))) == NULL)
+		return conflict(c, pair, 0, "%s", why);
+	gd_tls_ctx_free(x);
+	return 0;
+}
+
 int gd_conf_check_keys(const struct gd_conf *c, int ids, int out)
 {
+	int rc;
+
 	static const char *const role_cluster[] = { "GDpub_role",
 	    "GDpub_cluster", NULL };
 	static const char *const cluster[] = { "GDpub_cluster", NULL };
@@ -564,6 +634,8 @@ int gd_conf_check_keys(const struct gd_conf *c, int ids, int out)
 	static const char *const state_gd[] = { "GDsub_state", "GDsub_gd",
 	    NULL };
 
+	if ((rc = check_tls(c)) != 0)
+		return rc;
 	if (c->family == GD_FAM_SUB) {
 		if (c->state && !c->gd)
 			return conflict(c, state_gd, 0, "cannot use --state "

@@ -23,6 +23,7 @@ enum { GD_POLICY_REMOVE, GD_POLICY_DROP };
 enum { GD_ROLE_PRIMARY, GD_ROLE_SECONDARY };
 enum { GD_REL_PIPELINED, GD_REL_ORDERED };
 enum { GD_DEDUP_ID, GD_DEDUP_INDEX, GD_DEDUP_NONE };
+enum { GD_TLS_MIN_13, GD_TLS_MIN_12 };	/* GD*_tlsMinVersion 1.3, 1.2 */
 
 struct gd_hostport {
 	char host[GD_HOST_MAX];
@@ -57,6 +58,10 @@ struct gd_conf {
 	double preack_interval;
 	double tentative_timeout;
 	double confirmed_timeout;
+	char *pub_tls_cert;	/* GDpub_tlsCert and _tlsKey: TLS on the port */
+	char *pub_tls_key;
+	char *pub_tls_ca;	/* GDpub_tlsCA: clients must show a certificate */
+	int64_t pub_tls_min;	/* GD_TLS_MIN_* */
 	/* subscriber */
 	struct gd_hostport *pubs;	/* pubs_buf's bytes */
 	size_t npubs;
@@ -76,6 +81,10 @@ struct gd_conf {
 	int64_t retry_count;
 	int64_t conn_cached;
 	double locator_timeout;
+	char *sub_tls_ca;	/* GDsub_tlsCA: TLS to every publisher */
+	char *sub_tls_cert;	/* GDsub_tlsCert and _tlsKey: our certificate */
+	char *sub_tls_key;
+	int64_t sub_tls_min;
 	unsigned char seen_pub, seen_sub;	/* any key of the family given */
 	/* where each key of conf.c's table got its value, so a check across
 	 * keys can say a config file's line: 0 its default, N > 0 line N of

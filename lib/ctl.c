@@ -25,7 +25,7 @@ static void client_closed(uv_handle_t *h)
 {
 	struct gd_ctl_client *cl = h->data;
 	gd_dbuf_free(&cl->out);
-	free(cl->fail);
+	gd_dbuf_free(&cl->fail);
 	free(cl);
 }
 

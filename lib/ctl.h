@@ -50,8 +50,7 @@ struct gd_ctl_client {
 	int reply_err;		/* GD_DBUF_* of the reply being built */
 	/* request state, owned by the line callback */
 	uint64_t left, ok, failed;
-	char *fail;
-	size_t faillen, failcap;
+	struct gd_dbuf fail;	/* an ack batch's failure lines */
 	int closing;
 	int eof;		/* the client is done sending: close once replied */
 	unsigned nwrites;	/* replies handed to libuv, not yet written */

@@ -3,10 +3,12 @@
  * caller can report the error and still use or free what it holds. */
 #include "dbuf.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DBUF_MIN 64
 
@@ -117,6 +119,30 @@ int gd_dbuf_addf(struct gd_dbuf *b, const char *fmt, ...)
 	return rc;
 }
 
+ssize_t gd_dbuf_read(struct gd_dbuf *b, int fd)
+{
+	size_t room = gd_dbuf_room(b);
+	ssize_t r;
+	int rc;
+
+	if (room == 0) {
+		size_t more = b->len > 0 ? b->len : 1;
+		if (more > b->max - b->len)
+			more = b->max - b->len;
+		if (more == 0)
+			return GD_DBUF_TOOBIG;
+		if ((rc = gd_dbuf_grow(b, more)) != GD_DBUF_OK)
+			return rc;
+		room = gd_dbuf_room(b);
+	}
+	while ((r = read(fd, b->buf + b->len, room)) < 0 && errno == EINTR)
+		;
+	if (r < 0)
+		return GD_DBUF_IOERR;
+	gd_dbuf_commit(b, (size_t)r);
+	return r;
+}
+
 void gd_dbuf_truncate(struct gd_dbuf *b, size_t len)
 {
 	if (len >= b->len)
@@ -157,6 +183,8 @@ const char *gd_dbuf_strerror(int rc)
 		return "out of memory";
 	case GD_DBUF_TOOBIG:
 		return "over its size limit";
+	case GD_DBUF_IOERR:
+		return strerror(errno);
 	}
 	return "unknown error";
 }

@@ -10,11 +10,13 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 enum {
 	GD_DBUF_OK = 0,
 	GD_DBUF_NOMEM = -1,	/* malloc failed; the buffer is as it was */
 	GD_DBUF_TOOBIG = -2,	/* the cap would be passed; as it was */
+	GD_DBUF_IOERR = -3,	/* gd_dbuf_read: read() failed, errno says */
 };
 
 #define GD_DBUF_CHECK __attribute__((warn_unused_result))
@@ -61,6 +63,12 @@ static inline void gd_dbuf_commit(struct gd_dbuf *b, size_t n)
 	b->len += n;
 	b->buf[b->len] = '\0';
 }
+/* One read() of fd into the room after the bytes held (past EINTR); a
+ * full buffer first doubles, never past its cap, so a reader's memory
+ * follows the bytes that came. The bytes read, 0 at the end of input, or
+ * GD_DBUF_NOMEM, GD_DBUF_TOOBIG (full at its cap: the record the caller
+ * waits for is longer than its bound) or GD_DBUF_IOERR (errno set). */
+GD_DBUF_CHECK ssize_t gd_dbuf_read(struct gd_dbuf *b, int fd);
 /* Keep the first len bytes (len at most gd_dbuf_len). */
 void gd_dbuf_truncate(struct gd_dbuf *b, size_t len);
 /* Drop the first n bytes, moving the rest to the front. */

@@ -165,17 +165,39 @@ static int out_failed(void)
 	return GD_EX_FAIL;
 }
 
-/* One armored line at byte offset off (its newline excluded); a bad one
- * is reported and counted. */
-static void one_line(const char *name, uint8_t *p, size_t n, uint64_t lineno,
-    uint64_t off, uint32_t max, int json, uint64_t *bad)
+static void too_long(const char *name, uint64_t lineno, size_t line_max,
+    uint32_t max)
 {
+	(void)fflush(stdout);
+	gd_err("%s: line %" PRIu64 ": bad armored line skipped: longer than "
+	    "%zu bytes, the longest batch (%u bytes, gdpub --armor-batch) or "
+	    "the armor of a frame of the largest payload (%" PRIu32 " bytes, "
+	    "--max-block-size)", name, lineno, line_max, GD_ARMOR_BATCH_MAX,
+	    max);
+}
+
+/* One armored line at byte offset off (its newline excluded): its frames
+ * printed; a bad one is reported and counted (the good frames before a
+ * damaged one in the line are printed). A line over line_max is bad
+ * however it came, in one read or several. */
+static void one_line(const char *name, uint8_t *p, size_t n, uint64_t lineno,
+    uint64_t off, uint32_t max, size_t line_max, int json, uint64_t *bad)
+{
+	struct gd_armor_line a;
 	struct gd_sframe f;
 	char why[200];
+	int k;
 
-	if (gd_armor_decode(p, n, max, &f, why, sizeof(why)) == 0) {
-		print_frame(&f, off, json);
+	if (n >= line_max) {
+		(*bad)++;
+		too_long(name, lineno, line_max, max);
 		return;
+	}
+	if (gd_armor_open(&a, p, n, max, why, sizeof(why)) == 0) {
+		while ((k = gd_armor_next(&a, &f, why, sizeof(why))) == 1)
+			print_frame(&f, off, json);
+		if (k == 0)
+			return;
 	}
 	(*bad)++;
 	(void)fflush(stdout);	/* the report after the frames before it */
@@ -203,25 +225,20 @@ static int decode_lines(int fd, const char *name, struct gd_dbuf *b, int eof,
 				discarding = 0;	/* the end of a long line */
 			else
 				one_line(name, buf + start, n, ++lineno, off,
-				    max, json, &bad);
+				    max, line_max, json, &bad);
 			off += n + 1;
 			start += n + 1;
 		}
 		if (eof && start < len && !discarding)
 			one_line(name, buf + start, len - start, ++lineno, off,
-			    max, json, &bad);
+			    max, line_max, json, &bad);
 		if (eof)
 			break;
 		gd_dbuf_consume(b, start);
 		if (gd_dbuf_len(b) > line_max || discarding) {
 			if (!discarding) {
 				bad++;
-				(void)fflush(stdout);
-				gd_err("%s: line %" PRIu64 ": bad armored line "
-				    "skipped: longer than %zu bytes, the armor "
-				    "of a frame of the largest payload (%" PRIu32
-				    " bytes, --max-block-size)", name, ++lineno,
-				    line_max, max);
+				too_long(name, ++lineno, line_max, max);
 			}
 			discarding = 1;
 			off += gd_dbuf_len(b);

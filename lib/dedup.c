@@ -1,40 +1,23 @@
 /* Subscriber dedup set (see dedup.h). */
 #include "dedup.h"
 
-#include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
+
+GD_SLAB_TYPED(dent, struct gd_dent, fnext)
 
 int gd_dedup_init(struct gd_dedup *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->free_head = d->fhead = d->ftail = GD_NONE;
-	return gd_idmap_init(&d->map, 1024);
+	d->fhead = d->ftail = GD_NONE;
+	return gd_slab_init(&d->slab, sizeof(*d->e),
+	    offsetof(struct gd_dent, fnext), 1024, GD_IDMAP_MAX_SLOTS, 1024);
 }
 
 void gd_dedup_free(struct gd_dedup *d)
 {
-	free(d->e);
-	gd_idmap_free(&d->map);
+	gd_slab_free(&d->slab);
 	memset(d, 0, sizeof(*d));
-}
-
-static int grow(struct gd_dedup *d)
-{
-	uint32_t ncap = d->cap ? d->cap * 2 : 1024, i;
-	struct gd_dent *n;
-
-	if (ncap <= d->cap || ncap > GD_IDMAP_MAX_SLOTS)
-		return -1;
-	n = realloc(d->e, (size_t)ncap * sizeof(*n));
-	if (n == NULL)
-		return -1;
-	d->e = n;
-	for (i = ncap; i-- > d->cap;) {
-		n[i].fnext = d->free_head;
-		d->free_head = i;
-	}
-	d->cap = ncap;
-	return 0;
 }
 
 /* A free slot, filled and appended to the arrival order; not in the map. */
@@ -44,11 +27,9 @@ static uint32_t take(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	uint32_t s;
 	struct gd_dent *e;
 
-	if (d->free_head == GD_NONE && grow(d) != 0)
+	if ((s = dent_take(&d->slab)) == GD_NONE)
 		return GD_NONE;
-	s = d->free_head;
 	e = &d->e[s];
-	d->free_head = e->fnext;
 	e->id = id;
 	e->seq = seq;
 	if (seq > d->max_seq)
@@ -66,11 +47,10 @@ static uint32_t take(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	return s;
 }
 
-/* Back to the free list: the caller unlinked it from the arrival order. */
+/* Back to the free slots: the caller unlinked it from the arrival order. */
 static void put_back(struct gd_dedup *d, uint32_t s)
 {
-	d->e[s].fnext = d->free_head;
-	d->free_head = s;
+	dent_put(&d->slab, s);
 	d->count--;
 }
 
@@ -97,7 +77,7 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 
 	if (s == GD_NONE)
 		return GD_NONE;
-	if (gd_idmap_put(&d->map, id, s, d->e, sizeof(*d->e)) != 0) {
+	if (gd_slab_bind(&d->slab, s, id) != 0) {
 		untake(d, s);
 		return GD_NONE;
 	}
@@ -114,10 +94,10 @@ uint32_t gd_dedup_replace(struct gd_dedup *d, uint32_t slot, uint64_t seq,
 	if (s == GD_NONE)
 		return GD_NONE;
 	old = &d->e[slot];	/* take() may have moved the array */
-	gd_idmap_del(&d->map, id, d->e, sizeof(*d->e));
-	if (gd_idmap_put(&d->map, id, s, d->e, sizeof(*d->e)) != 0) {
+	gd_slab_unbind(&d->slab, id);
+	if (gd_slab_bind(&d->slab, s, id) != 0) {
 		/* cannot fail after a delete, but leave a consistent set */
-		gd_idmap_put(&d->map, id, slot, d->e, sizeof(*d->e));
+		(void)gd_slab_bind(&d->slab, slot, id);
 		untake(d, s);
 		return GD_NONE;
 	}
@@ -149,7 +129,7 @@ uint32_t gd_dedup_prune(struct gd_dedup *d, uint64_t floor)
 			continue;
 		}
 		if (e->state != GD_DS_GONE)
-			gd_idmap_del(&d->map, e->id, d->e, sizeof(*d->e));
+			gd_slab_unbind(&d->slab, e->id);
 		put_back(d, s);
 		n++;
 	}
@@ -162,7 +142,7 @@ int gd_dedup_settled(struct gd_dedup *d, uint32_t slot)
 
 	if (e->fnext != GD_DEDUP_OFF || gd_dent_waiting(e) > 0)
 		return 0;
-	gd_idmap_del(&d->map, e->id, d->e, sizeof(*d->e));
+	gd_slab_unbind(&d->slab, e->id);
 	d->off--;
 	put_back(d, slot);
 	return 1;

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "idmap.h"
+#include "slab.h"
 
 enum gd_dstate {
 	GD_DS_EMITTED = 1,	/* written on stdout, waiting for gdack */
@@ -40,11 +40,13 @@ static inline unsigned gd_dent_waiting(const struct gd_dent *e)
 }
 
 struct gd_dedup {
-	struct gd_dent *e;
-	uint32_t cap, count, free_head;
+	union {			/* e: the typed view of the slots */
+		struct gd_slab slab;
+		struct gd_dent *e;
+	};
+	uint32_t count;
 	uint32_t fhead, ftail;
 	uint32_t off;		/* entries waiting out of the arrival order */
-	struct gd_idmap map;
 	uint64_t max_seq;	/* highest seq ever added: the blocks sent so far */
 };
 
@@ -52,7 +54,7 @@ int gd_dedup_init(struct gd_dedup *d);
 void gd_dedup_free(struct gd_dedup *d);
 static inline uint32_t gd_dedup_find(const struct gd_dedup *d, uint64_t id)
 {
-	return gd_idmap_get(&d->map, id, d->e, sizeof(*d->e));
+	return gd_slab_find(&d->slab, id);
 }
 static inline struct gd_dent *gd_dedup_at(struct gd_dedup *d, uint32_t s)
 {

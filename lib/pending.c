@@ -1,51 +1,37 @@
-/* Pending table (see pending.h). Slots live in one array reused through a
- * free list, so the hot path allocates only when the table grows. */
+/* Pending table (see pending.h). The blocks live in a slot table
+ * (slab.h), so the hot path allocates only when the table grows. */
 #include "pending.h"
 
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+
+GD_SLAB_TYPED(pend, struct gd_pend, next)
+
+_Static_assert(sizeof(struct gd_pend) <= 52,
+    "a pending block's entry is 52 bytes (the budget is 64 with the map)");
 
 int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint)
 {
 	memset(p, 0, sizeof(*p));
 	p->timeout_ns = timeout_ns;
-	p->head = p->tail = p->free_head = p->pcur = GD_NONE;
+	p->head = p->tail = p->pcur = GD_NONE;
 	if (hint < 64)
 		hint = 64;
+	if (gd_slab_init(&p->slab, sizeof(*p->e),
+	    offsetof(struct gd_pend, next), 1024, GD_IDMAP_MAX_SLOTS,
+	    hint) != 0)
+		return -1;
 	p->nbits = 1024;
 	p->bits = calloc(p->nbits / 64, sizeof(uint64_t));
-	if (p->bits == NULL || gd_idmap_init(&p->map, hint) != 0)
-		return -1;
-	return 0;
+	return p->bits == NULL ? -1 : 0;
 }
 
 void gd_pending_free(struct gd_pending *p)
 {
-	free(p->e);
+	gd_slab_free(&p->slab);
 	free(p->bits);
-	gd_idmap_free(&p->map);
 	memset(p, 0, sizeof(*p));
-}
-
-static int grow_slots(struct gd_pending *p)
-{
-	uint32_t ncap = p->cap ? p->cap * 2 : 1024, i;
-	struct gd_pend *n;
-
-	if (ncap <= p->cap || ncap > GD_IDMAP_MAX_SLOTS)
-		return -1;
-	n = realloc(p->e, (size_t)ncap * sizeof(*n));
-	if (n == NULL)
-		return -1;
-	p->e = n;
-	for (i = ncap - 1; i >= p->cap && i != GD_NONE; i--) {
-		n[i].next = p->free_head;
-		p->free_head = i;
-		if (i == 0)
-			break;
-	}
-	p->cap = ncap;
-	return 0;
 }
 
 static inline int bit_get(const struct gd_pending *p, uint64_t seq)
@@ -89,34 +75,12 @@ static int grow_bits(struct gd_pending *p, uint64_t seq)
 	return 0;
 }
 
-uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
-    uint32_t off, uint32_t len, uint32_t owner, uint64_t now_ns)
+/* Slot s was sent at now: numbered, at the tail of the deadline list. */
+static inline void sent(struct gd_pending *p, uint32_t s, uint64_t now_ns)
 {
-	uint32_t s;
-	struct gd_pend *e;
+	struct gd_pend *e = &p->e[s];
 
-	if (p->free_head == GD_NONE && grow_slots(p) != 0)
-		return GD_NONE;
-	if (p->count == 0)
-		p->cursor = seq;
-	if (seq - p->cursor >= p->nbits) {
-		while (p->cursor < p->top && !bit_get(p, p->cursor))
-			p->cursor++;
-		if (seq - p->cursor >= p->nbits && grow_bits(p, seq) != 0)
-			return GD_NONE;
-	}
-	s = p->free_head;
-	p->e[s].id = id;
-	if (gd_idmap_put(&p->map, id, s, p->e, sizeof(*p->e)) != 0)
-		return GD_NONE;
-	e = &p->e[s];
-	p->free_head = e->next;
-	e->acked = 0;
-	e->off = off;
 	e->sent_ns = now_ns;
-	e->len = len;
-	e->owner_res = owner & GD_PEND_MAX_OWNER;
-	e->seq32 = (uint32_t)seq;
 	e->next = GD_NONE;
 	e->prev = p->tail;
 	if (p->tail != GD_NONE)
@@ -129,6 +93,36 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 		p->npassed++;
 	else if (p->pcur == GD_NONE)
 		p->pcur = s;
+}
+
+uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
+    uint32_t off, uint32_t len, uint32_t owner, uint64_t now_ns)
+{
+	uint32_t s;
+	struct gd_pend *e;
+
+	if (p->count == 0)
+		p->cursor = seq;
+	if (seq - p->cursor >= p->nbits) {
+		while (p->cursor < p->top && !bit_get(p, p->cursor))
+			p->cursor++;
+		if (seq - p->cursor >= p->nbits && grow_bits(p, seq) != 0)
+			return GD_NONE;
+	}
+	if ((s = pend_take(&p->slab)) == GD_NONE)
+		return GD_NONE;
+	e = &p->e[s];
+	e->id = id;
+	if (gd_slab_bind(&p->slab, s, id) != 0) {
+		pend_put(&p->slab, s);
+		return GD_NONE;
+	}
+	e->acked = 0;
+	e->off = off;
+	e->len = len;
+	e->owner_res = owner & GD_PEND_MAX_OWNER;
+	e->seq32 = (uint32_t)seq;
+	sent(p, s, now_ns);
 	bit_set(p, seq, 1);
 	p->top = seq + 1;
 	p->count++;
@@ -158,31 +152,16 @@ void gd_pending_remove(struct gd_pending *p, uint32_t s)
 	struct gd_pend *e = &p->e[s];
 
 	unlink_slot(p, s);
-	gd_idmap_del(&p->map, e->id, p->e, sizeof(*p->e));
+	gd_slab_unbind(&p->slab, e->id);
 	bit_set(p, e->seq32, 0);	/* low bits suffice: nbits < 2^32 */
-	e->next = p->free_head;
-	p->free_head = s;
+	pend_put(&p->slab, s);
 	p->count--;
 }
 
 void gd_pending_touch(struct gd_pending *p, uint32_t s, uint64_t now_ns)
 {
-	struct gd_pend *e = &p->e[s];
-
 	unlink_slot(p, s);
-	e->sent_ns = now_ns;
-	e->next = GD_NONE;
-	e->prev = p->tail;
-	if (p->tail != GD_NONE)
-		p->e[p->tail].next = s;
-	else
-		p->head = s;
-	p->tail = s;
-	e->ord = p->ords++;
-	if (e->ord < p->pass)
-		p->npassed++;
-	else if (p->pcur == GD_NONE)
-		p->pcur = s;
+	sent(p, s, now_ns);
 }
 
 void gd_pending_pass(struct gd_pending *p, uint64_t pass)

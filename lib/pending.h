@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "idmap.h"
+#include "slab.h"
 
 /* 4-byte aligned 64-bit fields let the entry pack to 52 bytes */
 typedef uint64_t gd_u64a4 __attribute__((aligned(4)));
@@ -53,10 +53,12 @@ static inline unsigned gd_pend_acks(const struct gd_pend *e)
 }
 
 struct gd_pending {
-	struct gd_pend *e;
-	uint32_t cap, count, free_head;
+	union {			/* e: the typed view of the slots */
+		struct gd_slab slab;
+		struct gd_pend *e;
+	};
+	uint32_t count;
 	uint32_t head, tail;	/* deadline list */
-	struct gd_idmap map;
 	uint64_t timeout_ns;
 	/* floor: bit set = that seq is pending */
 	uint64_t *bits;
@@ -79,7 +81,7 @@ static inline struct gd_pend *gd_pending_at(struct gd_pending *p, uint32_t s)
 }
 static inline uint32_t gd_pending_find(const struct gd_pending *p, uint64_t id)
 {
-	return gd_idmap_get(&p->map, id, p->e, sizeof(*p->e));
+	return gd_slab_find(&p->slab, id);
 }
 /* The full sequence index of a pending block: pending blocks are within
  * 2^32 of the newest (the floor bitmap never grows that far). */

@@ -33,6 +33,7 @@ static const struct metric pub_stats[] = {
 	{ "nack_passed", "nack_passed_over_total", C, "Blocks NACKed at their deadline after being passed over." },
 	{ "nack_absent", "nack_absent_total", C, "Blocks NACKed at their deadline while fewer than numSubs were connected." },
 	{ "nack_late", "nack_late_total", C, "Blocks NACKed at their deadline that a connected pipeline still owed." },
+	{ "tls_refused", "tls_refused_total", C, "Connections whose TLS handshake failed or that spoke the wrong protocol (TLS or not)." },
 	{ "held", "cluster_held", G, "Blocks a secondary holds for a pre-acknowledgement." },
 	{ "preacks_kept", "cluster_preacks_kept", G, "Pre-acknowledgements remembered." },
 	{ "preacks", "cluster_preacks_total", C, "Pre-acknowledgements received." },

@@ -29,6 +29,11 @@ static const char usage[] =
 "      --auth-key-file FILE refuse subscribers that cannot prove this\n"
 "                           pre-shared key (mode 0600 or stricter)\n"
 "      --max-connections N  close connections beyond N at once (default 256)\n"
+"      --tls-cert FILE      serve subscribers over TLS with this certificate\n"
+"      --tls-key FILE       ... and its private key (PEM files)\n"
+"      --tls-ca FILE        mutual TLS: subscribers must show a certificate\n"
+"                           signed by this CA\n"
+"      --tls-min-version V  1.3 (the default) or 1.2\n"
 "      --cluster NAME       member of multisend cluster NAME: keys @NAME/ID,\n"
 "                           IDs from the input (-I or -f frame)\n"
 "      --role ROLE          primary (sends at once, the default) or secondary\n"
@@ -39,10 +44,15 @@ static const char usage[] =
 "  -I, --ids                input lines are ID<TAB>payload\n"
 "  -0, --null               records end with NUL instead of newline\n"
 "      --wait-ready[=SECS]  read no input before READY (exit 69 after SECS)\n"
+"      --port-file FILE     write the bound port to FILE once listening (for\n"
+"                           -p 0: the port the system chose)\n"
 "  -o, --output FILE|-      write the framed stream there instead of serving\n"
 "                           blocks over TCP (acks still come back on PORT)\n"
-"      --armor              with -o: one text line per frame (GDK1:BASE64),\n"
-"                           for line-oriented engines (mosquitto_pub -l, kcat)\n"
+"      --armor              with -o: frames as text lines (GDK1:BASE64), for\n"
+"                           line-oriented engines (mosquitto_pub -l, kcat)\n"
+"      --armor-batch BYTES  the frames ready at once share lines up to BYTES\n"
+"                           long (1 to 1048576, default 65536; 1: one frame\n"
+"                           a line)\n"
 "      --status FILE|-      status lines there (default stdout; stderr with -o -)\n"
 "      --progress[=SECS]    a status line on stderr, 4 times a second; with\n"
 "                           SECS, a line every SECS seconds instead (for logs)\n"
@@ -58,7 +68,8 @@ static const char usage[] =
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
-	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW };
+	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
+	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -80,14 +91,20 @@ static const struct option longopts[] = {
 	{ "ctl", required_argument, NULL, O_CTL },
 	{ "auth-key-file", required_argument, NULL, O_AUTH },
 	{ "max-connections", required_argument, NULL, O_MAXCONN },
+	{ "tls-cert", required_argument, NULL, O_TLSCERT },
+	{ "tls-key", required_argument, NULL, O_TLSKEY },
+	{ "tls-ca", required_argument, NULL, O_TLSCA },
+	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
 	{ "cluster", required_argument, NULL, O_CLUSTER },
 	{ "role", required_argument, NULL, O_ROLE },
 	{ "format", required_argument, NULL, 'f' },
 	{ "ids", no_argument, NULL, 'I' },
 	{ "null", no_argument, NULL, '0' },
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
+	{ "port-file", required_argument, NULL, O_PORT_FILE },
 	{ "output", required_argument, NULL, 'o' },
 	{ "armor", no_argument, NULL, O_ARMOR },
+	{ "armor-batch", required_argument, NULL, O_ARMOR_BATCH },
 	{ "status", required_argument, NULL, O_STATUS },
 	{ "progress", optional_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
@@ -139,9 +156,29 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 		case 'o':
 			opt->out = optarg;
 			break;
+		case O_PORT_FILE:
+			if (optarg[0] == '\0') {
+				gd_usage_err("--port-file needs a file name");
+				return GD_EX_USAGE;
+			}
+			opt->port_file = optarg;
+			break;
 		case O_ARMOR:
 			opt->armor = 1;
 			break;
+		case O_ARMOR_BATCH: {
+			int64_t v;
+			if (gd_parse_i64(optarg, 1, GD_PUB_ARMOR_BATCH_MAX,
+			    &v) != 0) {
+				gd_usage_err("invalid value '%s' for --armor-batch: "
+				    "expected bytes from 1 to %u (the longest "
+				    "armored line of several frames; 1: one frame "
+				    "a line)", optarg, GD_PUB_ARMOR_BATCH_MAX);
+				return GD_EX_USAGE;
+			}
+			opt->armor_batch = (size_t)v;
+			break;
+		}
 		case O_STATUS:
 			opt->status = optarg;
 			break;
@@ -202,6 +239,11 @@ static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
 	if (opt->frame && (opt->ids || opt->delim != '\n')) {
 		gd_usage_err("-f frame cannot be combined with %s: frames carry "
 		    "their IDs and lengths", opt->ids ? "--ids" : "-0");
+		return GD_EX_USAGE;
+	}
+	if (opt->armor_batch && !opt->armor) {
+		gd_usage_err("--armor-batch needs --armor: it sizes the armored "
+		    "lines");
 		return GD_EX_USAGE;
 	}
 	if (opt->armor && opt->out == NULL) {

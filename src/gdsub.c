@@ -28,6 +28,11 @@ static const char usage[] =
 "                             again instead of writing them\n"
 "      --auth-key-file FILE   prove this pre-shared key to each publisher and\n"
 "                             have it prove it (mode 0600 or stricter)\n"
+"      --tls-ca FILE          connect over TLS; the publisher's certificate\n"
+"                             must be signed by this CA and name its host\n"
+"      --tls-cert FILE        our certificate, for a publisher that asks\n"
+"      --tls-key FILE         ... and its private key (PEM files)\n"
+"      --tls-min-version V    1.3 (the default) or 1.2\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
 "                             stream, binary-safe; see gdkit-stream(5)), or\n"
 "                             a template: %k key, %i ID, %o origin, %s\n"
@@ -55,7 +60,8 @@ static const char usage[] =
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
-	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE };
+	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE, O_TLSCA,
+	O_TLSCERT, O_TLSKEY, O_TLSMIN };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -71,6 +77,10 @@ static const struct option longopts[] = {
 	{ "dedup", required_argument, NULL, O_DEDUP },
 	{ "consecutive", no_argument, NULL, O_CONSEC },
 	{ "auth-key-file", required_argument, NULL, O_AUTH },
+	{ "tls-ca", required_argument, NULL, O_TLSCA },
+	{ "tls-cert", required_argument, NULL, O_TLSCERT },
+	{ "tls-key", required_argument, NULL, O_TLSKEY },
+	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
 	{ "qos", required_argument, NULL, O_QOS },
 	{ "format", required_argument, NULL, 'f' },
 	{ "null", no_argument, NULL, '0' },

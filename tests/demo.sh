@@ -17,13 +17,26 @@ export XDG_RUNTIME_DIR="$dir/run"
 mkdir -m 700 "$XDG_RUNTIME_DIR"
 cd "$dir" || exit 1
 
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 cat > pub.ini <<CONF
-# the publisher: two GD subscribers must acknowledge every block
-GDpub_port=$port
+# the publisher: two GD subscribers must acknowledge every block; port 0:
+# the system picks a free one, which gdpub writes to --port-file
+GDpub_port=0
 GDpub_numSubs=2
 GDpub_timeout=10
 CONF
+seq -f 'event %g: hello from the demo' 1 "$N" > input.txt
+start=$(date +%s%N)
+"$bin/gdpub" -c pub.ini --port-file pub.port --wait-ready=30 < input.txt > status.txt 2> pub.err &
+pub=$!
+pids="$pids $pub"
+# the port, once gdpub listens (10 s at most)
+i=0
+while [ ! -s pub.port ] && [ "$i" -lt 100 ] && kill -0 "$pub" 2>/dev/null; do
+	sleep 0.1
+	i=$((i + 1))
+done
+[ -s pub.port ] || { echo "gdkit demo: gdpub did not start"; cat pub.err; exit 1; }
+port=$(cat pub.port)
 for s in 1 2; do
 	cat > "s$s.ini" <<CONF
 GDsub_pub=127.0.0.1:$port
@@ -35,12 +48,9 @@ CONF
 	    "$bin/gdack" -c "s$s.ini" --tee > "out$s.txt" ) 2> "err$s.txt" &
 	pids="$pids $!"
 done
-
-seq -f 'event %g: hello from the demo' 1 "$N" > input.txt
 echo "gdkit demo: publishing $N blocks on 127.0.0.1:$port to two pipelines"
 echo "  gdsub -c sN.ini | sed -u (uppercase payload) | gdack -c sN.ini --tee"
-start=$(date +%s%N)
-"$bin/gdpub" -c pub.ini --wait-ready=30 < input.txt > status.txt 2> pub.err
+wait "$pub"
 rc=$?
 end=$(date +%s%N)
 wait

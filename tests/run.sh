@@ -5,9 +5,23 @@
 # it comes. The last line is the total, "N passed, N failed" (with ", N
 # skipped" when some were); the exit status is non-zero on any failure.
 # Usage: run.sh UNIT_TEST_NAME... (binaries in $UNIT_DIR)
+#        run.sh --long: only the bats tests of LONG_TESTS (helpers.bash),
+#        which the first form leaves out; tests left out are not counted.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 pass=0 fail=0 skip=0
+long=0
+if [ "${1:-}" = --long ]; then
+	long=1
+	shift
+	GDKIT_CHECK=long
+	export GDKIT_CHECK
+fi
+# a test the other make target runs: no result here
+other='^ok .* # skip (not )?in make check-long$'
+# the files that hold a long test
+long_files=$(sed -n 's/^\t"\([a-z0-9_-]*\.bats\):.*/\1/p' \
+	"$top/tests/cli/helpers.bash" | sort -u)
 log=${TMPDIR:-/tmp}/gdkit-check.$$
 trap 'rm -rf "$log" "$log.q"' EXIT
 
@@ -37,8 +51,15 @@ bats_file() { # file, its TAP log
 	echo "== bats ${1##*/} started"
 	echo "== bats ${1##*/}:" >"$2.show"
 	GDKIT_BIN=${GDKIT_BIN:-$top/bin} bats --tap "$1" >"$2" 2>&1
-	grep -v -e '^1\.\.' -e 'bats-exec-test: line .* Killed ' "$2" >>"$2.show"
+	grep -v -E -e '^1\.\.' -e 'bats-exec-test: line .* Killed ' \
+	    -e "$other" "$2" >>"$2.show"
 	cat "$2.show"
+}
+# is_long FILE: true when this run takes FILE (with --long, only the
+# files that hold a long test)
+is_long() {
+	[ "$long" -eq 0 ] && return 0
+	printf '%s\n' "$long_files" | grep -qx -- "$1"
 }
 if [ -d "$top/tests/cli" ]; then
 	jobs=${CHECK_JOBS:-2}
@@ -51,6 +72,7 @@ if [ -d "$top/tests/cli" ]; then
 			for b in "$top"/tests/cli/*.bats; do
 				[ -e "$b" ] || continue
 				n=${b##*/}
+				is_long "$n" || continue
 				mkdir "$q/$n.claim" 2>/dev/null || continue
 				bats_file "$b" "$q/$n"
 			done
@@ -62,6 +84,7 @@ if [ -d "$top/tests/cli" ]; then
 	: >"$log"
 	for b in "$top"/tests/cli/*.bats; do
 		[ -e "$b" ] || continue
+		is_long "${b##*/}" || continue
 		nfiles=$((nfiles + 1))
 		cat "$q/${b##*/}" >>"$log" 2>/dev/null
 	done
@@ -69,6 +92,8 @@ if [ -d "$top/tests/cli" ]; then
 	p=$(grep -c '^ok ' "$log")
 	f=$(grep -c '^not ok ' "$log")
 	s=$(grep -c '^ok .* # skip' "$log")
+	o=$(grep -Ec "$other" "$log")
+	p=$((p - o)) s=$((s - o))
 	if [ "$(grep -c '^1\.\.' "$log")" -ne "$nfiles" ]; then
 		echo "bats: a file ended without its test plan (see above)"
 		f=$((f + 1))
@@ -77,6 +102,7 @@ if [ -d "$top/tests/cli" ]; then
 	count "bats" "$((p - s))" "$f"
 fi
 
+if [ "$long" -eq 0 ]; then
 echo "== mandoc -Tlint ..."
 p=0 f=0
 for m in "$top"/man/*.[0-9]; do
@@ -88,6 +114,7 @@ for m in "$top"/man/*.[0-9]; do
 	fi
 done
 count "mandoc -Tlint" "$p" "$f"
+fi
 
 if [ "$skip" -gt 0 ]; then
 	echo "$pass passed, $fail failed, $skip skipped"

@@ -6,14 +6,19 @@
  * lifecycle steps have the same names as gdsub's (sub.c): start,
  * on_prepare, maybe_done, finish, on_signal, outcome, gd_pub_run. */
 #include "pub_int.h"
+#include "fileio.h"
 #include "log.h"
 #include "loop.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define TICK_MS 250		/* --progress redraws at most 4 times a second */
 
@@ -206,7 +211,7 @@ static int end_waiting(struct pub *p)
 	if (p->end_lost > 0)
 		return 1;
 	for (c = p->conns; c; c = c->next)
-		if (c->end_sent && !c->closing)
+		if (c->end_sent && c->state != PUB_CS_CLOSING)
 			return 1;
 	return 0;
 }
@@ -347,6 +352,37 @@ static void on_signal(uv_signal_t *h, int sig)
 
 /* ---- start ---- */
 
+/* --port-file: written aside and renamed, so that a script that waits for
+ * the file never reads half a number; by then the port and the control
+ * socket both take connections. */
+static int write_port_file(const struct pub *p)
+{
+	const char *path = p->opt.port_file;
+	char tmp[PATH_MAX], line[16];
+	int fd, n, e = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp)) {
+		gd_err("cannot write the port to '%s': %s", path,
+		    strerror(ENAMETOOLONG));
+		return GD_EX_IOERR;
+	}
+	n = snprintf(line, sizeof(line), "%d\n", p->port);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || gd_write_all(fd, line, (size_t)n) != 0)
+		e = errno;
+	if (fd >= 0 && close(fd) != 0 && e == 0)
+		e = errno;
+	if (e == 0 && rename(tmp, path) != 0)
+		e = errno;
+	if (e != 0) {
+		if (fd >= 0)
+			(void)unlink(tmp);
+		gd_err("cannot write the port to '%s': %s", path, strerror(e));
+		return GD_EX_IOERR;
+	}
+	return 0;
+}
+
 /* Every handle of the loop, and the input; 0 or an exit code. */
 static int start(struct pub *p)
 {
@@ -371,16 +407,29 @@ static int start(struct pub *p)
 		gd_err("%s", why);
 		return GD_EX_CONFIG;
 	}
+	if (p->conf->pub_tls_cert != NULL) {
+		struct gd_tls_conf tc = { 1, p->conf->pub_tls_cert,
+			p->conf->pub_tls_key, p->conf->pub_tls_ca,
+			p->conf->pub_tls_min == GD_TLS_MIN_12 ? 12 : 13 };
+		/* checked with the keys; read here, as the files are now */
+		if ((p->tls = gd_tls_ctx_new(&tc, why, sizeof(why))) == NULL) {
+			gd_err("%s", why);
+			return GD_EX_CONFIG;
+		}
+	}
 	if ((rc = pub_journal_open(p)) != 0)
 		return rc;
 	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
 		return rc;
 	p->korigin = p->origin;
-	if (p->conf->port == 0)	/* -p 0: say which port */
+	/* -p 0: say which port, unless --port-file already tells */
+	if (p->conf->port == 0 && p->opt.port_file == NULL)
 		gd_info("listening on %s", p->origin);
 	bound.port = p->port;	/* the control socket follows the port */
 	if ((rc = gd_ctl_path_pub(&bound, path, sizeof(path))) != 0 ||
 	    (rc = gd_ctl_listen(&p->ctl, &p->loop, path, pub_ctl_line, p)) != 0)
+		return rc;
+	if (p->opt.port_file && (rc = write_port_file(p)) != 0)
 		return rc;
 	if (gd_deliver_init(&p->dv, p->needed, (uint64_t)(p->conf->timeout *
 	    1e9), (unsigned)p->conf->resend, (uint32_t)p->conf->max_pending,
@@ -554,6 +603,8 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 		gd_bcast_unref(p->cur);
 	gd_input_free(&p->in);
 	gd_auth_clear(&p->key);
+	free(p->abuf);
+	gd_tls_ctx_free(p->tls);
 	free(p);
 	return rc;
 }

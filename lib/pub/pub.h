@@ -5,6 +5,10 @@
 
 #include "../conf.h"	/* the engine's public header is read from src/ too */
 
+/* --armor-batch's bound, armor.h's GD_ARMOR_BATCH_MAX (pub_stream.c
+ * checks that they agree) */
+#define GD_PUB_ARMOR_BATCH_MAX 1048576u
+
 struct gd_pub_opts {
 	int ids;		/* --ids: ID<TAB>payload */
 	char delim;		/* '\n', or '\0' with -0 */
@@ -12,8 +16,11 @@ struct gd_pub_opts {
 	double wait_ready_s;
 	int frame;		/* -f frame: the input is a framed stream */
 	const char *out;	/* -o FILE|-: write the stream, serve no blocks */
-	int armor;		/* --armor: one text line per frame (armor.h) */
+	int armor;		/* --armor: frames as text lines (armor.h) */
+	size_t armor_batch;	/* --armor-batch: the longest line of several
+				 * frames; 0: GD_ARMOR_BATCH_DEFAULT */
 	const char *status;	/* --status FILE|-: where status lines go */
+	const char *port_file;	/* --port-file FILE: the bound port, once listening */
 	int progress;		/* a status line on stderr (--progress) */
 	double progress_every;	/* > 0: a line every so many seconds instead
 				 * (--progress=SECONDS), for logs */

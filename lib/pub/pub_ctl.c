@@ -156,9 +156,10 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 {
 	const char *st = "refused";
 
-	if (!c->hello) {
-		snprintf(buf, sz, "%s", c->refused ? "refused" : c->hs ?
-		    "authenticating" : "connecting");
+	if (c->state != PUB_CS_ACTIVE) {
+		snprintf(buf, sz, "%s", c->state == PUB_CS_REFUSED ? "refused" :
+		    c->state == PUB_CS_PROOF ? "authenticating" :
+		    c->state == PUB_CS_TLS ? "TLS handshake" : "connecting");
 		return;
 	}
 	switch (c->ack_status) {
@@ -176,14 +177,22 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 		snprintf(buf, sz, "%s", st);
 }
 
-static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s)
+/* discarded, dropped and tls: the connection's TLS ("TLSv1.3 CIPHER
+ * SUBJECT"), "-" over plain TCP or without a connection */
+static void reply_qsub_tail(struct gd_ctl_client *cl, const struct gd_qsub *s,
+    const struct sconn *c)
 {
+	char tls[400] = "-", cell[400];
+
+	if (c != NULL && c->tls != NULL)
+		gd_tls_describe(c->tls, tls, sizeof(tls));
+	gd_ctl_cell(cell, sizeof(cell), tls);
 	if (s == NULL) {
-		gd_ctl_printf(cl, "\t-\t-\n");
+		gd_ctl_printf(cl, "\t-\t-\t%s\n", cell);
 		return;
 	}
-	gd_ctl_printf(cl, "\t%" PRIu64 "\t%" PRIu64 "\n", s->discarded,
-	    s->dropped);
+	gd_ctl_printf(cl, "\t%" PRIu64 "\t%" PRIu64 "\t%s\n", s->discarded,
+	    s->dropped, cell);
 }
 
 /* in_flight per GD slot: pending blocks sent (or resent) to it since it
@@ -221,7 +230,8 @@ static int ctl_subs(void *user, struct gd_ctl_client *cl,
 			n++;
 	gd_ctl_printf(cl, "subs %u\n", n);
 	gd_ctl_printf(cl, "name:s\taddress:s\tgd:s\tstate:s\tqos:s\tqueue:n\t"
-	    "in_flight:n\tfailures:n\tacks:n\tdiscarded:n\tdropped:n\n");
+	    "in_flight:n\tfailures:n\tacks:n\tdiscarded:n\tdropped:n\t"
+	    "tls:s\n");
 	for (c = p->conns; c; c = c->next) {
 		gd_ctl_cell(name, sizeof(name), c->name);
 		conn_state(p, c, state, sizeof(state));
@@ -239,7 +249,7 @@ static int ctl_subs(void *user, struct gd_ctl_client *cl,
 			gd_ctl_reply(cl, "-", 1);
 		gd_ctl_printf(cl, "\t%u\t%" PRIu64, c->qs != NULL ?
 		    c->qs->failures : 0, c->acks);
-		reply_qsub_tail(cl, c->qs);
+		reply_qsub_tail(cl, c->qs, c);
 	}
 	for (qs = p->qos.subs; qs; qs = qs->next) {
 		if (qs->attached)
@@ -250,7 +260,7 @@ static int ctl_subs(void *user, struct gd_ctl_client *cl,
 		gd_qos_describe(&qs->q, qos, sizeof(qos));
 		gd_ctl_printf(cl, "%s\t-\t-\t%s\t%s\t0\t-\t%u\t0", name, cell,
 		    qos, qs->failures);
-		reply_qsub_tail(cl, qs);
+		reply_qsub_tail(cl, qs, NULL);
 	}
 	return 0;
 }
@@ -277,7 +287,7 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
 	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
 	    "handshake_timeouts:n\tpassed_over:n\tnack_passed:n\t"
-	    "nack_absent:n\tnack_late:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
+	    "nack_absent:n\tnack_late:n\ttls_refused:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
 	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
@@ -293,8 +303,9 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "%d\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
 	    p->port, p->nconns, p->n_auth_refused, p->n_conn_refused,
 	    p->n_hs_timeout);
-	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
-	    d.passed, d.nack_passed, d.nack_absent, d.nack_slow);
+	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
+	    PRIu64, d.passed, d.nack_passed, d.nack_absent, d.nack_slow,
+	    p->n_tls_refused);
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,

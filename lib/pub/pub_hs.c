@@ -98,17 +98,13 @@ static void refuse_qos(struct pub *p, struct sconn *c, const char *why)
 	struct gd_bcast *b = gd_bcast_new(GD_WIRE_HDR + GD_CTRL_MAX);
 
 	gd_err("refused subscriber %s (%s): %s", c->name, c->addr, why);
-	c->refused = 1;
+	c->state = PUB_CS_REFUSED;
 	if (b != NULL) {
 		b->len = gd_wire_text(b->data, GD_F_REFUSE, why);
 		pub_conn_write(c, b, 0, b->len, 0);
 		gd_bcast_unref(b);
 	}
-	if (c->closing)
-		return;
-	c->sreq.data = c;
-	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-		pub_conn_close(c, NULL);
+	pub_conn_shutdown(c);
 	(void)p;
 }
 
@@ -138,9 +134,9 @@ static void on_hello(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		c->queued = q.ordered || p->conf->sq_max >= 0;
 	}
 	send_welcome(p, c);
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return;
-	c->hello = 1;
+	c->state = PUB_CS_ACTIVE;
 	c->hello_ns = p->now;
 	if (c->want_data)
 		p->ndata++;
@@ -157,14 +153,12 @@ static int refuse(struct pub *p, struct sconn *c, int st)
 {
 	c->ack_status = st;
 	c->want_data = 0;
-	c->refused = 1;
+	c->state = PUB_CS_REFUSED;
 	send_welcome(p, c);
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return -1;
 	uv_read_stop((uv_stream_t *)&c->h);
-	c->sreq.data = c;
-	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-		pub_conn_close(c, NULL);
+	pub_conn_shutdown(c);
 	return -1;
 }
 
@@ -203,7 +197,8 @@ int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	}
 	if (!ours) {
 		on_hello(p, c, h);
-		return c->closing || c->refused ? -1 : 0;
+		return c->state == PUB_CS_CLOSING ||
+	    c->state == PUB_CS_REFUSED ? -1 : 0;
 	}
 	memcpy(c->nc, h->nonce, GD_AUTH_NONCE);
 	/* the hello waits for the proof (freed with the connection) */
@@ -225,8 +220,10 @@ int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	b->len = gd_wire_challenge(b->data, c->ns, mac);
 	pub_conn_write(c, b, 0, b->len, 0);
 	gd_bcast_unref(b);
-	c->hs = 1;
-	return c->closing ? -1 : 0;
+	if (c->state == PUB_CS_CLOSING)
+		return -1;
+	c->state = PUB_CS_PROOF;
+	return 0;
 }
 
 /* The subscriber's PROOF: the key's, for this connection's nonces, or a
@@ -245,10 +242,10 @@ int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 	h = *c->hs_hello;
 	free(c->hs_hello);
 	c->hs_hello = NULL;
-	c->hs = 0;
 	gd_trace(1, "subscriber %s (%s) proved the key", pub_conn_who(c), c->addr);
 	on_hello(p, c, &h);
-	return c->closing || c->refused ? -1 : 0;
+	return c->state == PUB_CS_CLOSING ||
+	    c->state == PUB_CS_REFUSED ? -1 : 0;
 }
 
 void pub_net_sweep(struct pub *p, uint64_t now)
@@ -257,10 +254,10 @@ void pub_net_sweep(struct pub *p, uint64_t now)
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->hello || c->closing ||
+		if (c->state == PUB_CS_ACTIVE || c->state == PUB_CS_CLOSING ||
 		    now - c->accept_ns < (uint64_t)GD_HANDSHAKE_MS * 1000000)
 			continue;
-		if (!c->refused) {
+		if (c->state != PUB_CS_REFUSED) {
 			p->n_hs_timeout++;
 			gd_warn("closed connection from %s: no handshake within "
 			    "%d seconds", c->addr, GD_HANDSHAKE_MS / 1000);

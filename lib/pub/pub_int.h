@@ -25,12 +25,14 @@
 #include "snapshot.h"
 #include "stream.h"
 #include "tag.h"
+#include "tls.h"
 #include "wire.h"
 
 #include <uv.h>
 
 #define PUB_BACKLOG_HIGH (64u << 20)	/* pause input above this per sink */
 #define PUB_BACKLOG_LOW (16u << 20)
+#define PUB_CIN_SIZE 65536		/* TLS: ciphertext per read */
 #define PUB_RATE_SAMPLES 5		/* 4 Hz ticks: the rate over a second */
 
 struct pub;
@@ -43,6 +45,14 @@ struct cseg {
 	uint32_t nblk;
 };
 
+/* A subscriber connection's life (pub_net.c, pub_hs.c): with
+ * GDpub_tlsCert its TLS handshake first; its HELLO awaited; its PROOF awaited after our CHALLENGE (both sides have a key);
+ * welcomed; refused (a WELCOME saying why, or REFUSE, is on its way and
+ * the close follows: nothing it says counts); closing (its handle closes,
+ * it is out of p->conns). The moves are forward only. */
+enum pub_cstate { PUB_CS_TLS, PUB_CS_HELLO, PUB_CS_PROOF, PUB_CS_ACTIVE, PUB_CS_REFUSED,
+	PUB_CS_CLOSING };
+
 /* A subscriber connection (pub_net.c). */
 struct sconn {
 	uv_tcp_t h;
@@ -51,10 +61,13 @@ struct sconn {
 	struct gd_rbuf rb;
 	char name[GD_SLOT_NAME];
 	char addr[80];
-	int hello, want_data, slot, ack_status, closing;
-	int hs;				/* 1: a CHALLENGE sent, PROOF awaited */
-	int refused;			/* a refusal out (WELCOME or REFUSE), then the
-					 * close */
+	enum pub_cstate state;
+	struct gd_tls *tls;		/* GDpub_tlsCert: its TLS, else NULL */
+	uint8_t *cin;			/* ... and the ciphertext read */
+	int tls_fed;			/* ... some of it, already */
+	int tls_eof;			/* ... and its close_notify: closed once
+					 * the frames before it are read */
+	int want_data, slot, ack_status;
 	struct gd_hello *hs_hello;	/* the HELLO, while its proof is awaited */
 	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */
 	uint64_t accept_ns;		/* the handshake's deadline runs from it */
@@ -144,11 +157,16 @@ struct pub {
 	struct gd_out sout;		/* pub_stream.c */
 	int tags;			/* -o with a key: every frame tagged */
 	struct gd_tagkey tk;		/* this run's tag key (tag.h) */
+	uint8_t *abuf;			/* pub_stream.c: the frames of the next
+					 * armored line */
+	size_t alen, aroom;
 	struct sconn *conns;		/* pub_net.c */
 	unsigned ndata, ngd;
 	unsigned nconns;		/* allocated, until their handle closed */
 	struct gd_auth_key key;		/* GDpub_authKeyFile; len 0: none */
+	struct gd_tls_ctx *tls;		/* GDpub_tlsCert; NULL: plain TCP */
 	uint64_t n_auth_refused, n_conn_refused, n_hs_timeout;
+	uint64_t n_tls_refused;		/* TLS handshakes failed */
 	uint64_t conn_refused_logged;	/* when the last such line was said */
 	struct gd_bcast *cur;
 	int paused_backlog;
@@ -259,7 +277,6 @@ void pub_net_end(struct pub *p);
 /* A few times a second: sends blocked past GDpub_sendTimeout. */
 void pub_net_tick(struct pub *p, uint64_t now);
 void pub_net_close(struct pub *p);
-void pub_conn_shut(uv_shutdown_t *req, int status);
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk);
 void pub_conn_send(struct sconn *c, struct gd_bcast *b);
@@ -268,6 +285,14 @@ void pub_queue_free(struct sconn *c);
 void pub_backlog_recheck(struct pub *p);
 void pub_tcp_flush(struct pub *p);
 void pub_send_end(struct sconn *c);
+/* Bytes as they are, past TLS (its handshake's, an alert, a plain
+ * refusal): 0, or -1 when the connection was closed. */
+int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len);
+/* The ciphertext TLS has waiting, written: 0 or -1 (closed). */
+int pub_conn_tls_out(struct sconn *c);
+/* Close once what is written has gone (with TLS our close_notify
+ * last). */
+void pub_conn_shutdown(struct sconn *c);
 
 /* pub_hs.c: the handshake */
 /* Close the connections that did not complete their handshake within

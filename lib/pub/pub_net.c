@@ -21,6 +21,8 @@ static void conn_closed(uv_handle_t *h)
 	struct sconn *c = h->data;
 	c->p->nconns--;
 	gd_rbuf_free(&c->rb);
+	gd_tls_free(c->tls);
+	free(c->cin);
 	free(c->hs_hello);
 	free(c);
 }
@@ -29,11 +31,11 @@ void pub_conn_close(struct sconn *c, const char *why)
 {
 	struct pub *p = c->p;
 
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return;
-	c->closing = 1;
-	if (c->hello && c->want_data)
+	if (c->state == PUB_CS_ACTIVE && c->want_data)
 		p->ndata--;
+	c->state = PUB_CS_CLOSING;
 	if (c->qs != NULL) {
 		/* a connection lost mid-stream is a delivery failure */
 		if (!c->counted && !p->finished &&
@@ -98,7 +100,9 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	size_t n = 0;
 
 	(void)hint;
-	if (gd_rbuf_space(&c->rb, 16384, &ptr, &n) != 0)
+	if (c->tls != NULL)
+		ptr = c->cin, n = PUB_CIN_SIZE;	/* decrypted into rb */
+	else if (gd_rbuf_space(&c->rb, 16384, &ptr, &n) != 0)
 		ptr = NULL, n = 0;	/* libuv reports UV_ENOBUFS */
 	*b = uv_buf_init((char *)ptr, (unsigned)n);
 }
@@ -109,10 +113,10 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
  * at all (a port scanner, a browser): say so rather than name it "?". */
 static void malformed(struct sconn *c, unsigned type)
 {
-	if (!c->hello && type == 0)
+	if (c->state < PUB_CS_ACTIVE && type == 0)
 		gd_err("connection from %s sent bytes that are not a gdkit wire "
 		    "frame (not a gdsub?); closing it", c->addr);
-	else if (!c->hello)
+	else if (c->state < PUB_CS_ACTIVE)
 		gd_err("connection from %s sent a frame of type %u before its "
 		    "handshake was done; closing it", c->addr, type);
 	else
@@ -128,25 +132,25 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 
 	switch (f->type) {
 	case GD_F_HELLO:
-		if (c->hello || c->hs || gd_wire_get_hello(f, &h) != 0)
+		if (c->state != PUB_CS_HELLO || gd_wire_get_hello(f, &h) != 0)
 			break;
 		return pub_hello_frame(p, c, &h);
 	case GD_F_PROOF:
-		if (!c->hs)
+		if (c->state != PUB_CS_PROOF)
 			break;
 		return pub_proof_frame(p, c, f);
 	case GD_F_ACK:
-		if (!c->hello)
+		if (c->state != PUB_CS_ACTIVE)
 			break;
 		on_acks(p, c, f);
 		return 0;
 	case GD_F_PREACK:
-		if (!c->hello)
+		if (c->state != PUB_CS_ACTIVE)
 			break;
 		pub_cluster_preacks(p, c, f);
 		return 0;
 	case GD_F_CONFIRM:
-		if (!c->hello || f->len != 8)
+		if (c->state != PUB_CS_ACTIVE || f->len != 8)
 			break;
 		if (c->qs != NULL && gd_qos_confirm(&p->qos, c->qs,
 		    gd_get64(f->body), p->now))
@@ -168,6 +172,126 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 	return -1;
 }
 
+/* The connection is refused before a word of gdkit: what was said is
+ * out (an alert, a plain REFUSE), the close follows. */
+static void refuse_early(struct sconn *c)
+{
+	c->state = PUB_CS_REFUSED;
+	uv_read_stop((uv_stream_t *)&c->h);
+	pub_conn_shutdown(c);
+}
+
+/* A TLS handshake failed, or the TLS stream broke, with why. */
+static void tls_failed(struct sconn *c, const char *why)
+{
+	struct pub *p = c->p;
+
+	if (c->state == PUB_CS_TLS) {
+		p->n_tls_refused++;
+		gd_err("TLS handshake with %s failed: %s%s; closing the "
+		    "connection", c->addr, why, gd_tls_peer_refused(c->tls) ?
+		    " (the subscriber refused this gdpub's certificate: see "
+		    "its log)" : "");
+	} else {
+		/* after the handshake: a lost connection like any other */
+		char msg[GD_TLS_ERR_MAX + 8];
+		snprintf(msg, sizeof(msg), "TLS: %s", why);
+		gd_err("subscriber %s (%s) broke the TLS stream: %s; closing "
+		    "its connection", pub_conn_who(c), c->addr, why);
+		pub_conn_close(c, msg);
+		return;
+	}
+	/* the alert OpenSSL made tells the subscriber why */
+	if (pub_conn_tls_out(c) == 0)
+		refuse_early(c);
+}
+
+/* A plain gdkit frame at a TLS listener: refused in plain words, which a
+ * gdsub without GDsub_tlsCA can read. */
+static void plain_at_tls(struct sconn *c)
+{
+	static const char why[] = "this publisher speaks TLS only "
+	    "(GDpub_tlsCert): give gdsub GDsub_tlsCA (--tls-ca) with the CA "
+	    "of its certificate";
+	uint8_t *d = malloc(GD_WIRE_HDR + sizeof(why));
+
+	c->p->n_tls_refused++;
+	gd_err("refused connection from %s: it speaks plain gdkit, and this "
+	    "gdpub requires TLS (GDpub_tlsCert); a gdsub needs GDsub_tlsCA",
+	    c->addr);
+	if (d == NULL) {
+		pub_conn_close(c, NULL);
+		return;
+	}
+	if (pub_conn_raw(c, d, gd_wire_text(d, GD_F_REFUSE, why)) == 0)
+		refuse_early(c);
+}
+
+/* A TLS client at a plain listener: a TLS alert, which its handshake
+ * reports at once, rather than silence. */
+static void tls_at_plain(struct sconn *c)
+{
+	uint8_t *d = malloc(8);
+
+	c->p->n_tls_refused++;
+	gd_err("refused connection from %s: it speaks TLS, and this gdpub "
+	    "has no certificate (GDpub_tlsCert, GDpub_tlsKey)", c->addr);
+	if (d == NULL) {
+		pub_conn_close(c, NULL);
+		return;
+	}
+	if (pub_conn_raw(c, d, gd_tls_plain_alert(d)) == 0)
+		refuse_early(c);
+}
+
+/* nread bytes of ciphertext in c->cin: decrypted into c->rb, what the
+ * handshake answers written. 0, or -1 when the connection is going. */
+static int tls_in(struct pub *p, struct sconn *c, size_t nread)
+{
+	uint8_t *ptr;
+	size_t room;
+	long got = GD_TLS_AGAIN;
+
+	if (c->state == PUB_CS_TLS && !c->tls_fed && nread >=
+	    GD_WIRE_HDR && c->cin[4] == GD_F_HELLO &&
+	    !gd_tls_looks_like_hello(c->cin, nread)) {
+		plain_at_tls(c);
+		return -1;
+	}
+	c->tls_fed = 1;
+	if (gd_tls_feed(c->tls, c->cin, nread) != 0) {
+		tls_failed(c, gd_tls_error(c->tls));
+		return -1;
+	}
+	for (;;) {
+		if (gd_rbuf_space(&c->rb, 16384, &ptr, &room) != 0) {
+			gd_err("out of memory reading from %s; closing its "
+			    "connection", c->addr);
+			pub_conn_close(c, "out of memory");
+			return -1;
+		}
+		if ((got = gd_tls_read(c->tls, ptr, room)) <= 0)
+			break;
+		c->rb.len += (size_t)got;
+	}
+	if (got == GD_TLS_FAIL) {
+		tls_failed(c, gd_tls_error(c->tls));
+		return -1;
+	}
+	if (pub_conn_tls_out(c) != 0)
+		return -1;
+	if (got == GD_TLS_EOF)	/* a BYE may be in what came before it */
+		c->tls_eof = 1;
+	if (c->state == PUB_CS_TLS && gd_tls_done(c->tls)) {
+		char d[400];
+		gd_tls_describe(c->tls, d, sizeof(d));
+		gd_trace(1, "connection from %s: %s", c->addr, d);
+		c->state = PUB_CS_HELLO;
+	}
+	(void)p;
+	return 0;
+}
+
 static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 {
 	struct sconn *c = st->data;
@@ -178,8 +302,13 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 
 	(void)buf;
 	if (nread < 0) {
+		/* a gdsub that refuses us says so by an alert first (see
+		 * tls_failed): this is a probe, a health check */
+		if (c->state == PUB_CS_TLS)
+			gd_trace(1, "connection from %s closed during the TLS "
+			    "handshake", c->addr);
 		/* a subscriber that found our proof wrong leaves without its own */
-		if (c->hs) {
+		if (c->state == PUB_CS_PROOF) {
 			p->n_auth_refused++;
 			gd_err("refused subscriber %s (%s): it closed the "
 			    "connection without proving the key (its "
@@ -191,10 +320,22 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pub_maybe_done(p);
 		return;
 	}
-	if (c->refused)
+	if (c->state == PUB_CS_REFUSED)
 		return;		/* nothing it says counts */
-	c->rb.len += (size_t)nread;
 	p->now = uv_hrtime();
+	if (c->tls != NULL) {
+		if (tls_in(p, c, (size_t)nread) != 0) {
+			pub_maybe_done(p);
+			return;
+		}
+	} else if (c->state == PUB_CS_HELLO && c->rb.off == 0 &&
+	    c->rb.len == 0 && gd_tls_looks_like_hello(c->rb.buf,
+	    (size_t)nread)) {
+		tls_at_plain(c);
+		pub_maybe_done(p);
+		return;
+	} else
+		c->rb.len += (size_t)nread;
 	while ((rc = gd_wire_next(c->rb.buf + c->rb.off, c->rb.len - c->rb.off,
 	    0, &f, &used)) == 1) {
 		c->rb.off += used;
@@ -205,12 +346,17 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* before its handshake a peer gets to send HELLO and PROOF, which
 	 * are small: the header of any other frame is enough to close it */
-	if (rc == 0 && !c->hello && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
+	if (rc == 0 && c->state < PUB_CS_ACTIVE && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
 	    c->rb.buf[c->rb.off + 4] != GD_F_HELLO &&
 	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
 		rc = -1;
 	if (rc < 0) {
 		malformed(c, 0);
+		pub_maybe_done(p);
+		return;
+	}
+	if (c->tls_eof) {
+		pub_conn_close(c, "connection closed");
 		pub_maybe_done(p);
 		return;
 	}
@@ -295,6 +441,16 @@ static void on_accept(uv_stream_t *server, int status)
 	c->p = p;
 	p->nconns++;
 	c->slot = -1;
+	c->state = PUB_CS_HELLO;
+	if (p->tls != NULL) {
+		c->state = PUB_CS_TLS;
+		if ((c->tls = gd_tls_new(p->tls, NULL)) == NULL ||
+		    (c->cin = malloc(PUB_CIN_SIZE)) == NULL) {
+			gd_err("cannot accept a connection: out of memory");
+			uv_close((uv_handle_t *)&c->h, conn_closed);
+			return;
+		}
+	}
 	c->accept_ns = p->now;
 	c->h.data = c;
 	if ((rc = uv_accept(server, (uv_stream_t *)&c->h)) != 0) {

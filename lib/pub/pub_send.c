@@ -14,11 +14,15 @@
 
 #define BCAST_SIZE (256 * 1024)
 
+static void pub_conn_shut(uv_shutdown_t *req, int status);
+
 struct bwrite {
 	uv_write_t req;
-	struct gd_bcast *b;
+	struct gd_bcast *b;	/* what is written, or (TLS, raw) NULL */
+	uint8_t *own;		/* ... its ciphertext, freed when written */
 	struct sconn *c;
 	uint32_t nblk;
+	int raw;		/* no blocks, no QoS: handshake, alert */
 };
 
 /* ---- QoS transitions (qos.c decides, this logs) ---- */
@@ -68,7 +72,7 @@ void pub_backlog_recheck(struct pub *p)
 	if (!p->paused_backlog)
 		return;
 	for (c = p->conns; c; c = c->next)
-		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_LOW)
+		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > PUB_BACKLOG_LOW)
 			return;
 	p->paused_backlog = 0;
 	pub_kick(p);
@@ -81,15 +85,89 @@ static void on_bwritten(uv_write_t *req, int status)
 	struct pub *p = c->p;
 
 	c->nwrites--;
-	if (status == 0 && !c->closing && c->qs != NULL) {
+	if (status == 0 && c->state != PUB_CS_CLOSING && c->qs != NULL &&
+	    !w->raw) {
 		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
 		    c->qh != NULL, uv_now(&p->loop) * 1000000);
 		if (c->queued)
 			pub_pump(c);
 	}
-	gd_bcast_unref(w->b);
+	if (w->b != NULL)
+		gd_bcast_unref(w->b);
+	free(w->own);
 	free(w);
 	pub_backlog_recheck(p);
+}
+
+/* w's buffer to the socket: 0 or a libuv error (w then freed). */
+static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_bwritten);
+
+	if (rc != 0) {
+		if (w->b != NULL)
+			gd_bcast_unref(w->b);
+		free(w->own);
+		free(w);
+		return rc;
+	}
+	c->nwrites++;
+	return 0;
+}
+
+int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len)
+{
+	struct bwrite *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (w == NULL) {
+		free(own);
+		rc = UV_ENOMEM;
+	} else {
+		w->own = own;
+		w->c = c;
+		w->raw = 1;
+		rc = bwrite_start(c, w, own, len);
+	}
+	if (rc != 0) {
+		gd_err("cannot send to %s: %s; closing its connection", c->addr,
+		    uv_strerror(rc));
+		pub_conn_close(c, uv_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+int pub_conn_tls_out(struct sconn *c)
+{
+	uint8_t *d;
+	size_t n;
+
+	if (c->tls == NULL || gd_tls_pending(c->tls) == 0)
+		return 0;
+	if ((d = gd_tls_take(c->tls, &n)) == NULL) {
+		gd_err("cannot send to %s: out of memory; closing its "
+		    "connection", c->addr);
+		pub_conn_close(c, "out of memory");
+		return -1;
+	}
+	return pub_conn_raw(c, d, n);
+}
+
+void pub_conn_shutdown(struct sconn *c)
+{
+	if (c->state == PUB_CS_CLOSING)
+		return;
+	if (c->tls != NULL) {
+		gd_tls_close(c->tls);
+		if (pub_conn_tls_out(c) != 0)
+			return;
+	}
+	c->sreq.data = c;
+	if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
+		pub_conn_close(c, NULL);
 }
 
 /* A connection that cannot take its share of the stream is closed: its
@@ -97,21 +175,30 @@ static void on_bwritten(uv_write_t *req, int status)
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk)
 {
-	struct bwrite *w = malloc(sizeof(*w));
-	uv_buf_t buf;
+	struct bwrite *w = calloc(1, sizeof(*w));
 	int rc = UV_ENOMEM;
+	size_t clen;
 
 	if (w != NULL) {
-		w->b = b;
 		w->c = c;
 		w->nblk = nblk;
-		gd_bcast_ref(b);
-		buf = uv_buf_init((char *)b->data + off, (unsigned)len);
-		if ((rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1,
-		    on_bwritten)) != 0) {
-			gd_bcast_unref(b);
+		if (c->tls == NULL) {
+			w->b = b;
+			gd_bcast_ref(b);
+			rc = bwrite_start(c, w, b->data + off, len);
+		} else if (gd_tls_write(c->tls, b->data + off, len) != 0) {
+			/* the batch as a whole, in as few records as TLS
+			 * allows: one encryption and one write per batch */
 			free(w);
-		}
+			gd_err("cannot send to subscriber %s (%s): %s; closing "
+			    "its connection", pub_conn_who(c), c->addr,
+			    gd_tls_error(c->tls));
+			pub_conn_close(c, gd_tls_error(c->tls));
+			return;
+		} else if ((w->own = gd_tls_take(c->tls, &clen)) == NULL)
+			free(w);
+		else
+			rc = bwrite_start(c, w, w->own, clen);
 	}
 	if (rc != 0) {
 		gd_err("cannot send to subscriber %s (%s): %s; closing its "
@@ -120,7 +207,6 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		pub_conn_close(c, uv_strerror(rc));
 		return;
 	}
-	c->nwrites++;
 	if (c->qs != NULL)
 		gd_qos_write_began(c->qs, uv_now(&c->p->loop) * 1000000);
 }
@@ -184,16 +270,16 @@ void pub_pump(struct sconn *c)
 	struct pub *p = c->p;
 	uint64_t now = uv_now(&p->loop) * 1000000;
 
-	if (c->closing)
+	if (c->state == PUB_CS_CLOSING)
 		return;
 	if (!c->qs->q.ordered) {
 		if (c->nwrites > 0)
 			return;
-		while (c->qh != NULL && !c->closing) {
+		while (c->qh != NULL && c->state != PUB_CS_CLOSING) {
 			struct cseg *g = c->qh;
 			if (g->len > 0)
 				pub_conn_write(c, g->b, g->off, g->len, g->nblk);
-			if (c->closing)
+			if (c->state == PUB_CS_CLOSING)
 				return;
 			seg_pop(c);
 		}
@@ -216,7 +302,7 @@ void pub_pump(struct sconn *c)
 			n = pos - g->off;
 			if (n > 0)
 				pub_conn_write(c, g->b, g->off, n, (uint32_t)blk);
-			if (c->closing)
+			if (c->state == PUB_CS_CLOSING)
 				return;
 			g->off = pos;
 			g->len -= n;
@@ -230,12 +316,9 @@ void pub_pump(struct sconn *c)
 				seg_pop(c);
 		}
 	}
-	if (c->shut_wanted && c->qh == NULL && !c->closing) {
+	if (c->shut_wanted && c->qh == NULL && c->state != PUB_CS_CLOSING) {
 		c->shut_wanted = 0;
-		c->sreq.data = c;
-		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h,
-		    pub_conn_shut) != 0)
-			pub_conn_close(c, NULL);
+		pub_conn_shutdown(c);
 	}
 }
 
@@ -305,7 +388,7 @@ void pub_net_tick(struct pub *p, uint64_t now)
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->closing || c->qs == NULL ||
+		if (c->state == PUB_CS_CLOSING || c->qs == NULL ||
 		    !gd_qos_send_late(&p->qos, c->qs, now))
 			continue;
 		snprintf(why, sizeof(why), "a send blocked for more than "
@@ -329,7 +412,7 @@ void pub_tcp_flush(struct pub *p)
 	if (b->len > 0)
 		for (c = p->conns; c; c = n) {
 			n = c->next;
-			if (!c->hello || !c->want_data || c->closing)
+			if (c->state != PUB_CS_ACTIVE || !c->want_data)
 				continue;
 			/* offline (QoS): its blocks are discarded; floors and
 			 * the end still go */
@@ -343,7 +426,7 @@ void pub_tcp_flush(struct pub *p)
 		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
 	gd_bcast_unref(b);
 	for (c = p->conns; c; c = c->next)
-		if (!c->closing && conn_backlog(c) > PUB_BACKLOG_HIGH)
+		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > PUB_BACKLOG_HIGH)
 			p->paused_backlog = 1;
 }
 
@@ -417,7 +500,7 @@ void pub_net_end(struct pub *p)
 
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (!c->hello || c->closing || c->refused)
+		if (c->state != PUB_CS_ACTIVE)
 			continue;
 		if (!c->want_data)
 			pub_send_end(c);
@@ -435,7 +518,7 @@ static int tcp_full(struct pub *p)
 	return p->paused_backlog;
 }
 
-void pub_conn_shut(uv_shutdown_t *req, int status)
+static void pub_conn_shut(uv_shutdown_t *req, int status)
 {
 	(void)status;
 	pub_conn_close(req->data, NULL);
@@ -448,15 +531,13 @@ void pub_net_close(struct pub *p)
 	uv_close((uv_handle_t *)&p->srv, NULL);
 	for (c = p->conns; c; c = n) {
 		n = c->next;
-		if (c->closing)
+		if (c->state == PUB_CS_CLOSING)
 			continue;
 		if (c->qh != NULL) {	/* after what its own queue holds */
 			c->shut_wanted = 1;
 			continue;
 		}
-		c->sreq.data = c;
-		if (uv_shutdown(&c->sreq, (uv_stream_t *)&c->h, pub_conn_shut) != 0)
-			pub_conn_close(c, NULL);
+		pub_conn_shutdown(c);
 	}
 }
 

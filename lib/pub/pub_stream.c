@@ -1,15 +1,76 @@
 /* gdpub -o: the sink that writes every block, floor and end as a frame of
  * the framed stream (gdkit-stream(5)) on stdout or a file, instead of
  * serving blocks over TCP; acknowledgements still come over TCP. With
- * --armor each frame is a text line of its own (armor.h), written where
- * the frame was put, and the stream has no header. With a key
- * (GDpub_authKeyFile) every frame carries a tag (tag.h), since whoever
- * can reach the engine in the middle could otherwise write frames too. */
+ * --armor the frames are text lines (armor.h) and the stream has no
+ * header: the frames ready at a flush share lines up to --armor-batch
+ * bytes, since a line engine's cost is per line (a broker message); a
+ * frame too long for a batch is armored where it was put, a line of its
+ * own. With a key (GDpub_authKeyFile) every frame carries a tag (tag.h),
+ * since whoever can reach the engine in the middle could otherwise write
+ * frames too. */
 #include "pub_int.h"
 #include "armor.h"
 #include "log.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+_Static_assert(GD_PUB_ARMOR_BATCH_MAX == GD_ARMOR_BATCH_MAX,
+    "gdpub --armor-batch takes what readers read");
+
+static void no_memory(struct pub *p)
+{
+	if (p->eof)
+		return;
+	gd_err("out of memory for the block stream; no more input is read");
+	p->stop_code = GD_EX_FAIL;
+	pub_drop_input(p);
+}
+
+/* The batched frames as one line, in the output buffer. */
+static void line_out(struct pub *p)
+{
+	uint8_t *d;
+
+	if (p->alen == 0)
+		return;
+	if ((d = gd_out_reserve(&p->sout, gd_armor_size(p->alen))) != NULL)
+		gd_out_commit(&p->sout, gd_armor_encode(d, p->abuf, p->alen));
+	else
+		no_memory(p);
+	p->alen = 0;
+}
+
+/* Room in the batch for a frame of size bytes, emptying it first if it
+ * is too full; NULL when the frame needs a line of its own. */
+static uint8_t *batch_room(struct pub *p, size_t size)
+{
+	size_t batch = p->opt.armor_batch ? p->opt.armor_batch :
+	    GD_ARMOR_BATCH_DEFAULT;
+
+	if (p->abuf == NULL) {
+		size_t room = gd_armor_batch_room(batch);
+		/* two frames at least, or a line per frame is what we do */
+		if (room < 2 * gd_sframe_size(1, 0) ||
+		    (p->abuf = malloc(room)) == NULL)
+			return NULL;
+		p->aroom = room;
+	}
+	if (size > p->aroom) {
+		line_out(p);	/* the lines keep the frames' order */
+		return NULL;
+	}
+	if (p->alen + size > p->aroom)
+		line_out(p);
+	return p->abuf + p->alen;
+}
+
+/* f at dst, tagged when the run has a key; its size */
+static size_t put(struct pub *p, uint8_t *dst, const struct gd_sframe *f)
+{
+	return p->tags ? gd_tag_sframe_put(&p->tk, dst, f) :
+	    gd_sframe_put(dst, f);
+}
 
 static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
@@ -33,20 +94,18 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 	if (p->tags)
 		f.tag_len = GD_SFRAME_TAG;
 	size = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
+	if (p->opt.armor && (d = batch_room(p, size)) != NULL) {
+		p->alen += put(p, d, &f);
+		return;
+	}
 	if ((d = gd_out_reserve(&p->sout, p->opt.armor ? gd_armor_size(size) :
 	    size)) != NULL) {
-		uint8_t *at = p->opt.armor ? d + GD_ARMOR_PREFIX_LEN : d;
-		if (p->tags)
-			gd_tag_sframe_put(&p->tk, at, &f);
-		else
-			gd_sframe_put(at, &f);
+		put(p, p->opt.armor ? d + GD_ARMOR_PREFIX_LEN : d, &f);
 		if (p->opt.armor)
 			size = gd_armor_in_place(d, size);
 		gd_out_commit(&p->sout, size);
-	} else if (!p->eof) {
-		gd_err("out of memory for the block stream; no more input is read");
-		p->stop_code = GD_EX_FAIL;
-		pub_drop_input(p);
+	} else {
+		no_memory(p);
 	}
 }
 
@@ -69,6 +128,7 @@ static void s_end(struct pub *p)
 
 static void s_flush(struct pub *p)
 {
+	line_out(p);
 	gd_out_flush(&p->sout);
 }
 
@@ -85,6 +145,7 @@ static int s_full(struct pub *p)
 
 static void s_close(struct pub *p)
 {
+	line_out(p);
 	gd_out_close(&p->sout, NULL);
 }
 

@@ -281,7 +281,8 @@ static int start(struct sub *s)
 		if ((rc = uv_timer_init(&s->loop, &pc->retry)) != 0)
 			goto uv_failed;
 		pc->retry.data = pc;
-		if (gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
+		if ((s->tls != NULL && (pc->cin = malloc(SUB_CIN_SIZE)) == NULL) ||
+		    gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
 		    gd_recv_init(&pc->rv, (int)conf->dedup) != 0) {
 			gd_err("out of memory");
 			return GD_EX_FAIL;
@@ -326,6 +327,19 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 			return GD_EX_CONFIG;
 		}
 	}
+	if (conf->sub_tls_ca != NULL) {
+		struct gd_tls_conf tc = { 0, conf->sub_tls_cert,
+			conf->sub_tls_key, conf->sub_tls_ca,
+			conf->sub_tls_min == GD_TLS_MIN_12 ? 12 : 13 };
+		char why[GD_TLS_ERR_MAX + 600];
+		/* checked with the keys; read here, as the files are now */
+		if ((s->tls = gd_tls_ctx_new(&tc, why, sizeof(why))) == NULL) {
+			gd_err("%s", why);
+			gd_auth_clear(&s->key);
+			free(s);
+			return GD_EX_CONFIG;
+		}
+	}
 	s->run = uv_hrtime() ^ ((uint64_t)getpid() << 32);
 	if ((rc = uv_loop_init(&s->loop)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
@@ -342,6 +356,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	(void)gd_loop_close(&s->loop);	/* says what was left open */
 	for (i = 0; s->pc && i < s->npc; i++) {
 		gd_rbuf_free(&s->pc[i].rb);
+		gd_tls_free(s->pc[i].tls);
+		free(s->pc[i].cin);
 		gd_recv_free(&s->pc[i].rv);
 		free(s->pc[i].ackq);
 	}
@@ -352,6 +368,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if (s->state)
 		rc = sub_state_close(s, rc);
 	gd_auth_clear(&s->key);
+	gd_tls_ctx_free(s->tls);
 	free(s);
 	return rc;
 }

@@ -35,16 +35,21 @@ static int req_subs(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "subs %zu\n", s->npc);
 	gd_ctl_printf(cl, "publisher:s\torigin:s\tstate:s\tattempts:n\t"
 	    "ack_conn:s\treceived:n\tunique:n\tduplicates:n\tacked:n\t"
-	    "snapshot:n\tsent:n\n");
+	    "snapshot:n\tsent:n\ttls:s\n");
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
+		char tls[400] = "-", cell[400];
+		/* "TLSv1.3 CIPHER SUBJECT" of the publisher's certificate */
+		if (pc->tls != NULL)
+			gd_tls_describe(pc->tls, tls, sizeof(tls));
+		gd_ctl_cell(cell, sizeof(cell), tls);
 		gd_ctl_printf(cl, "%s\t%s\t%s\t%d\t%s\t%" PRIu64 "\t%" PRIu64
-		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\n",
+		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%s\n",
 		    pc->addr, pc->origin_len ? pc->origin : "-", st[pc->state],
 		    pc->attempts, pc->origin_len == 0 ? "-" :
 		    gd_ack_status_str(pc->ack_status),
 		    pc->rv.n_recv, pc->rv.n_unique, pc->rv.n_dup,
-		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv));
+		    pc->rv.n_acked, pc->n_snap, gd_recv_sent(&pc->rv), cell);
 	}
 	return 0;
 }
@@ -105,27 +110,23 @@ static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
 	if (why == NULL) {
 		cl->ok++;
 	} else {
-		char buf[GD_CTL_LINE + 128];
-		int n = snprintf(buf, sizeof(buf), "%s\t%s\n", line, why);
+		int rc;
 		cl->failed++;
-		if (cl->faillen + (size_t)n > cl->failcap) {
-			size_t ncap = cl->failcap ? cl->failcap * 2 : 4096;
-			char *nb;
-			while (ncap < cl->faillen + (size_t)n)
-				ncap *= 2;
-			if ((nb = realloc(cl->fail, ncap)) == NULL)
-				return -1;
-			cl->fail = nb;
-			cl->failcap = ncap;
+		if ((rc = gd_dbuf_addf(&cl->fail, "%s\t%s\n", line, why)) !=
+		    GD_DBUF_OK) {
+			/* the reply could not carry them all either */
+			gd_err("cannot answer gdack: the failures of its batch "
+			    "of %" PRIu64 " keys are %s", cl->ok + cl->failed +
+			    cl->left - 1, gd_dbuf_strerror(rc));
+			return -1;
 		}
-		memcpy(cl->fail + cl->faillen, buf, (size_t)n);
-		cl->faillen += (size_t)n;
 	}
 	if (--cl->left == 0) {
 		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
 		    cl->failed);
-		gd_ctl_reply(cl, cl->fail, cl->faillen);
-		cl->faillen = 0;
+		gd_ctl_reply(cl, gd_dbuf_ptr(&cl->fail),
+		    gd_dbuf_len(&cl->fail));
+		gd_dbuf_reset(&cl->fail);
 		sub_maybe_done(s);
 	}
 	return 0;
@@ -143,6 +144,8 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 	}
 	cl->ok = cl->failed = 0;
 	cl->left = (uint64_t)n;	/* the keys follow, one a line */
+	if (cl->fail.max == 0)	/* as much as a reply may carry */
+		gd_dbuf_init_sized(&cl->fail, 4096, GD_CTL_REPLY_MAX);
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;

@@ -234,26 +234,39 @@ static void on_sframe(struct sub *s, const struct gd_sframe *f, int line,
 	sub_on_block(s, pc, &b, &o);
 }
 
-/* One armored line (without its newline): its frame, or a bad line
- * counted, reported with its number and skipped. oversize: only the
- * start of a line longer than the reader holds. */
-static void on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
+/* One armored line (without its newline): its frames, or a bad line
+ * counted, reported with its number and skipped (a damaged frame skips
+ * only itself and the rest of its line). oversize: only the start of a
+ * line longer than the reader holds. Returns the frames read, at least 1
+ * (the budget's unit). */
+static unsigned on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
 {
 	struct sub_in *in = &s->in;
+	struct gd_armor_line a;
 	struct gd_sframe f;
 	char why[200];
+	unsigned got = 0;
 
 	in->n_lines++;
 	if (oversize)
-		snprintf(why, sizeof(why), "longer than %zu bytes, the armor of "
-		    "a frame of the largest payload (%" PRIu32 " bytes, "
+		snprintf(why, sizeof(why), "longer than %zu bytes, the longest "
+		    "batch (%u bytes, gdpub --armor-batch) or the armor of a "
+		    "frame of the largest payload (%" PRIu32 " bytes, "
 		    "GDsub_maxBlockSize, --max-block-size)", in->in.line_max,
-		    in->armor_max);
-	else if (gd_armor_decode(p, n, in->armor_max, &f, why,
+		    GD_ARMOR_BATCH_MAX, in->armor_max);
+	else if (gd_armor_open(&a, p, n, in->armor_max, why,
 	    sizeof(why)) == 0) {
-		in->n_frames++;
-		on_sframe(s, &f, 1, in->n_lines);
-		return;
+		int k;
+
+		while ((k = gd_armor_next(&a, &f, why, sizeof(why))) == 1) {
+			in->n_frames++;
+			on_sframe(s, &f, 1, in->n_lines);
+			if (s->closing || s->done)
+				return a.frames;	/* the line may be released */
+		}
+		if (k == 0)
+			return a.frames;
+		got = a.frames;
 	}
 	if (++in->n_bad <= BAD_REPORTED)
 		gd_err("%s: line %" PRIu64 ": bad armored line skipped: %s",
@@ -261,6 +274,7 @@ static void on_line(struct sub *s, uint8_t *p, size_t n, int oversize)
 	if (in->n_bad == BAD_REPORTED)
 		gd_err("%s: %d bad lines: further ones are counted (gdinspect "
 		    "stats), not reported", in->name, BAD_REPORTED);
+	return got > 0 ? got : 1;
 }
 
 /* The lines of region r from in->rpos, as far as the budget goes. Returns
@@ -273,13 +287,16 @@ static int in_lines(struct sub *s, struct gd_region *r, unsigned *budget)
 	while (in->rpos < r->len && *budget > 0 && in_ready(s)) {
 		uint8_t *p = base + in->rpos, *nl = NULL;
 		size_t rest = r->len - in->rpos, n;
+		unsigned k;
 
 		if (!(r->flags & GD_RG_OVERSIZE))
 			nl = memchr(p, '\n', rest);
 		n = nl ? (size_t)(nl - p) : rest;
 		in->rpos += nl ? n + 1 : rest;
-		(*budget)--;
-		on_line(s, p, n, (r->flags & GD_RG_OVERSIZE) != 0);
+		/* a frame, not a line, is the budget's unit: a line may carry
+		 * hundreds */
+		k = on_line(s, p, n, (r->flags & GD_RG_OVERSIZE) != 0);
+		*budget = *budget > k ? *budget - k : 0;
 		if (s->closing || s->done)
 			return -1;
 	}

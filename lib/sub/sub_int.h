@@ -12,9 +12,11 @@
 #include "receive.h"
 #include "stream.h"
 #include "tag.h"
+#include "tls.h"
 #include "wire.h"
 
 #define SUB_OUT_HIGH (8u << 20)	/* stop reading sources above this backlog */
+#define SUB_CIN_SIZE 65536	/* TLS: ciphertext per read */
 
 enum sub_pstate { SUB_PS_IDLE, SUB_PS_RESOLVING, SUB_PS_CONNECTING,
 	SUB_PS_WELCOME, SUB_PS_ACTIVE, SUB_PS_ENDED };
@@ -42,6 +44,11 @@ struct sub_pub {
 	size_t origin_len;
 	int state, attempts, ack_status;
 	int pub_proved;		/* this connection's publisher proved the key */
+	struct gd_tls *tls;	/* GDsub_tlsCA: this connection's TLS */
+	uint8_t *cin;		/* ... the ciphertext read (SUB_CIN_SIZE) */
+	int greeted;		/* our HELLO is out (after TLS's handshake) */
+	int tls_eof;		/* the publisher's close_notify: the connection
+				 * is lost once the frames before it are read */
 	uint8_t nc[GD_AUTH_NONCE];	/* this connection's nonce */
 	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;
@@ -92,7 +99,7 @@ struct sub_in {
 	uint32_t max_payload;	/* of a binary frame */
 	uint32_t armor_max;	/* of an armored one */
 	uint64_t n_lines;	/* armored lines read */
-	uint64_t n_frames;	/* armored lines that were good frames */
+	uint64_t n_frames;	/* good frames in armored lines */
 	uint64_t n_bad;		/* armored lines skipped */
 	uint64_t n_badtag;	/* frames skipped: no tag, or a wrong one */
 	uint64_t n_other;	/* frames of other runs said */
@@ -131,6 +138,7 @@ struct sub {
 	struct sub_cluster *cls;	/* multisend clusters among the publishers */
 	size_t ncls;
 	struct gd_auth_key key;	/* GDsub_authKeyFile; len 0: none */
+	struct gd_tls_ctx *tls;	/* GDsub_tlsCA; NULL: plain TCP */
 };
 
 /* sub.c: wiring and lifecycle */
@@ -153,6 +161,10 @@ void sub_net_resume(struct sub *s);
 void sub_net_shut(struct sub_pub *pc, int hard);
 /* reliability=ordered: confirm the blocks stdout has taken */
 void sub_net_confirm(struct sub *s);
+/* Every write to a publisher: through TLS when on, else as uv_write
+ * (cb gets req back, its status that of the ciphertext's write). */
+int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
+    uv_write_cb cb);
 
 /* sub_input.c: -i, blocks from a framed stream */
 int sub_in_open(struct sub *s, const char *path);

@@ -102,6 +102,8 @@ static void pc_closed(uv_handle_t *h)
 {
 	struct sub_pub *pc = h->data;
 	pc->h_open = 0;
+	gd_tls_free(pc->tls);	/* each connection has its own */
+	pc->tls = NULL;
 	if (pc->s->done)
 		return;
 	if (pc->state == SUB_PS_CONNECTING)
@@ -120,6 +122,67 @@ static void pc_close(struct sub_pub *pc)
 
 static void pc_shut(uv_shutdown_t *req, int status);
 
+/* TLS: a ciphertext write, carrying the caller's request (NULL for the
+ * handshake's own bytes) to call back once it is written. */
+struct tls_write {
+	uv_write_t req;
+	uv_write_t *orig;
+	uv_write_cb cb;
+	uint8_t *d;
+};
+
+static void tls_written(uv_write_t *req, int status)
+{
+	struct tls_write *w = (struct tls_write *)req;
+	uv_write_t *orig = w->orig;
+	uv_write_cb cb = w->cb;
+
+	free(w->d);
+	free(w);
+	if (cb != NULL)
+		cb(orig, status);
+}
+
+/* What TLS has waiting, written (orig and cb with it): 0 or a libuv
+ * error, when cb will not be called. */
+static int tls_out(struct sub_pub *pc, uv_write_t *orig, uv_write_cb cb)
+{
+	struct tls_write *w;
+	uv_buf_t b;
+	size_t n;
+	int rc;
+
+	if (gd_tls_pending(pc->tls) == 0)
+		return 0;
+	if ((w = malloc(sizeof(*w))) == NULL)
+		return UV_ENOMEM;
+	if ((w->d = gd_tls_take(pc->tls, &n)) == NULL) {
+		free(w);
+		return UV_ENOMEM;
+	}
+	w->orig = orig;
+	w->cb = cb;
+	b = uv_buf_init((char *)w->d, (unsigned)n);
+	if ((rc = uv_write(&w->req, (uv_stream_t *)&pc->h, &b, 1,
+	    tls_written)) != 0) {
+		free(w->d);
+		free(w);
+	}
+	return rc;
+}
+
+int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
+    uv_write_cb cb)
+{
+	if (pc->tls == NULL)
+		return uv_write(req, (uv_stream_t *)&pc->h, b, 1, cb);
+	if (!gd_tls_done(pc->tls))
+		return UV_ENOTCONN;
+	if (gd_tls_write(pc->tls, (const uint8_t *)b->base, b->len) != 0)
+		return UV_EPROTO;
+	return tls_out(pc, req, cb);
+}
+
 /* Say BYE and close once it is written: at the end of the publisher's
  * stream (a publisher waits for it before it exits, pub.c), and at a
  * clean exit (it unsubscribes at once, whatever its retryCount). */
@@ -130,6 +193,10 @@ static void pc_bye(struct sub_pub *pc)
 	pc->reading = 0;
 	uv_read_stop((uv_stream_t *)&pc->h);
 	sub_send_small(pc, GD_F_BYE, 0, 0);
+	if (pc->tls != NULL) {	/* our close_notify, after the BYE */
+		gd_tls_close(pc->tls);
+		(void)tls_out(pc, NULL, NULL);
+	}
 	pc->sreq.data = pc;
 	if (uv_shutdown(&pc->sreq, (uv_stream_t *)&pc->h, pc_shut) != 0)
 		pc_close(pc);
@@ -203,6 +270,11 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	size_t n;
 
 	(void)hint;
+	if (pc->tls != NULL) {	/* decrypted into rb by pc_read */
+		b->base = (char *)pc->cin;
+		b->len = SUB_CIN_SIZE;
+		return;
+	}
 	if (gd_rbuf_space(&pc->rb, 65536, &p, &n) != 0) {
 		b->base = NULL;
 		b->len = 0;
@@ -215,6 +287,7 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf);
 static void on_challenge(struct sub *s, struct sub_pub *pc,
     const struct gd_frame *f);
+static void greet(struct sub_pub *pc);
 
 /* stdout is behind: stop reading publishers until it drains */
 void sub_net_pause(struct sub *s)
@@ -254,6 +327,69 @@ static uint32_t block_limit(const struct sub *s, const struct sub_pub *pc)
 	if (pc->max_block && pc->max_block < limit)
 		limit = pc->max_block;
 	return limit;
+}
+
+/* TLS failed: before the publisher's welcome it refused us, or we it,
+ * and every further attempt would fail alike (77, as for the key); after
+ * it the stream broke, and gdsub connects again. */
+static void tls_failed(struct sub_pub *pc, const char *why)
+{
+	char msg[GD_TLS_ERR_MAX + 200];
+
+	if (pc->state == SUB_PS_ACTIVE) {
+		snprintf(msg, sizeof(msg), "TLS: %s", why);
+		pc_lost(pc, msg);
+		return;
+	}
+	snprintf(msg, sizeof(msg), "TLS handshake failed: %s%s", why,
+	    gd_tls_peer_refused(pc->tls) ? " (the publisher refused it: see "
+	    "its log)" : "");
+	auth_failed(pc, msg);
+}
+
+/* nread bytes of ciphertext in pc->cin: decrypted into pc->rb, what the
+ * handshake answers written; once it is done, our HELLO. 0, or -1 when
+ * the connection is going. */
+static int tls_in(struct sub_pub *pc, size_t nread)
+{
+	uint8_t *p;
+	size_t room;
+	long got;
+	int rc;
+
+	if (gd_tls_feed(pc->tls, pc->cin, nread) != 0) {
+		tls_failed(pc, gd_tls_error(pc->tls));
+		return -1;
+	}
+	for (;;) {
+		if (gd_rbuf_space(&pc->rb, 65536, &p, &room) != 0) {
+			pc_lost(pc, "out of memory");
+			return -1;
+		}
+		if ((got = gd_tls_read(pc->tls, p, room)) <= 0)
+			break;
+		pc->rb.len += (size_t)got;
+	}
+	/* an alert of ours tells the publisher why, before the close */
+	if ((rc = tls_out(pc, NULL, NULL)) != 0 && got != GD_TLS_FAIL) {
+		pc_lost(pc, uv_strerror(rc));
+		return -1;
+	}
+	if (got == GD_TLS_FAIL) {
+		tls_failed(pc, gd_tls_error(pc->tls));
+		return -1;
+	}
+	if (got == GD_TLS_EOF)	/* an END may be in what came before it */
+		pc->tls_eof = 1;
+	if (!pc->greeted && gd_tls_done(pc->tls)) {
+		char d[400];
+		gd_tls_describe(pc->tls, d, sizeof(d));
+		gd_trace(1, "publisher %s: %s", pc->addr, d);
+		greet(pc);
+		if (pc->s->done || pc->state != SUB_PS_WELCOME)
+			return -1;
+	}
+	return 0;
 }
 
 /* What a frame's handler tells the read loop: read the next frame, stop
@@ -391,12 +527,23 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	int rc, next = FR_NEXT;
 
 	(void)buf;
+	if (nread < 0 && pc->tls != NULL && !gd_tls_done(pc->tls) &&
+	    !s->done) {
+		handshake_failed(pc, nread == UV_EOF ? "the publisher closed "
+		    "the connection during the TLS handshake (see its log)" :
+		    uv_strerror((int)nread));
+		return;
+	}
 	if (nread < 0) {
 		pc_lost(pc, nread == UV_EOF ? "connection closed by the publisher" :
 		    uv_strerror((int)nread));
 		return;
 	}
-	pc->rb.len += (size_t)nread;
+	if (pc->tls != NULL) {
+		if (tls_in(pc, (size_t)nread) != 0)
+			return;
+	} else
+		pc->rb.len += (size_t)nread;
 	while ((rc = gd_wire_next(pc->rb.buf + pc->rb.off,
 	    pc->rb.len - pc->rb.off, limit = block_limit(s, pc), &f,
 	    &used)) == 1) {
@@ -431,6 +578,11 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		pc_close(pc);
 		return;
 	}
+	if (pc->tls_eof) {
+		pc->tls_eof = 0;
+		pc_lost(pc, "connection closed by the publisher");
+		return;
+	}
 	gd_rbuf_compact(&pc->rb);
 	sub_out_check(s);
 }
@@ -460,22 +612,14 @@ static void on_challenge(struct sub *s, struct sub_pub *pc,
 	pc->pub_proved = 1;
 }
 
-static void on_connect(uv_connect_t *req, int status)
+/* Our HELLO (over TLS once its handshake is done). */
+static void greet(struct sub_pub *pc)
 {
-	struct sub_pub *pc = req->data;
 	struct sub *s = pc->s;
 	struct gd_hello h;
 	int rc;
 
-	if (s->done)
-		return;
-	if (status < 0) {
-		pc_close(pc);
-		attempt_failed(pc, uv_strerror(status));
-		return;
-	}
-	pc->state = SUB_PS_WELCOME;
-	(void)uv_tcp_nodelay(&pc->h, 1);	/* latency only */
+	pc->greeted = 1;
 	memset(&h, 0, sizeof(h));
 	h.version = GD_WIRE_VERSION;
 	h.gd = s->conf->gd ? 1 : 0;
@@ -507,9 +651,40 @@ static void on_connect(uv_connect_t *req, int status)
 		attempt_failed(pc, uv_strerror(rc));
 		return;
 	}
-	(void)uv_timer_start(&pc->retry, hs_timeout, SUB_HANDSHAKE_MS, 0);
+}
+
+static void on_connect(uv_connect_t *req, int status)
+{
+	struct sub_pub *pc = req->data;
+	struct sub *s = pc->s;
+	int rc;
+
+	if (s->done)
+		return;
+	if (status < 0) {
+		pc_close(pc);
+		attempt_failed(pc, uv_strerror(status));
+		return;
+	}
+	pc->state = SUB_PS_WELCOME;
+	(void)uv_tcp_nodelay(&pc->h, 1);	/* latency only */
 	pc->rb.len = pc->rb.off = 0;
 	pc->confirm_due = 0;
+	pc->greeted = 0;
+	pc->tls_eof = 0;
+	if (s->tls == NULL)
+		greet(pc);
+	else if ((pc->tls = gd_tls_new(s->tls, pc->hp.host)) == NULL ||
+	    (rc = tls_out(pc, NULL, NULL)) != 0) {
+		/* the ClientHello, made by gd_tls_new */
+		gd_err("out of memory greeting publisher %s", pc->addr);
+		sub_finish(s, GD_EX_FAIL);
+		return;
+	}
+	if (s->done || pc->state != SUB_PS_WELCOME)
+		return;
+	/* the handshake's deadline, TLS's included */
+	(void)uv_timer_start(&pc->retry, hs_timeout, SUB_HANDSHAKE_MS, 0);
 	pc->reading = 1;
 	if (!s->out_paused)
 		pc_read_start(pc);

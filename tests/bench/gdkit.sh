@@ -10,6 +10,9 @@
 #   gdkit.sh fanout    the same with SUBS (default 4) pipelines and -n SUBS:
 #                      every block acked by all of them. cpu_sub/cpu_ack are
 #                      sums over the pipelines, rss_sub_kb/rss_ack_kb maxima.
+#   gdkit.sh tls       1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA): a CA
+#                      and a certificate for 127.0.0.1 made by the openssl
+#                      command in the scenario's directory. Extra as 1to1.
 #   gdkit.sh journal   1to1 with gdpub --journal and --fsync FSYNC (never, batch,
 #                      always; none: no journal, the baseline of the same run);
 #                      name gdkit_journal_FSYNC. Extra as 1to1, plus fs (the
@@ -64,6 +67,7 @@
 mode=${1:-}
 case "$mode" in
 1to1) BENCH_NAME=gdkit_1to1 ;;
+tls) BENCH_NAME=gdkit_tls ;;
 stream) BENCH_NAME=gdkit_stream${AUTH_KEY:+_key} ;;
 journal) BENCH_NAME=gdkit_journal_${FSYNC:-batch} ;;
 sink) BENCH_NAME=gdkit_sink_${SINK:-sink} ;;
@@ -72,7 +76,7 @@ latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 *)
-    echo "usage: gdkit.sh 1to1|journal|sink|stream|fanout|latency|memory|pending" >&2
+    echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -116,6 +120,21 @@ cat > "$dir/pub.ini" <<CONF
 GDpub_port=$GDKIT_PORT
 GDpub_bind=127.0.0.1
 CONF
+SUB_INI_EXTRA=''
+if [[ "$mode" == tls ]]; then
+    bench_need openssl
+    (   cd "$dir" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout ca.key -out ca.pem -days 2 -subj /CN=bench-ca &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
+            -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 &&
+        echo 'subjectAltName=IP:127.0.0.1' > srv.ext &&
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -set_serial 1 \
+            -days 2 -extfile srv.ext -out srv.pem ) > "$dir/pki.log" 2>&1 \
+        || bench_fail "openssl could not make the certificates: $(tail -n 1 "$dir/pki.log")"
+    printf 'GDpub_tlsCert=%s\nGDpub_tlsKey=%s\n' "$dir/srv.pem" "$dir/srv.key" >> "$dir/pub.ini"
+    SUB_INI_EXTRA="GDsub_tlsCA=$dir/ca.pem"
+fi
 
 # sub_ini K: the config of subscriber pipeline K (one file per pipeline: the
 # control socket between its gdsub and gdack derives from the file's path).
@@ -124,6 +143,7 @@ sub_ini() {
 GDsub_pub=127.0.0.1:$GDKIT_PORT
 GDsub_retryInt=0.01
 GDsub_maxRetries=1000
+${SUB_INI_EXTRA}
 CONF
 }
 
@@ -522,7 +542,7 @@ gd_exit() {
 trap gd_exit EXIT
 
 case "$mode" in
-1to1) run_throughput 1 ;;
+1to1|tls) run_throughput 1 ;;
 journal) run_journal ;;
 sink) run_sink ;;
 stream) run_stream ;;

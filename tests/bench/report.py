@@ -21,8 +21,11 @@ import sys
 ORDER = ["gdkit_1to1", "gdkit_journal_none", "gdkit_journal_never", "gdkit_journal_batch",
          "gdkit_journal_always", "gdkit_stream", "gdkit_stream_key", "gdkit_fanout", "gdkit_latency", "gdkit_memory",
          "gdkit_pending_small", "gdkit_pending_large",
-         "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "redis_streams", "nats_jetstream", "nats_jetstream_memory"]
+         "mosquitto_qos1", "gdkit_mqtt_qos0", "gdkit_mqtt_qos0_key", "gdkit_mqtt_qos0_line", "gdkit_mqtt_qos1",
+         "redis_streams", "nats_jetstream", "nats_jetstream_memory", "gdkit_nats", "nats_reqreply"]
 RATIO_TARGET = {"mosquitto_qos1": 40.0, "redis_streams": 4.0}
+# gdkit through mosquitto against mosquitto QoS 1 alone, same run (issue #25)
+MQTT_TARGET = {"gdkit_mqtt_qos0": 10.0}
 
 
 def num(v):
@@ -174,10 +177,31 @@ def main():
             if plain and plain["status"] == "ok" and plain["rate"] > 0:
                 cost = 1 - r["rate"] / plain["rate"]
                 r["target"] = f"<= 15% slower ({cost:.0%}) " + ("met" if cost <= 0.15 else "missed")
-        elif rl == "gdkit_mqtt_qos0":
-            notes.append("gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | "
-                         "gdsub -i - | gdack, every block ACKed")
-            notes.append(f"{m.get('resent', 0):,.0f} resent; {r['seconds']:.2f} s")
+        elif rl.startswith("gdkit_mqtt_"):
+            q = "1" if rl == "gdkit_mqtt_qos1" else "0"
+            b = m.get("batch", 0)
+            notes.append(f"gdpub -o - --armor{f' --armor-batch {b:.0f}' if b else ''} | "
+                         f"mosquitto_pub -l -q {q} -> mosquitto_sub | gdsub -i - | gdack, "
+                         f"every block ACKed, R {m.get('R', 0):.4f}")
+            notes.append(f"{m.get('lines', 0):,.0f} lines, {m.get('resent', 0):,.0f} resent; "
+                         f"{r['seconds']:.2f} s")
+            peer = by_role.get("mosquitto_qos1")
+            if peer and peer["status"] == "ok" and peer["rate"] > 0:
+                x = r["rate"] / peer["rate"]
+                notes.append(f"{x:.2f}x mosquitto QoS 1 alone")
+                if rl in MQTT_TARGET:
+                    goal = MQTT_TARGET[rl]
+                    r["target"] = f">= {goal:g}x mosquitto_qos1 " + ("met" if x >= goal else "missed")
+        elif rl == "gdkit_nats":
+            notes.append("gdpub -o - --armor | natsline pub -> natsline sub | gdsub -i - | gdack, "
+                         "core NATS, every block ACKed")
+            rr = by_role.get("nats_reqreply")
+            if rr and rr["status"] == "ok":
+                notes.append(f"{r['rate'] / rr['rate']:.2f}x nats_reqreply")
+            notes.append(f"{m.get('resent', 0):,.0f} resent, {m.get('lines', 0):,.0f} lines; {r['seconds']:.2f} s")
+        elif rl == "nats_reqreply":
+            notes.append(f"core NATS request/reply, {m.get('window', 0):,.0f} unanswered at most, "
+                         f"reply after the line is written; {r['seconds']:.2f} s")
         else:
             notes.append(f"{r['seconds']:.2f} s")
             if rl in RATIO_TARGET:

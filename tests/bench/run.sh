@@ -16,6 +16,9 @@
 #   TMO     seconds any one client may take           (default 300)
 #   GDKIT_BIN  directory of gdpub gdsub gdack gdinspect (default: build/bench/bin,
 #           else bin/)
+#   ONLY    an extended regular expression: run only the scenarios whose name
+#           matches (e.g. ONLY='^(mosquitto_qos1|gdkit_mqtt_)'; peers still need
+#           PEERS=1)                                  (default: all)
 #   also LAT_N, LAT_RATE, WINDOW, POLL, SUBS (see tests/bench/gdkit.sh)
 #
 # Scenarios (tests/bench/gdkit.sh MODE and tests/bench/peers/*.sh; each prints
@@ -23,6 +26,7 @@
 #   gdkit_1to1             gdpub -n 1 -> gdsub | gdack, N blocks, first input byte
 #                          until gdpub exited after the last ACK; CPU s and peak
 #                          RSS of each program (GNU time)
+#   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
 #   gdkit_sink_<S>         gdkit_1to1 with the output in a file: gdack --tee >
@@ -41,8 +45,18 @@
 #   mosquitto_qos1, redis_streams, nats_jetstream   (PEERS=1; install.sh first)
 #   gdkit_mqtt_qos0        (PEERS=1) the armored stream through mosquitto at QoS 0:
 #                          gdpub -o - --armor | mosquitto_pub -l -q 0 ->
-#                          mosquitto_sub | gdsub -i - | gdack, every block ACKed
-#   gdkit_mqtt_qos0_key    (PEERS=1) the same with --auth-key-file
+#                          mosquitto_sub | gdsub -i - | gdack, every block ACKed,
+#                          frames batched into lines (gdpub's --armor-batch default)
+#   gdkit_mqtt_qos0_line   the same with --armor-batch 1: one frame a line, one
+#                          broker message per block
+#   gdkit_mqtt_qos1        gdkit_mqtt_qos0 at MQTT QoS 1 on both hops
+#   gdkit_mqtt_qos0_key    (PEERS=1) gdkit_mqtt_qos0 with --auth-key-file
+#   gdkit_nats             (PEERS=1) the armored stream through core NATS, the
+#                          gdkit(7) recipe: gdpub -o - --armor | natsline.py pub ->
+#                          natsline.py sub | gdsub -i - | gdack, every block ACKed
+#   nats_reqreply          (PEERS=1) core NATS request/reply, pipelined (RR_WINDOW
+#                          unanswered), the responder replies after writing each
+#                          message: the NATS peer of gdkit_nats (same client code)
 # Every scenario runs under timeout(1) in its own process group and stops what
 # it started; interrupting this script stops the running scenario.
 
@@ -114,20 +128,22 @@ scenario() {
     esac
 }
 
-# repeat NAME CMD...: the scenario RUNS times.
+# repeat NAME CMD...: the scenario RUNS times (none unless NAME matches ONLY).
 repeat() {
     local name=$1 r
     shift
+    [[ -z "${ONLY:-}" || "$name" =~ $ONLY ]] || return 0
     for (( r = 1; r <= RUNS; r++ )); do
         (( RUNS > 1 )) && say "$name: run $r of $RUNS"
         scenario "$name" "$r" "$@"
     done
 }
 
-say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN"
+say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN${ONLY:+ ONLY=$ONLY}"
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
+repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
@@ -146,9 +162,13 @@ if (( PEERS )); then
         || say "install.sh failed (status $?); peers that miss a package will SKIP: $(tail -n 1 "$WORK/logs/install.log")"
     repeat mosquitto_qos1 bash "$HERE/peers/mosquitto.sh"
     repeat gdkit_mqtt_qos0 bash "$HERE/peers/mosquitto_gdkit.sh"
+    repeat gdkit_mqtt_qos0_line env BATCH=1 NAME=gdkit_mqtt_qos0_line bash "$HERE/peers/mosquitto_gdkit.sh"
+    repeat gdkit_mqtt_qos1 env QOS=1 bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat gdkit_mqtt_qos0_key env AUTH_KEY="$key" bash "$HERE/peers/mosquitto_gdkit.sh"
     repeat redis_streams bash "$HERE/peers/redis.sh"
     repeat nats_jetstream bash "$HERE/peers/nats.sh"
+    repeat gdkit_nats bash "$HERE/peers/nats_gdkit.sh"
+    repeat nats_reqreply bash "$HERE/peers/nats_rr.sh"
 else
     say "PEERS=0: peers skipped"
 fi

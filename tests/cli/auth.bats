@@ -11,13 +11,13 @@ mkkey() {
 	chmod "${2:-600}" "$1"
 }
 
-# pub_with PORT OPTS...: spawn a gdpub -n 1 on PORT that keeps running
-# (its input stays open), stderr in pub.err; wait until it listens
+# pub_with PORT OPTS...: spawn a gdpub -n 1 on PORT (0: one the system
+# picks) that keeps running (its input stays open), stderr in pub.err;
+# wait until it listens. Sets port.
 pub_with() {
-	local port=$1
-	shift
-	spawn "sleep 120 | gdpub -p $port -n 1 $* > pub.out 2> pub.err"
-	wait_until 10 listening "$port"
+	rm -f pub.port
+	spawn "sleep 120 | gdpub -p $1 --port-file pub.port -n 1 ${*:2} > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 }
 
 # auth_refused_is PORT N: gdinspect stats at the gdpub on PORT counts N
@@ -79,10 +79,9 @@ pub_refusals_are() {
 }
 
 @test "a wrong key: gdsub gives up at its first attempt (77), gdpub logs and counts one refusal" {
-	port=$(free_port)
 	mkkey k1
 	mkkey k2
-	pub_with "$port" --auth-key-file k1
+	pub_with 0 --auth-key-file k1
 	sub_refused "$port" "authentication failed: the publisher did not prove the key (its GDpub_authKeyFile differs from GDsub_authKeyFile)" \
 	    --auth-key-file k2
 	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it closed the connection without proving the key \(its GDsub_authKeyFile differs from GDpub_authKeyFile\?\)$'
@@ -103,9 +102,8 @@ pub_refusals_are() {
 }
 
 @test "a subscriber with a wrong proof is refused by gdpub: the proof is checked, not only sent" {
-	port=$(free_port)
 	mkkey k
-	pub_with "$port" --auth-key-file k
+	pub_with 0 --auth-key-file k
 	# proves the publisher's key, then sends a proof made with another
 	run --separate-stderr python - "$port" k <<'PY'
 import hashlib, hmac, os, socket, struct, sys
@@ -144,17 +142,15 @@ PY
 }
 
 @test "a key at the publisher only: both refuse once, gdsub exits 77" {
-	port=$(free_port)
 	mkkey k
-	pub_with "$port" --auth-key-file k
+	pub_with 0 --auth-key-file k
 	sub_refused "$port" "refused: the publisher requires authentication (GDpub_authKeyFile) and this subscriber has no key (GDsub_authKeyFile)"
 	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has no authentication key, and this gdpub requires one \(GDpub_authKeyFile\)$'
 }
 
 @test "a key at the subscriber only: both refuse once, gdsub exits 77" {
-	port=$(free_port)
 	mkkey k
-	pub_with "$port"
+	pub_with 0
 	sub_refused "$port" "refused: this subscriber has a key (GDsub_authKeyFile) but the publisher has none (GDpub_authKeyFile): it cannot prove it" \
 	    --auth-key-file k
 	pub_refusals_are "$port" 1 '^gdpub: refused subscriber s1 \(127\.0\.0\.1:[0-9]+\): it has an authentication key, but this gdpub has none \(GDpub_authKeyFile is not set\)$'
@@ -182,8 +178,7 @@ PY"
 }
 
 @test "an older subscriber (protocol version 2) gets a version 3 welcome that refuses it, and gdpub says why" {
-	port=$(free_port)
-	pub_with "$port"
+	pub_with 0
 	run --separate-stderr python - "$port" <<'PY'
 import socket, struct, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)

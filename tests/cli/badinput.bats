@@ -225,9 +225,8 @@ pubin() {
 # a gdpub on a free port whose stdin stays open until the file "go" exists;
 # its stderr goes to pub.err, its exit status to rc
 start_pub() {
-	port=$(free_port)
-	spawn "while [ ! -e go ]; do sleep 0.05; done | gdpub -p $port $* > pub.out 2> pub.err; echo \$? > rc"
-	wait_until 10 listening "$port"
+	spawn "while [ ! -e go ]; do sleep 0.05; done | gdpub -p 0 --port-file pub.port $* > pub.out 2> pub.err; echo \$? > rc"
+	port=$(port_of pub.port)
 }
 stop_pub() {
 	touch go

@@ -135,8 +135,7 @@ words() {
 	expect_usage gdpub "GDpub_role=secondary needs GDpub_numSubs of 1 or more: pre-acknowledgements come from GD subscribers, and without them every block would wait out its GDpub_tentativePreAckTimeout first" -- gdpub -p 1 -I --cluster c1 --role secondary
 	expect_usage gdpub "GDpub_cluster cannot be used with -o: cluster members serve their subscribers over TCP" -- gdpub -p 1 -I --cluster c1 -o -
 	expect_usage gdpub "invalid value 'a/b' for --cluster: expected a cluster name of 1 to 64 letters, digits, '.', '_' or '-'" -- gdpub -p 1 -I --cluster a/b
-	port=$(free_port)
-	run --separate-stderr timeout 20 gdpub -p "$port" -I --cluster c1 < <(printf '7\tok\nno id here\n')
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -I --cluster c1 < <(printf '7\tok\nno id here\n')
 	assert_failure 1
 	assert_output 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)'
 	assert_equal "$(stderr_before_summary)" "$(printf '%s\n' 'gdpub: REJECT -: malformed line 2: expected ID<TAB>payload with a decimal ID (in a cluster every block needs the ID its producer gave it)' 'gdpub: warning: 1 of 1 blocks were published while no subscriber was connected')"

@@ -7,10 +7,10 @@ bats_require_minimum_version 1.5.0
 # in.fifo (fd 7), and a gdsub (s.ini) with no gdack that has written the
 # N blocks "block 1".."block N" to out.txt, all pending at gdpub
 start_pub_sub() {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > out.txt 2> sub.err" 7>&-
 	seq 1 "$1" | sed 's/^/block /' >&7
 	wait_until 10 lines_at_least out.txt "$1"
@@ -143,9 +143,9 @@ start_pub_sub() {
 }
 
 @test "gdack finds a gdsub started with --pub and no config the same way" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	spawn "gdsub --pub 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 > out.txt 2> sub.err" 7>&-
 	echo one >&7
 	wait_until 10 lines_at_least out.txt 1
@@ -174,12 +174,12 @@ start_pub_sub() {
 }
 
 @test "gdack for a refused subscriber, after the GD subscriber acked those blocks: still 'refused'" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 < in.fifo > pub.out 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	sub_conf s.ini "$port"
 	sub_conf s2.ini "$port"
-	ack_pipeline s
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 30 < in.fifo > pub.out 2> pub.err" 7>&-
+	ack_pipeline s 7>&-
 	wait_until 10 has_line pub.out '^READY$'
 	spawn "gdsub -c s2.ini > out2.txt 2> sub2.err" 7>&-
 	wait_until 10 has_line sub2.err 'refused the acknowledgement connection'

@@ -6,7 +6,25 @@ PATH="$GDKIT_BIN:$PATH"
 load '/usr/lib/bats/bats-support/load'
 load '/usr/lib/bats/bats-assert/load'
 
+# Tests that carry 10^5 to 10^6 blocks for confidence, where fewer blocks
+# would show the same: make check-long runs them (GDKIT_CHECK=long, and
+# nothing else), make check leaves them out; run.sh counts neither skip.
+# A test whose point needs the volume (a bound on a file's growth, a pipe
+# that must fill) stays in make check. "FILE:NAME", NAME as after @test.
+LONG_TESTS=(
+	"engines.bats:100,000 blocks: gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | gdsub -i - | gdack: every block ACKed, R = UR = 1.000"
+)
+
 setup() {
+	local t long=0
+	for t in "${LONG_TESTS[@]}"; do
+		[ "$t" != "${BATS_TEST_FILENAME##*/}:$BATS_TEST_DESCRIPTION" ] || long=1
+	done
+	if [ "${GDKIT_CHECK:-}" = long ]; then
+		[ "$long" -eq 1 ] || skip "not in make check-long"
+	elif [ "$long" -eq 1 ]; then
+		skip "in make check-long"
+	fi
 	export XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/run"
 	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 	cd "$BATS_TEST_TMPDIR" || return 1
@@ -289,4 +307,45 @@ summary_is() {
 
 stderr_before_summary() {
 	head -n -1 <<<"$stderr"
+}
+
+# port_of FILE: the port that a gdpub started with "-p 0 --port-file FILE"
+# bound, once it has written FILE (30 s at most); by then it listens and
+# its control socket answers. A port chosen by the kernel at bind time
+# cannot be taken by another test between choice and use, as a port from
+# free_port can.
+port_of() {
+	wait_until 30 test -s "$1" || return 1
+	cat "$1"
+}
+
+# pub_bg [--separate-stderr] CMD...: start CMD, a gdpub run with
+# "-p 0 --port-file pub.port" (or timeout, env or bash -c around one), in
+# the background and its own process group, with the caller's stdin; wait
+# until it bound its port and set port. pub_wait [SECONDS] then waits for
+# it (300 s at most) and sets status, output, stderr and lines as
+# `run [--separate-stderr] CMD...` would have: for tests whose subscribers
+# need the port before gdpub's run ends.
+pub_bg() {
+	local err='2>&1'
+	if [ "$1" = --separate-stderr ]; then
+		err='2> pub.run.err'
+		shift
+	fi
+	rm -f pub.port pub.run.rc pub.run.err
+	# <&0: a background job's stdin would be /dev/null
+	setsid bash -c '"$@" > pub.run.out '"$err"'; echo $? > pub.run.rc' pub_bg "$@" <&0 3>&- &
+	BG_PIDS+=("$!")
+	port=$(port_of pub.port)
+}
+
+pub_wait() {
+	wait_until "${1:-300}" test -s pub.run.rc || return 1
+	status=$(cat pub.run.rc)
+	output=$(cat pub.run.out)
+	IFS=$'\n' read -d '' -r -a lines <<<"$output" || true
+	if [ -e pub.run.err ]; then
+		stderr=$(cat pub.run.err)
+		IFS=$'\n' read -d '' -r -a stderr_lines <<<"$stderr" || true
+	fi
 }

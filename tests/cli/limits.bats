@@ -7,14 +7,14 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
-# pub_with PORT OPTS...: spawn a gdpub -n 1 on PORT that keeps running,
-# stderr in pub.err; wait until it listens. Sets PUB (its group's leader).
+# pub_with PORT OPTS...: spawn a gdpub -n 1 on PORT (0: one the system
+# picks) that keeps running, stderr in pub.err; wait until it listens.
+# Sets port, and PUB (its group's leader).
 pub_with() {
-	local port=$1
-	shift
-	spawn "sleep 120 | gdpub -p $port -n 1 $* > pub.out 2> pub.err"
+	rm -f pub.port
+	spawn "sleep 120 | gdpub -p $1 --port-file pub.port -n 1 ${*:2} > pub.out 2> pub.err"
 	PUB=$SPAWNED
-	wait_until 10 listening "$port"
+	port=$(port_of pub.port)
 }
 
 # welcomed PORT: a receive-only hello (version 3, no key) to the gdpub on
@@ -36,8 +36,7 @@ stat_is() {
 }
 
 @test "a client that sends nothing, or a byte a second, is closed 5 s after connecting, logged and counted" {
-	port=$(free_port)
-	pub_with "$port"
+	pub_with 0
 	run --separate-stderr python - "$port" <<'PY'
 import os, socket, struct, sys, threading, time
 port = int(sys.argv[1])
@@ -80,8 +79,7 @@ PY
 }
 
 @test "GDpub_maxConnections: connections beyond it are closed at accept, logged and counted; the limit frees up" {
-	port=$(free_port)
-	pub_with "$port" --max-connections 3
+	pub_with 0 --max-connections 3
 	run --separate-stderr python - "$port" <<'PY'
 import socket, sys, time
 port = int(sys.argv[1])
@@ -119,10 +117,9 @@ PY
 }
 
 @test "a 5 s flood of connections, handshakes and acks for unknown IDs: gdpub's RSS grows less than 64 MiB and it still serves" {
-	port=$(free_port)
 	echo "$(head -c 32 /dev/urandom | base64)" > k
 	chmod 600 k
-	pub_with "$port" --auth-key-file k
+	pub_with 0 --auth-key-file k
 	pid=$(pgrep -s "$PUB" -x gdpub)
 	[ -n "$pid" ]
 	run --separate-stderr timeout 60 python "$BATS_TEST_DIRNAME/flood.py" \

@@ -5,7 +5,8 @@ load helpers
 # errexit ignores a command negated with '!', so '! cmd' fails a bats test
 # only as its last statement; anywhere else it can never fail: use
 # 'run ! cmd'. (A '!' inside if/while conditions or after && || is fine.)
-@test "no bats test has a bare '! cmd' before its last statement" {
+# Likewise '[ A ] && [ B ]' passes when A is false: a check on each line.
+@test "no bats test has a bare '! cmd' or '[ A ] && [ B ]' before its last statement" {
 	run python - "$BATS_TEST_DIRNAME"/*.bats <<'PY'
 import re, sys
 bad = []
@@ -21,7 +22,9 @@ for path in sys.argv[1:]:
             stmts = [(n, l) for n, l in body
                      if l.strip() and not l.strip().startswith("#")]
             for n, l in stmts[:-1]:
-                if re.match(r"^\s*!\s", l):
+                if re.match(r"^\s*!\s", l) or (
+                        re.match(r"^\s*\[\[?\s.*\]\]?\s*&&\s*\[", l) and "||" not in l
+                        and not l.rstrip().endswith(("\\", "&&"))):
                     bad.append("%s:%d: %s" % (path.rsplit("/", 1)[-1], n, l.strip()))
             i = j
         i += 1
@@ -42,4 +45,14 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"core files that include an engine's header: 0"* ]]
 	[[ "$output" == *"src/ includes other than gdkit.h: 0"* ]]
+}
+
+# A function only its own file calls is static: the header then lists what
+# a module offers, nothing more (mk/exports.py names any that is not).
+@test "lib/: every exported function is called outside its file (or by a test)" {
+	top="$BATS_TEST_DIRNAME/../.."
+	[ -f "$top/build/rel/lib/pub/pub.o" ] || skip "build/rel not built (make check builds it)"
+	run sh -c "cd '$top' && python3 mk/exports.py build/rel"
+	[ "$status" -eq 0 ]
+	[ -z "$output" ]
 }

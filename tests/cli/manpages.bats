@@ -352,7 +352,8 @@ pid_in() {
 	bash -e <(grep '^echo ' r.sh)
 	pipe=$(grep '^gdsub ' r.sh | sed "s/| work |/| sed -u 's|\$| done|' |/; s/ &\$//")
 	pub=$(grep '^gdpub ' r.sh | sed 's/< input > status.txt$/< in.fifo > status.txt/')
-	[ "$pipe" != "$(grep '^gdsub ' r.sh)" ] && [ "$pub" != "$(grep '^gdpub ' r.sh)" ]
+	[ "$pipe" != "$(grep '^gdsub ' r.sh)" ]
+	[ "$pub" != "$(grep '^gdpub ' r.sh)" ]
 	grep -q '^tail -n +\$((n + 1)) input | gdpub -c pub.ini ' restart.sh
 	feed_open in.fifo
 	spawn "$pipe 2>> pipe.err" 7>&-

@@ -168,8 +168,8 @@ for r in rows.values():
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini subs
 	assert_success
-	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE +QOS +QUEUE +IN_FLIGHT +FAILURES +ACKS +DISCARDED +DROPPED$'
-	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +retryCount=0 +0 +- +0 +0 +0 +0$'
+	assert_line --index 0 --regexp '^NAME +ADDRESS +GD +STATE +QOS +QUEUE +IN_FLIGHT +FAILURES +ACKS +DISCARDED +DROPPED +TLS$'
+	assert_line --regexp '^gamma +127\.0\.0\.1:[0-9]+ +no +refused: numSubs reached +retryCount=0 +0 +- +0 +0 +0 +0 +-$'
 	grep -q "gdpub: refused acknowledgement connection from gamma" pub.err
 }
 
@@ -213,8 +213,8 @@ for f in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us"):
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini stats
 	assert_success
-	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE$'
-	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0\$"
+	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE +TLS_REFUSED$'
+	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0 +0\$"
 	timeout 20 gdack -c s.ini < s.out
 	wait_until 10 has_lines pub.out 3	# READY, ACK 1, ACK 2
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
@@ -228,11 +228,10 @@ assert all(isinstance(v, int) and v > 0 for v in l) and l == sorted(l), d
 }
 
 @test "stats at a gdsub: R = Ru/S with S from the highest sequence index (a late subscriber missed half)" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -q < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -q < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	# three blocks while nobody listens, then a subscriber, then three more
 	printf '%s\n' 1 2 3 >&7
 	wait_until 10 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["published"] == 3'
@@ -412,8 +411,8 @@ as_nobody_ok() {
 @test "gdpub serves only its own uid and root: another user's request is refused, gdpub goes on" {
 	as_nobody_ok
 	mkdir -m 711 ctl
-	port=$(free_port)
-	spawn "sleep 300 | gdpub -p $port --ctl $BATS_TEST_TMPDIR/ctl/pub.sock > pub.out 2> pub.err"
+	spawn "sleep 300 | gdpub -p 0 --port-file pub.port --ctl $BATS_TEST_TMPDIR/ctl/pub.sock > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 	wait_until 10 test -S ctl/pub.sock
 	chmod 666 ctl/pub.sock	# as if --ctl had put it where others can write
 	run $RUNAS $PY -c '
@@ -484,10 +483,10 @@ print(len(parts))
 }
 
 @test "gdpub --progress on a pipe: status lines at most 4 a second, erased at exit" {
-	port=$(free_port)
 	feed_open in.fifo
 	t0=$(date +%s.%N)
-	spawn "gdpub -p $port -q --progress < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -q --progress < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	printf '%s\n' 1 2 3 >&7
 	wait_until 10 has_line pub.err 'gdpub: 3 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ blocks/s'
 	wait_until 10 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["uptime"] > 1.2'
@@ -502,9 +501,9 @@ print(len(parts))
 # For logs (issue 26): before, --progress drew only a line redrawn in
 # place, and took no interval.
 @test "gdpub --progress=SECONDS: a whole line every SECONDS on stderr, also at -q and without a terminal; bad values 64" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -q --progress=0.5 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -q --progress=0.5 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	printf '%s\n' 1 2 3 >&7
 	wait_until 20 lines_at_least pub.err 3
 	feed_close
@@ -587,11 +586,10 @@ EOF
 # ---- logging ----
 
 @test "gdpub -v: a subscriber's connect and disconnect, with timestamps" {
-	port=$(free_port)
-	sub_conf s.ini "$port" GDsub_name=watcher
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port" GDsub_name=watcher
 	spawn "exec gdsub -c s.ini > s.out 2> s.err" 7>&-
 	subpid=$SPAWNED
 	wait_until 10 has_line pub.err "^$TS gdpub: subscriber watcher \(127\.0\.0\.1:[0-9]+\) connected: GD slot 0, 1 of 1$"
@@ -621,9 +619,9 @@ EOF
 }
 
 @test "without -v no line has a timestamp: gdpub's first-SIGTERM message starts with its name" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "exec gdpub -p $port < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "exec gdpub -p 0 --port-file pub.port < in.fifo > pub.out 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	pid=$SPAWNED
 	wait_until 10 listening "$port"
 	kill -TERM "$pid"
@@ -636,15 +634,14 @@ EOF
 }
 
 @test "-q: warnings hidden, errors kept" {
-	port=$(free_port)
-	run --separate-stderr timeout 20 gdpub -p "$port" <<<'a'
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port <<<'a'
 	assert_success
 	assert_equal "$stderr" "gdpub: warning: 1 of 1 blocks were published while no subscriber was connected"
-	run --separate-stderr timeout 20 gdpub -p "$port" -q <<<'a'
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -q <<<'a'
 	assert_success
 	assert_equal "$stderr" ""
 	# an error still shows under -q
-	run --separate-stderr timeout 20 gdpub -p "$port" -q --max-block-size 1 <<<'toolong'
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -q --max-block-size 1 <<<'toolong'
 	assert_failure 1
 	assert_equal "$stderr" "gdpub: REJECT 1: block larger than GDpub_maxBlockSize (1 bytes)"
 }

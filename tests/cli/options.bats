@@ -103,10 +103,10 @@ load helpers
 	for v in a/b 'a b' $'a\tb' 'hé' a:b '::1%lo' '[::1]' "$(printf 'a%.0s' {1..254})"; do
 		expect_usage gdpub "invalid value '$v' for --host: $what" -- gdpub -p 1 --host "$v"
 	done
-	port=$(free_port)
 	for v in pub_1.example 10.0.0.1 ::1; do
-		run --separate-stderr bash -c "echo x | timeout 20 gdpub -p $port --host $v -o - | gdinspect decode --json"
+		run --separate-stderr bash -c "echo x | timeout 20 gdpub -p 0 --port-file pub.port --host $v -o - | gdinspect decode --json"
 		assert_success
+		port=$(cat pub.port)
 		assert_equal "$stderr" ""
 		[ "$(echo "$output" | head -n 1 | python -c 'import json, sys; print(json.load(sys.stdin)["key"])')" = \
 		    "$([ "$v" = ::1 ] && echo "[::1]" || echo "$v"):$port/1" ]
@@ -121,14 +121,14 @@ load helpers
 	if unshare -u true 2>/dev/null; then ns="unshare -u"
 	elif unshare -ur true 2>/dev/null; then ns="unshare -ur"
 	else skip "no UTS namespace (unshare -u) to set a host name in"; fi
-	port=$(free_port)
-	run --separate-stderr timeout 20 $ns bash -c "printf 'bad/host' > /proc/sys/kernel/hostname && exec gdpub -p $port --bind 0.0.0.0 -o - < /dev/null"
+	run --separate-stderr timeout 20 $ns bash -c "printf 'bad/host' > /proc/sys/kernel/hostname && exec gdpub -p 0 --port-file pub.port --bind 0.0.0.0 -o - < /dev/null"
 	assert_equal "$status" 78
 	assert_equal "$output" ""
 	assert_equal "$stderr" "gdpub: cannot use host name 'bad/host' in block keys: expected a host name (at most 253 letters, digits, '-', '.' and '_'), an IPv4 or an IPv6 address; set --host or GDpub_host"
 	# --host overrides the host name
-	run --separate-stderr timeout 20 $ns bash -c "printf 'bad/host' > /proc/sys/kernel/hostname && echo x | gdpub -p $port --bind 0.0.0.0 --host pubhost -o - | gdinspect decode --json"
+	run --separate-stderr timeout 20 $ns bash -c "printf 'bad/host' > /proc/sys/kernel/hostname && echo x | gdpub -p 0 --port-file pub.port --bind 0.0.0.0 --host pubhost -o - | gdinspect decode --json"
 	assert_success
+	port=$(cat pub.port)
 	assert_line --index 0 --partial "\"key\":\"pubhost:$port/1\""
 }
 
@@ -230,8 +230,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 	[[ "$stderr" == "gdsub: cannot use control socket $sock: the gdsub (pid "*") serving it does not give it up: this gdsub is named '"*"', not 'other'" ]]
 	run ! test -s sub2.rc
 	# a gdpub's socket
-	port=$(free_port)
-	spawn "exec sleep 120 | gdpub -p $port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	spawn "exec sleep 120 | gdpub -p 0 --port-file pub.port --ctl $BATS_TEST_TMPDIR/pub.sock > pub1.out 2> pub1.err"
+	port=$(port_of pub.port)
 	wait_until 20 test -S pub.sock
 	expect_fail 69 "gdsub: cannot use control socket $BATS_TEST_TMPDIR/pub.sock: another program (gdpub) is serving it (give --ctl or a different config)" -- gdsub -P "127.0.0.1:$dead" --ctl "$BATS_TEST_TMPDIR/pub.sock"
 }
@@ -247,8 +247,8 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "control socket directory is 0700 and the socket 0600, whatever the umask" {
-	port=$(free_port)
-	spawn "umask 000; exec sleep 120 | gdpub -p $port > pub.out 2> pub.err"
+	spawn "umask 000; exec sleep 120 | gdpub -p 0 --port-file pub.port > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 	wait_until 20 test -S "$(pub_sock "$port")"
 	[ "$(stat -c %a "$XDG_RUNTIME_DIR/gdkit")" = 700 ]
 	[ "$(stat -c %a "$(pub_sock "$port")")" = 600 ]
@@ -340,7 +340,8 @@ build_copy() {
 			"build/$v/lib/log.o" "build/$v/lib/parse.o" "build/$v/lib/wire.o"
 		assert_success
 		refute_output --partial "cc before deps"
-		[ -s "$d/build/$v/lib/log.o" ] && [ -s "$d/build/$v/lib/wire.o" ]
+		[ -s "$d/build/$v/lib/log.o" ]
+		[ -s "$d/build/$v/lib/wire.o" ]
 	done
 }
 

@@ -4,11 +4,11 @@ load helpers
 bats_require_minimum_version 1.5.0
 
 @test "1000 blocks reach a GD pipeline in order and are all ACKed" {
-	port=$(free_port)
+	seq 1 1000 > in.txt
+	pub_bg gdpub -p 0 --port-file pub.port -n 1 --wait-ready=10 < in.txt
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\nGDsub_maxRetries=200\n' "$port" > s.ini
 	spawn "gdsub -c s.ini | gdack -c s.ini --tee > out.txt 2> ack.err; echo \$? > ack.rc"
-	seq 1 1000 > in.txt
-	run gdpub -p "$port" -n 1 --wait-ready=10 < in.txt
+	pub_wait
 	assert_success
 	assert_line --index 0 READY
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1000 ]
@@ -19,13 +19,13 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "1000 blocks through two GD pipelines (numSubs=2): each ACKed once, both get all" {
-	port=$(free_port)
+	seq 1 1000 > in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 2 --wait-ready=10 < in.txt
 	sub_conf s1.ini "$port"
 	sub_conf s2.ini "$port"
 	ack_pipeline s1
 	ack_pipeline s2
-	seq 1 1000 > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 2 --wait-ready=10 < in.txt
+	pub_wait
 	assert_success
 	assert_line --index 0 READY
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1000 ]
@@ -41,11 +41,11 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "blocks that no subscriber acknowledges are NACKed after the timeout; exit 1" {
-	port=$(free_port)
+	seq 1 5 > in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 0.3 --wait-ready=10 < in.txt
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > out.txt 2> sub.err"	# no gdack: nothing is acked
-	seq 1 5 > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.3 --wait-ready=10 < in.txt
+	pub_wait
 	assert_failure 1
 	assert_equal "$output" "$(printf 'READY\nNACK 1\nNACK 2\nNACK 3\nNACK 4\nNACK 5')"
 	# the subscriber did receive them: it is the acknowledgement that lacked
@@ -69,11 +69,11 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "--ids: a malformed line is REJECTed as '-', the rest goes on; exit 1" {
-	port=$(free_port)
+	printf '7\tseven\nno tab here\nx1\tbad id\n9\tnine\n' > in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 --ids --wait-ready=10 < in.txt
 	sub_conf s.ini "$port"
 	ack_pipeline s
-	printf '7\tseven\nno tab here\nx1\tbad id\n9\tnine\n' > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --ids --wait-ready=10 < in.txt
+	pub_wait
 	assert_failure 1
 	assert_line --index 0 READY
 	assert_line 'REJECT - malformed line 2: expected ID<TAB>payload with a decimal ID'
@@ -91,9 +91,8 @@ bats_require_minimum_version 1.5.0
 # told from the line "1"'s: an ID is 0 or a decimal without leading zero.
 @test "--ids: an ID with a leading zero is a malformed line, REJECTed as '-'" {
 	local port why="expected ID<TAB>payload with a decimal ID without leading zeros"
-	port=$(free_port)
 	printf '0001\ta\n1\tb\n00\tc\n0\td\n010\te\n10\tf\n' > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" --ids -o s.gds < in.txt
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port --ids -o s.gds < in.txt
 	assert_failure 1
 	assert_equal "$output" "$(printf 'REJECT - malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
 	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT -: malformed line %s: %s\n' 1 "$why" 3 "$why" 5 "$why")"
@@ -126,12 +125,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "an acknowledgement connection beyond numSubs is refused; the first subscriber ACKs every block" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	sub_conf s1.ini "$port"
 	sub_conf s2.ini "$port"
-	ack_pipeline s1
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	ack_pipeline s1 7>&-
 	wait_until 10 has_line pub.out '^READY$'
 	spawn "gdsub -c s2.ini > s2.out 2> s2.err; echo \$? > s2.rc" 7>&-
 	wait_until 10 has_line s2.err 'refused the acknowledgement connection'
@@ -204,12 +203,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "GD and --no-gd subscribers mixed: the receive-only one gets every block, its acks are not needed" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	sub_conf g.ini "$port"
 	sub_conf n.ini "$port"
-	ack_pipeline g
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	ack_pipeline g 7>&-
 	spawn "gdsub -c n.ini --no-gd > n.out 2> n.err; echo \$? > n.rc" 7>&-
 	wait_until 10 has_line pub.out '^READY$'
 	wait_until 10 has_line pub.err 'connected: receive only$'
@@ -281,12 +280,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "--resend: a GD subscriber that missed a block gets the resent copy flagged /r and ACKs it" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 2 -t 2 --resend 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	sub_conf first.ini "$port"
 	sub_conf late.ini "$port"
-	ack_pipeline first
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 2 -t 2 --resend 1 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	ack_pipeline first 7>&-
 	wait_until 10 has_line pub.err 'connected: GD slot 0, 1 of 2$'
 	printf '%s\n' 1 2 3 >&7
 	feed_close
@@ -303,11 +302,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "payload bytes are kept: tabs, spaces, empty lines, CR, UTF-8, control bytes, no final newline" {
-	port=$(free_port)
+	printf 'a\tb\t\tc\n\n  lead and trail  \n\t\n\n\r\ncr\r\nmid\rcr\nh\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac\n\x01\x1b[0m\x7f\xff\n\\n \\t %%s\nlast without newline ' > in.bin
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=10 < in.bin
 	sub_conf s.ini "$port"
 	ack_pipeline s
-	printf 'a\tb\t\tc\n\n  lead and trail  \n\t\n\n\r\ncr\r\nmid\rcr\nh\xc3\xa9llo w\xc3\xb6rld \xe2\x9c\x93 \xe6\x97\xa5\xe6\x9c\xac\n\x01\x1b[0m\x7f\xff\n\\n \\t %%s\nlast without newline ' > in.bin
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=10 < in.bin
+	pub_wait
 	assert_success
 	assert_equal "$output" "$(echo READY; statuses ACK $(seq 1 12))"
 	wait_until 10 file_is s.rc "0 0"
@@ -317,11 +316,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "-0: NUL-terminated payloads with newlines go through gdpub -0, gdsub -0, gdack -0" {
-	port=$(free_port)
+	printf 'one\nline two\0two\n\nlines\n\0tab\there\0\0last' > in.bin
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -0 --wait-ready=10 < in.bin
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini -0 2> s.sub.err | gdack -c s.ini -0 --tee > s.out 2> s.ack.err; echo \${PIPESTATUS[*]} > s.rc"
-	printf 'one\nline two\0two\n\nlines\n\0tab\there\0\0last' > in.bin
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -0 --wait-ready=10 < in.bin
+	pub_wait
 	assert_success
 	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5)"
 	wait_until 10 file_is s.rc "0 0"
@@ -330,11 +329,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "a payload with a newline cannot be written in line format: error naming the key, not acked, NACK" {
-	port=$(free_port)
+	printf 'fine\0bad\npayload\0also fine\0' > in.bin
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -0 -t 1 --wait-ready=10 < in.bin
 	sub_conf s.ini "$port"
 	ack_pipeline s
-	printf 'fine\0bad\npayload\0also fine\0' > in.bin
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -0 -t 1 --wait-ready=10 < in.bin
+	pub_wait
 	assert_failure 1
 	assert_equal "$(sort <<<"$output")" "$(printf 'ACK 1\nACK 3\nNACK 2\nREADY')"
 	assert_line --index 0 READY
@@ -346,13 +345,13 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "--snapshot 3: a late subscriber gets the last 3 blocks flagged /s, gdack skips them" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 --snapshot 3 --wait-ready=10 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	sub_conf first.ini "$port"
 	sub_conf late.ini "$port"
 	# the first GD subscriber leaves after 5 blocks, freeing the one GD slot
-	ack_pipeline first "-C 5"
-	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 --snapshot 3 --wait-ready=10 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	ack_pipeline first "-C 5" 7>&-
 	printf 'b%s\n' 1 2 3 4 5 >&7
 	wait_until 10 file_is first.rc "0 0"
 	wait_until 10 has_line pub.err "first\.ini \(127\.0\.0\.1:[0-9]+\) disconnected: unsubscribed; "
@@ -374,11 +373,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "--snapshot with numSubs=0: a late subscriber gets the last blocks flagged /s" {
-	port=$(free_port)
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port --snapshot 2 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	sub_conf w.ini "$port"
 	sub_conf late.ini "$port"
-	feed_open in.fifo
-	spawn "gdpub -p $port --snapshot 2 -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	# a receive-only watcher tells when the blocks are published
 	spawn "gdsub -c w.ini --no-gd > w.out 2> w.err" 7>&-
 	wait_until 10 has_line pub.err 'connected: receive only$'
@@ -421,12 +420,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "first SIGTERM with blocks that are never acked: they are NACKed at their timeout, exit 1" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
-	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
 	feed_open in.fifo
-	spawn "exec gdpub -p $port -n 1 -t 1 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 1 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
 	pid=$SPAWNED
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err" 7>&-	# never acks
 	printf '%s\n' 1 2 >&7
 	wait_until 10 lines_at_least seen.txt 2
 	kill -TERM "$pid"
@@ -437,12 +436,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "second SIGTERM: gdpub reports the pending blocks NACK and exits 143" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
-	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
 	feed_open in.fifo
-	spawn "exec gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
 	pid=$SPAWNED
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err" 7>&-	# never acks
 	printf '%s\n' 1 2 >&7
 	wait_until 10 lines_at_least seen.txt 2
 	kill -TERM "$pid"
@@ -456,12 +455,12 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "second SIGINT: gdpub reports the pending block NACK and exits 130" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
-	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# never acks
 	feed_open in.fifo
-	spawn "exec gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > pub.out 2> pub.err" 7>&-
 	pid=$SPAWNED
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > seen.txt 2> s.err" 7>&-	# never acks
 	echo 1 >&7
 	wait_until 10 lines_at_least seen.txt 1
 	kill -INT "$pid"
@@ -475,11 +474,11 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "gdsub -C 5 exits after 5 unique blocks, acknowledged; the later ones are NACKed" {
-	port=$(free_port)
+	seq 1 10 > in.txt
+	pub_bg --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 1 --wait-ready=10 < in.txt
 	sub_conf s.ini "$port"
 	ack_pipeline s "-C 5"
-	seq 1 10 > in.txt
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 --wait-ready=10 < in.txt
+	pub_wait
 	assert_failure 1
 	assert_equal "$output" "$(echo READY; statuses ACK 1 2 3 4 5; statuses NACK 6 7 8 9 10)"
 	wait_until 10 file_is s.rc "0 0"
@@ -487,10 +486,10 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "numSubs=0: no status line at all, exit 0; a subscriber still gets every block" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > s.out 2> s.err; echo \$? > s.rc" 7>&-
 	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
 	seq 1 50 > in.txt
@@ -512,10 +511,10 @@ gdack_connected() {
 }
 
 @test "numSubs=0: a gdsub | gdack pipeline succeeds, its blocks need no acknowledgement" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	ack_pipeline s 7>&-
 	wait_until 10 has_line pub.err 'connected: GD off at this publisher$'
 	# gdack is connected before the stream ends: gdsub waits for it (the
@@ -533,10 +532,10 @@ gdack_connected() {
 }
 
 @test "numSubs=0: a gdack that starts after its gdsub has exited still succeeds: the blocks needed no acknowledgement" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	# a short stream ends before the next stage has started gdack: here
 	# gdack starts only once gdsub has exited
 	spawn "{ gdsub -c s.ini 2> s.sub.err; echo \$? > s.sub.rc; } |
@@ -570,10 +569,10 @@ gdack_connected() {
 }
 
 @test "numSubs=0: a slow pipeline still acknowledges its blocks after the publisher ended" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -v < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	# the middle stage holds the first block until gdpub has exited
 	spawn "gdsub -c s.ini 2> s.sub.err |
 		{ IFS= read -r l
@@ -594,27 +593,25 @@ gdack_connected() {
 }
 
 @test "numSubs=0 without any subscriber: no status line, exit 0, a warning" {
-	port=$(free_port)
-	run --separate-stderr timeout 20 gdpub -p "$port" < <(seq 1 3)
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port < <(seq 1 3)
 	assert_success
 	assert_equal "$output" ""
 	assert_equal "$stderr" "gdpub: warning: 3 of 3 blocks were published while no subscriber was connected"
 }
 
 @test "--wait-ready=0.3 with no subscriber: exit 69, no READY within" {
-	port=$(free_port)
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 --wait-ready=0.3 < <(seq 1 3)
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=0.3 < <(seq 1 3)
 	assert_failure 69
 	assert_equal "$output" ""
 	assert_equal "$stderr" "gdpub: no READY within 0.3 seconds: 0 of 1 GD subscribers connected"
 }
 
 @test "--max-pending 10: no more than 10 blocks are out until one resolves" {
-	port=$(free_port)
+	seq 1 25 > in.txt
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --max-pending 10 --wait-ready=10 < in.txt > pub.out 2> pub.err"
+	port=$(port_of pub.port)
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > seen.txt 2> s.err"	# acked by hand below
-	seq 1 25 > in.txt
-	spawn "gdpub -p $port -n 1 -t 30 --max-pending 10 --wait-ready=10 < in.txt > pub.out 2> pub.err"
 	wait_until 10 lines_at_least seen.txt 10
 	# were gdpub not holding back, blocks 11-25 would be in the same batch
 	wait_until 10 has_line pub.out '^READY$'
@@ -645,13 +642,34 @@ gdack_connected() {
 	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
 }
 
+# issue 23: a script learns the port of -p 0 from a file, not by parsing
+# stderr (before: no such option, free_port's bind-close-reuse race)
+@test "gdpub --port-file: the bound port, whole, once gdpub listens and answers gdinspect; no 'listening on' line then; an unwritable file is exit 74" {
+	spawn "seq 1 3 | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	[[ "$(cat pub.port)" =~ ^[1-9][0-9]*$ ]]
+	[ ! -e pub.port.tmp ]
+	listening "$port"
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial "\"port\":$port,"
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	wait_until 20 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	assert_equal "$(cat pub.out)" "$(echo READY; statuses ACK 1 2 3)"
+	assert_equal "$(cat pub.err)" ""
+	diff <(cut -f1 s.out) <(keys "$port" 1 2 3)
+	expect_fail 74 "gdpub: cannot write the port to 'no/dir/p': No such file or directory" -- gdpub -p 0 --port-file no/dir/p
+	[ ! -e no ]
+}
+
 # issue 26: like mosquitto_sub -W, for cron jobs and tests (before: no such
 # option; gdsub ran until its publishers ended the stream)
 @test "gdsub --idle-timeout: ends with status 0 once no block arrived for SECONDS while connected, everything written acknowledged; blocks before keep it going" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
 	spawn "gdsub -P 127.0.0.1:$port --idle-timeout 3 2> sub.err | gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc" 7>&-
 	wait_until 20 has_line st '^READY$'
 	# twenty blocks 0.25 s apart, over more than the timeout: each arrives
@@ -684,10 +702,10 @@ gdack_connected() {
 
 # issue 26: a template like kcat -f (before: only line, payload, frame)
 @test "gdsub -f TEMPLATE: %k %i %o %s %r %t %% and \\t \\n \\0 \\\\; gdack reads the key back (the template starts with %k and a TAB); a resent block says %r 1; bad templates 64" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 1.5 --resend 3 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 1.5 --resend 3 --wait-ready=30 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	# block 2 is acknowledged only when it comes again (resent: --dedup
 	# none writes it again)
 	spawn "gdsub -c s.ini --dedup none -f '%k\\t%i|%o|%r|%t|%s|100%%|a\\\\b' 2> sub.err | tee out.txt |

@@ -59,12 +59,11 @@ state_is() {
 # pub [CONF-LINE...]: spawn gdpub -vv on $port with those GDpub_ lines,
 # input from the fifo on fd 7, status in pub.out
 pub() {
-	port=$(free_port)
-	printf 'GDpub_port=%s\n' "$port" > p.ini
+	printf 'GDpub_port=0\n' > p.ini
 	[ $# -eq 0 ] || printf '%s\n' "$@" >> p.ini
 	feed_open in.fifo
-	spawn "gdpub -c p.ini ${PUBOPTS:-} -vv < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -c p.ini --port-file pub.port ${PUBOPTS:-} -vv < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 }
 
 # big N: N blocks of 64 KiB on fd 7

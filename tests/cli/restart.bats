@@ -62,11 +62,10 @@ clients_at_least() {
 # its start connects again to the new one. (Before: the new gdsub exited
 # 69, "another program is serving it".)
 @test "a new gdsub of the same config takes over from the one still running; a gdack connected to the old one goes on with the new" {
-	port=$(free_port)
-	sub_conf s.ini "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini > a.out 2> a.err; echo \$? > a.rc" 7>&-
 	wait_until 10 sub_sock
 	sock=$(sub_sock)

@@ -30,9 +30,9 @@ gate_pipeline() {
 }
 
 @test "TCP: block 1 NACKed while in the pipeline, ID 1 retried: the retry is written, and ACKed only once the pipeline acknowledged it" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -I -t 1 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -I -t 1 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	gate_pipeline s "$port"
 	wait_until 10 has_line st '^READY$'
 	printf '1\tfirst\n' >&7
@@ -51,9 +51,9 @@ gate_pipeline() {
 }
 
 @test "TCP: an acknowledgement of the earlier block with a re-published ID does not count for the new one" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -I -t 1 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -I -t 1 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	touch cmds
 	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err" 7>&-
 	wait_until 10 has_line st '^READY$'

@@ -14,12 +14,11 @@ notifyd() {
 }
 
 @test "gdpub and gdsub tell the service manager READY=1, STATUS=, WATCHDOG=1 and STOPPING=1" {
-	port=$(free_port)
 	notifyd pub
 	notifyd sub
 	feed_open in.fifo
-	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/pub.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port -n 1' < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "NOTIFY_SOCKET=$BATS_TEST_TMPDIR/pub.sock WATCHDOG_USEC=600000 sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1' < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	# no GD subscriber yet: gdpub is not READY
 	run ! has_line pub.log '^READY=1$'
 	wait_until 10 has_line pub.log '^WATCHDOG=1$'

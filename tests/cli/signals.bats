@@ -28,10 +28,10 @@ pending_at_least() {
 }
 
 @test "first SIGTERM: input stops, what was read but not published is counted; every published block gets its status line" {
-	port=$(free_port)
-	held s "$port"
 	seq 1 300000 > in.txt
-	spawn "gdpub -p $port -n 1 -t 2 --wait-ready=10 < in.txt > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=10 < in.txt > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	held s "$port"
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 pending_at_least "$port" 64
@@ -48,11 +48,11 @@ pending_at_least() {
 }
 
 @test "second SIGINT: every pending block is reported NACK, the control socket is removed, exit 130" {
-	port=$(free_port)
-	held s "$port"
 	seq 1 10 > in.txt
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	held s "$port" 7>&-
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 has_line st '^READY$'
@@ -73,10 +73,10 @@ pending_at_least() {
 }
 
 @test "second SIGTERM: exit 143, NACK for what was pending" {
-	port=$(free_port)
-	held s "$port"
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready=10 < in.fifo > st 2> pub.err & echo \$! > pub.pid; wait \$!; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	held s "$port" 7>&-
 	wait_until 10 test -s pub.pid
 	pid=$(cat pub.pid)
 	wait_until 10 has_line st '^READY$'
@@ -93,8 +93,7 @@ pending_at_least() {
 }
 
 @test "a block published while fewer than numSubs GD subscribers are connected: one warning, at the default level, and the run's summary" {
-	port=$(free_port)
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.3 < <(seq 1 3)
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 0.3 < <(seq 1 3)
 	assert_failure 1
 	assert_output "$(statuses NACK 1 2 3)"
 	assert_equal "$(stderr_before_summary)" "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is NACKed unless one connects within 0.3 seconds (--wait-ready holds input until READY)"
@@ -102,9 +101,9 @@ pending_at_least() {
 }
 
 @test "a GD subscriber that disconnects mid-stream is reported without -v" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	touch cmds
 	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err" 7>&-
 	wait_until 10 has_line st '^READY$'

@@ -12,10 +12,10 @@ ids() {
 }
 
 @test "gdack --sink: every block appended once, before its acknowledgement; all ACKed; --tee still copies after" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 30 bash -c "seq 1 3000 | sed 's/^/block /' | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=20"
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini 2> sub.err | tee seen.txt | gdack -c s.ini --sink out.txt --tee > tee.txt 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
-	run --separate-stderr timeout 30 bash -c "seq 1 3000 | sed 's/^/block /' | gdpub -p $port -n 1 --wait-ready=20"
+	pub_wait
 	assert_success
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 3000 ]
 	wait_until 20 file_is pipe.rc "0 0 0"
@@ -26,10 +26,10 @@ ids() {
 }
 
 @test "gdack -0 --sink: NUL-terminated records, newlines in payloads, kept whole" {
-	port=$(free_port)
+	pub_bg --separate-stderr timeout 30 bash -c "printf 'one\nline two\0three\0' | gdpub -p 0 --port-file pub.port -n 1 -0 --wait-ready=20"
 	sub_conf s.ini "$port"
 	spawn "gdsub -c s.ini -0 2> sub.err | tee seen.bin | gdack -c s.ini -0 --sink out.bin 2> ack.err; echo \${PIPESTATUS[*]} > pipe.rc"
-	run --separate-stderr timeout 30 bash -c "printf 'one\nline two\0three\0' | gdpub -p $port -n 1 -0 --wait-ready=20"
+	pub_wait
 	assert_success
 	assert_output "$(printf 'READY\nACK 1\nACK 2')"
 	wait_until 20 file_is pipe.rc "0 0 0"
@@ -39,9 +39,9 @@ ids() {
 }
 
 @test "gdack --sink started again: a torn last record is cut; resent blocks the file ends with are acknowledged, not appended again; the rest are appended" {
-	port=$(free_port)
+	spawn "seq 1 20 | gdpub -p 0 --port-file pub.port -n 1 -t 1 --resend 10 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	sub_conf s.ini "$port" "GDsub_state=s.state"
-	spawn "seq 1 20 | gdpub -p $port -n 1 -t 1 --resend 10 --wait-ready=20 > pub.out 2> pub.err; echo \$? > pub.rc"
 	# a first pipeline got blocks 1..10 and died: its sink holds 1..5 and
 	# the start of 6, none acknowledged
 	timeout 20 gdsub -c s.ini -C 10 --linger 0 > first.txt 2> first.err

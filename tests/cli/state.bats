@@ -34,11 +34,11 @@ start_sub() {
 # if a2 acknowledges them again. a2 then acknowledges what it wrote, b
 # acknowledges 1-4; gdpub must end with 4 ACKs.
 restart_sub() {
-	port=$(free_port)
+	spawn "seq 1 4 | gdpub -p 0 --port-file pub.port -n 2 -t 1 --resend 30 --wait-ready=10 > st.txt 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	start_sub a "$1"
 	a=$SPAWNED
 	start_sub b ""
-	spawn "seq 1 4 | gdpub -p $port -n 2 -t 1 --resend 30 --wait-ready=10 > st.txt 2> pub.err; echo \$? > pub.rc"
 	wait_until 10 has_lines a.out 4
 	run gdack -P "127.0.0.1:$port" --name a $(keys "$port" 1 2 3)
 	assert_success
@@ -68,9 +68,9 @@ restart_sub() {
 
 # s.state from a real run: 3 blocks acknowledged through gdsub | gdack
 make_state() {
-	port=$(free_port)
+	pub_bg timeout 30 bash -c "seq 1 3 | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=10"
 	spawn "gdsub -P 127.0.0.1:$port --name s --state s.state --retry-interval 0.05 --max-retries 200 2> sub.err | gdack -P 127.0.0.1:$port --name s > /dev/null 2> ack.err; echo \${PIPESTATUS[*]} > rc"
-	run timeout 30 bash -c "seq 1 3 | gdpub -p $port -n 1 --wait-ready=10"
+	pub_wait
 	assert_success
 	wait_until 20 test -s rc
 	assert_equal "$(cat rc)" "0 0"
@@ -214,9 +214,9 @@ reordered() {
 # ---- --consecutive ----
 
 @test "--consecutive and --state over TCP: every block written in order and ACKed, the state file kept" {
-	port=$(free_port)
+	pub_bg timeout 60 bash -c "seq 1 2000 | gdpub -p 0 --port-file pub.port -n 1 --wait-ready=30 | grep -c ^ACK"
 	spawn "gdsub -P 127.0.0.1:$port --retry-interval 0.05 --max-retries 200 --consecutive --state s.state --dedup index 2> sub.err | gdack -P 127.0.0.1:$port --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
-	run timeout 60 bash -c "seq 1 2000 | gdpub -p $port -n 1 --wait-ready=30 | grep -c ^ACK"
+	pub_wait
 	assert_output 2000
 	wait_until 30 test -s rc
 	assert_equal "$(cat rc)" "0 0"

@@ -178,13 +178,14 @@ in_case() {
 	"$@" || { echo "corrupt case: $c" >&2; return 1; }
 }
 
-# pub3 T [PORT]: a gdpub on PORT (default a free one; numSubs=1, timeout T)
-# writing the blocks one, two, three to pub.gds (-o FILE, status on
-# pub.out); returns once the three are in the file. Sets port.
+# pub3 T [PORT]: a gdpub on PORT (default one the system picks; numSubs=1,
+# timeout T) writing the blocks one, two, three to pub.gds (-o FILE, status
+# on pub.out); returns once the three are in the file. Sets port.
 pub3() {
-	port=${2:-$(free_port)}
+	rm -f pub.port
 	printf 'one\ntwo\nthree\n' > in3.txt
-	spawn "gdpub -p $port -n 1 -t $1 -o pub.gds < in3.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p ${2:-0} --port-file pub.port -n 1 -t $1 -o pub.gds < in3.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	wait_until 10 blocks_at_least pub.gds 3
 	wait_until 10 listening "$port"
 }
@@ -204,9 +205,9 @@ pub3() {
 }
 
 @test "file: gdpub -o FILE writes the stream and waits; gdsub -i FILE reads it and acknowledges; floor and end frames follow" {
-	port=$(free_port)
 	seq 1 5 > in.txt
-	spawn "gdpub -p $port -n 1 -t 20 -o pub.gds < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 20 -o pub.gds < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	wait_until 10 blocks_at_least pub.gds 5
 	wait_until 10 listening "$port"
 	# the blocks are out, nobody acknowledged them yet: gdpub waits
@@ -491,8 +492,7 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdsub: standard input: $why"
 	assert_equal "$output" ""
-	port=$(free_port)
-	run --separate-stderr small_mem 256 timeout 20 gdpub -p "$port" -f frame < d.gds
+	run --separate-stderr small_mem 256 timeout 20 gdpub -p 0 --port-file pub.port -f frame < d.gds
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdpub: standard input: $why; no more input is read"
 	assert_equal "$output" ""
@@ -524,8 +524,7 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdsub: standard input: corrupt stream at byte offset $off: $why"
 	cat "$f" >&7
-	port=$(free_port)
-	run --separate-stderr timeout 10 gdpub -p "$port" -f frame -o /dev/null < in.fifo
+	run --separate-stderr timeout 10 gdpub -p 0 --port-file pub.port -f frame -o /dev/null < in.fifo
 	assert_equal "$status" 65
 	assert_equal "$stderr" "gdpub: standard input: corrupt stream at byte offset $off: $why; no more input is read"
 	feed_close
@@ -534,9 +533,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 # ---------------------------------------------------------------- gdpub -f frame, gdack -f frame / status
 
 @test "gdpub -f frame: a pending duplicate ID is REJECTed, a block over --max-block-size too; status lines carry the upstream key" {
-	port=$(free_port)
 	printf 'set origin=127.0.0.1:7001\nblock 5 1 - a\nblock 5 2 - b\nblock 6 3 - 0123456789abcdefX\nset origin=127.0.0.1:7002\nblock 7 4 - c\nend 4\n' | mkstream > in.gds
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 1 -f frame --max-block-size 16 -o out.gds < in.gds
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 1 -f frame --max-block-size 16 -o out.gds < in.gds
 	assert_failure 1
 	assert_equal "$output" "$(printf 'REJECT 5 invalid event block ID: 5 is already pending\nREJECT 6 block larger than GDpub_maxBlockSize (16 bytes)\nNACK 5 127.0.0.1:7001/5\nNACK 7 127.0.0.1:7002/7')"
 	assert_equal "$(stderr_before_summary)" "$(printf 'gdpub: REJECT 5: invalid event block ID: 5 is already pending\ngdpub: REJECT 6: block larger than GDpub_maxBlockSize (16 bytes)')"
@@ -547,9 +545,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdpub -f frame: a snapshot block's upstream key keeps its /s, and gdack -f status skips it" {
-	port=$(free_port)
 	printf 'set origin=127.0.0.1:7001\nblock 8 1 s old\n' | mkstream > in.gds
-	run --separate-stderr timeout 20 gdpub -p "$port" -n 1 -t 0.2 -f frame -o /dev/null < in.gds
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 0.2 -f frame -o /dev/null < in.gds
 	assert_failure 1
 	assert_equal "$output" "NACK 8 127.0.0.1:7001/8/s"
 	run --separate-stderr timeout 20 gdack -f status -v --ctl "$BATS_TEST_TMPDIR/none.sock" --wait 0.2 <<< "ACK 8 127.0.0.1:7001/8/s"
@@ -558,9 +555,8 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdpub -o -: a reader that goes away stops the input; the message names the stream, exit 1" {
-	port=$(free_port)
 	seq 1 1000000 > in.txt
-	run --separate-stderr timeout 30 bash -c "gdpub -p $port -o - < in.txt | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
+	run --separate-stderr timeout 30 bash -c "gdpub -p 0 --port-file pub.port -o - < in.txt | head -c 100 > /dev/null; echo \${PIPESTATUS[0]}"
 	assert_output 1
 	assert_equal "$stderr" "gdpub: cannot write the block stream on -: broken pipe; no more input is read"
 }
@@ -582,9 +578,9 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 }
 
 @test "gdack -f status: an ACK line without a key is an error naming the line; the keyed ACKs are acknowledged; exit 1" {
-	port=$(free_port)
 	seq 1 3 > in.txt
-	spawn "gdpub -p $port -n 1 -t 30 --wait-ready=10 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 30 --wait-ready=10 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 1 > s.out 2> s.err"
 	wait_until 10 lines_at_least s.out 3
 	printf 'READY\nACK 1 127.0.0.1:%s/1\nACK 5\nNACK 7 127.0.0.1:7001/7\nREJECT - malformed line 2\nACK 2 127.0.0.1:%s/2\n' "$port" "$port" > st.txt
@@ -604,17 +600,17 @@ for i, p in enumerate(open(sys.argv[1], "rb").read().split(b"\0"), 1):
 # subscribers are the pipelines a and b. GATE=1: b holds its blocks until
 # the test writes to gate.fifo.
 cascade() {
-	p1=$(free_port)
-	p2=$(free_port)
 	local hold=""
 	if [ "${GATE:-0}" = 1 ]; then
 		mkfifo gate.fifo
 		hold="tee b.seen | { read -r _ < gate.fifo; exec cat; } |"
 	fi
-	spawn "gdpub -p $p1 -n 1 -t ${T1:-10} --wait-ready=10 < in.txt > st1 2> p1.err; echo \$? > p1.rc"
+	spawn "gdpub -p 0 --port-file p1.port -n 1 -t ${T1:-10} --wait-ready=10 < in.txt > st1 2> p1.err; echo \$? > p1.rc"
+	p1=$(port_of p1.port)
 	spawn "gdsub -P 127.0.0.1:$p1 --name s1 -f frame --retry-interval 0.05 --max-retries 200 --linger 5 2> s1.err |
-		gdpub -p $p2 -n 2 -t ${T2:-5} -f frame --wait-ready=10 2> p2.err | tee st2 |
+		gdpub -p 0 --port-file p2.port -n 2 -t ${T2:-5} -f frame --wait-ready=10 2> p2.err | tee st2 |
 		gdack -P 127.0.0.1:$p1 --name s1 -f status 2> a1.err; echo \${PIPESTATUS[*]} > c.rc"
+	p2=$(port_of p2.port)
 	spawn "gdsub -P 127.0.0.1:$p2 --name a --retry-interval 0.05 --max-retries 200 --linger 5 2> a.sub.err |
 		gdack -P 127.0.0.1:$p2 --name a --tee > outa 2> a.ack.err; echo \${PIPESTATUS[*]} > a.rc"
 	spawn "gdsub -P 127.0.0.1:$p2 --name b --retry-interval 0.05 --max-retries 200 --linger 5 2> b.sub.err | $hold
@@ -714,10 +710,9 @@ cascade() {
 }
 
 @test "a TCP gdsub against gdpub -o is refused: it is told to use gdsub -i, exit 69; gdpub logs it" {
-	port=$(free_port)
 	feed_open in.fifo
-	spawn "gdpub -p $port -n 1 -t 5 -o pub.gds < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 5 -o pub.gds < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
 	expect_fail 69 "gdsub: publisher 127.0.0.1:$port writes its blocks as a framed stream (gdpub -o), not over TCP; read that stream with gdsub -i" -- \
 		gdsub -P "127.0.0.1:$port" --name tcpsub --retry-interval 0.05 --max-retries 3
 	wait_until 10 has_line pub.err 'asked for blocks'
@@ -729,10 +724,9 @@ cascade() {
 # A TCP gdsub refused by gdpub -o gets no GD slot, so it cannot make
 # gdpub READY and start publishing with nobody able to acknowledge.
 @test "a refused TCP gdsub does not make gdpub -o READY: --wait-ready still times out, exit 69" {
-	port=$(free_port)
 	seq 1 3 > in.txt
-	spawn "gdpub -p $port -n 1 -t 1 -o pub.gds --wait-ready=1.5 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
-	wait_until 10 listening "$port"
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 1 -o pub.gds --wait-ready=1.5 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --name tcpsub --retry-interval 0.05 --max-retries 3
 	assert_failure 69
 	wait_until 10 test -s pub.rc
@@ -805,13 +799,15 @@ for l in open(sys.argv[1], "rb"):
 ' "$1" "$2"
 }
 
-@test "armor: gdpub -o FILE --armor writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
+@test "armor: gdpub -o FILE --armor --armor-batch 1 writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
 	port=$(free_port)
 	printf 'a\nb b\n\nlast\n' > in.txt
-	gdpub -p "$port" -o pub.txt --armor < in.txt
+	gdpub -p "$port" -o pub.txt --armor --armor-batch 1 < in.txt
 	gdpub -p "$port" -o pub.gds < in.txt
 	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' pub.txt
 	assert_output 0
+	# 4 blocks, a floor, the end
+	assert_equal "$(nlines pub.txt)" 6
 	# base64 alone gives frames the independent decoder accepts
 	unarmor pub.txt un.gds
 	run decode un.gds
@@ -833,8 +829,8 @@ end 0 0 0 127.0.0.1:$port 0 -"
 @test "armor: lines repeated, reordered, interleaved with another publisher's and one bad: each block written once, the bad line reported with its number, gdinspect decode exits 65" {
 	p1=$(free_port)
 	p2=$(free_port)
-	seq 1 50 | gdpub -p "$p1" -o - --armor > a.txt
-	seq 1 30 | gdpub -p "$p2" -o - --armor > b.txt
+	seq 1 50 | gdpub -p "$p1" -o - --armor --armor-batch 1 > a.txt
+	seq 1 30 | gdpub -p "$p2" -o - --armor --armor-batch 1 > b.txt
 	# every line twice, the two publishers interleaved, pairs swapped, and
 	# line 7 of the result cut short
 	python -c '
@@ -863,7 +859,7 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	expect_usage gdpub "--armor needs -o: it armors the stream that -o writes" -- gdpub -p 7001 --armor
 	expect_usage gdinspect "--max-block-size applies to decode only, not to stats" -- gdinspect -p 7001 --max-block-size 10 stats
 	expect_usage gdsub "invalid value '0' for --max-block-size: expected an integer from 1 to 1073741824" -- gdsub -i - -P 127.0.0.1:7001 --max-block-size 0
-	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor > big.txt
+	printf 'x\n%s\ny\n' "$(head -c 3000 /dev/zero | tr '\0' z)" | gdpub -p 7001 -o - --armor --armor-batch 1 > big.txt
 	run --separate-stderr gdsub -i big.txt -P 127.0.0.1:7001 --no-gd --max-block-size 100
 	assert_success
 	assert_equal "$stderr" "gdsub: big.txt: line 2: bad armored line skipped: frame payload of 3000 bytes is over the limit of 100"
@@ -882,4 +878,94 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 	# without -i every attempt is reported
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries 2 --retry-interval 0.05
 	[[ "$stderr" == *"(attempt 1 of 2)"* ]]
+}
+
+# line_lengths FILE: the longest line of FILE, newline included
+longest_line() {
+	awk '{ if (length($0) + 1 > m) m = length($0) + 1 } END { print m + 0 }' "$1"
+}
+
+@test "armor: the frames ready at once share lines of at most --armor-batch bytes (default 65536); every line decodes alone; a frame longer than the batch has a line of its own" {
+	port=$(free_port)
+	seq 1000 | gdpub -p "$port" -o b4k.txt --armor --armor-batch 4096
+	seq 1000 | gdpub -p "$port" -o bdef.txt --armor
+	# 1000 frames of 63 to 66 bytes: at most 48 a line of 4096 bytes
+	[ "$(longest_line b4k.txt)" -le 4096 ]
+	[ "$(nlines b4k.txt)" -ge 21 ]
+	[ "$(nlines b4k.txt)" -lt 100 ]
+	[ "$(longest_line bdef.txt)" -le 65536 ]
+	[ "$(nlines bdef.txt)" -lt 10 ]
+	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' b4k.txt
+	assert_output 0
+	# each line alone is a whole input: its frames, no error
+	total=0
+	while IFS= read -r l; do
+		printf '%s\n' "$l" > one.txt
+		n=$(gdinspect decode one.txt | sed 1d | wc -l)
+		[ "$n" -ge 1 ]
+		total=$((total + n))
+	done < b4k.txt
+	assert_equal "$total" 1002
+	for f in b4k.txt bdef.txt; do
+		run --separate-stderr gdsub -i "$f" -P "127.0.0.1:$port" --no-gd
+		assert_success
+		assert_equal "$stderr" ""
+		assert_equal "$(cut -f2 <<<"$output")" "$(seq 1000)"
+	done
+	# a 3000-byte block between small ones, batches of 1000 bytes: it
+	# comes alone, in order
+	{ seq 5; head -c 3000 /dev/zero | tr '\0' z; echo; seq 6 10; } > in.txt
+	gdpub -p "$port" -o big.txt --armor --armor-batch 1000 < in.txt
+	run --separate-stderr gdsub -i big.txt -P "127.0.0.1:$port" --no-gd
+	assert_success
+	assert_equal "$(cut -f2 <<<"$output")" "$(cat in.txt)"
+	[ "$(awk 'length($0) > 3000' big.txt | wc -l)" -eq 1 ]
+	[ "$(awk 'length($0) <= 3000 && length($0) + 1 > 1000' big.txt | wc -l)" -eq 0 ]
+}
+
+@test "armor: one-frame lines written before batches (the gdkit-stream(5) example) and batched lines in one input are both read" {
+	old='GDK1:Z2YBAA4AAAAFAAAAAQAAAAAAAAABAAAAAAAAABU5FeEvsuwYAQAAAAAAAABoZWxsbzEyNy4wLjAuMTo3MDAxuIB6hQ=='
+	printf '%s\n' "$old" > old.txt
+	run --separate-stderr gdsub -i old.txt -P 127.0.0.1:7001 --no-gd
+	assert_success
+	assert_equal "$output" "$(printf '127.0.0.1:7001/1\thello')"
+	seq 2 4 | gdpub -p 7002 -o new.txt --armor
+	# 5 frames (3 blocks, a floor, the end) in fewer lines
+	[ "$(nlines new.txt)" -lt 5 ]
+	cat old.txt new.txt old.txt > mixed.txt
+	run --separate-stderr gdinspect decode mixed.txt
+	assert_success
+	assert_equal "$stderr" ""
+	assert_equal "$(sed 1d <<<"$output" | awk '{ print $1, $NF }')" "$(printf '%s\n' \
+		"127.0.0.1:7001/1 \"hello\"" "127.0.0.1:7002/1 \"2\"" "127.0.0.1:7002/2 \"3\"" \
+		"127.0.0.1:7002/3 \"4\"" "127.0.0.1:7002 -" "127.0.0.1:7002 -" "127.0.0.1:7001/1 \"hello\"")"
+	run --separate-stderr gdsub -i mixed.txt -P 127.0.0.1:7001 -P 127.0.0.1:7002 --no-gd
+	assert_success
+	assert_equal "$(cut -f2 <<<"$output")" "$(printf 'hello\n2\n3\n4')"
+}
+
+@test "armor: --armor-batch out of 1..1048576, not a number, or without --armor is a usage error" {
+	for v in 0 -1 1048577 99999999999999999999 abc 10k ""; do
+		expect_usage gdpub "invalid value '$v' for --armor-batch: expected bytes from 1 to 1048576 (the longest armored line of several frames; 1: one frame a line)" -- gdpub -p 7001 -o - --armor --armor-batch "$v"
+	done
+	expect_usage gdpub "--armor-batch needs --armor: it sizes the armored lines" -- gdpub -p 7001 -o - --armor-batch 100
+	run gdpub --help
+	assert_output --partial "--armor-batch BYTES"
+}
+
+@test "armor: a line longer than the reader's bound (1048577 bytes with a small --max-block-size) is reported and skipped; the next line is read" {
+	seq 2 | gdpub -p 7001 -o good.txt --armor
+	python -c '
+import sys
+sys.stdout.write("GDK1:" + "A" * 1100000 + "\n")
+sys.stdout.write(open("good.txt").read())
+' > long.txt
+	run --separate-stderr gdsub -i long.txt -P 127.0.0.1:7001 --no-gd --max-block-size 100
+	assert_success
+	assert_equal "$stderr" "gdsub: long.txt: line 1: bad armored line skipped: longer than 1048577 bytes, the longest batch (1048576 bytes, gdpub --armor-batch) or the armor of a frame of the largest payload (100 bytes, GDsub_maxBlockSize, --max-block-size)"
+	assert_equal "$(cut -f2 <<<"$output")" "$(seq 2)"
+	run --separate-stderr gdinspect decode --max-block-size 100 long.txt
+	assert_failure 65
+	assert_equal "$(head -n 1 <<<"$stderr")" "gdinspect: long.txt: line 1: bad armored line skipped: longer than 1048577 bytes, the longest batch (1048576 bytes, gdpub --armor-batch) or the armor of a frame of the largest payload (100 bytes, --max-block-size)"
+	assert_equal "$(sed 1d <<<"$output" | wc -l)" 4
 }

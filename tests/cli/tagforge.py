@@ -86,7 +86,7 @@ class Stream:
             if self.armored:
                 while b"\n" in self.buf:
                     line, self.buf = self.buf.split(b"\n", 1)
-                    yield base64.b64decode(line.rstrip(b"\r")[5:])
+                    yield from line_frames(line)
                 continue
             while True:
                 if self.buf[:1] == b"\x89" and len(self.buf) >= 16:
@@ -156,11 +156,21 @@ def replay(args):
                 s.put(f)
 
 
+def line_frames(line):
+    """The frames of an armored line: one or more (gdpub --armor-batch)."""
+    data, out, i = base64.b64decode(line.rstrip(b"\r")[5:]), [], 0
+    while i + 44 <= len(data):
+        _, _, _, olen, tlen, _, plen = HDR.unpack_from(data, i)[:7]
+        n = 44 + plen + olen + tlen + 4
+        out.append(data[i:i + n])
+        i += n
+    return out
+
+
 def frames_of(data):
     """Every frame of a whole stream (binary or armored) in memory."""
     if data[:1] != b"\x89":
-        return [base64.b64decode(l.rstrip(b"\r")[5:])
-                for l in data.split(b"\n") if l]
+        return [f for l in data.split(b"\n") if l for f in line_frames(l)]
     out, i = [], 0
     while i < len(data):
         if data[i] == 0x89:

@@ -79,19 +79,22 @@ sub_in() {
 	assert_equal "$(cat s.rc)" "0 0"
 }
 
+# The replay goes in before block 3, so gdpub, which waits for ACK 3,
+# cannot end before gdsub has read it (after its end, another run's frames
+# could be a restart not yet seen).
 @test "frames of another run replayed into this one are not written, and do not make gdsub forget this run: its frames replayed after them stay duplicates" {
 	mkkey k
 	port=$(free_port)
 	printf 'old-1\nold-2\nold-3\n' | gdpub -p "$port" -o - --armor --auth-key-file k > run1.txt
 	sub_in s "$port" "--auth-key-file k"
 	spawn "printf 'new-1\nnew-2\nnew-3\n' | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
-		python $BATS_TEST_DIRNAME/tagforge.py replay run1.txt 3 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+		python $BATS_TEST_DIRNAME/tagforge.py replay run1.txt 2 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
 	wait_until 30 test -s pub.rc
 	assert_equal "$(cat pub.rc)" "0 0 0"
 	assert_equal "$(cat pub.st)" "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
-	wait_until 10 stats_are 'd["received"] >= 6'
+	wait_until 10 stats_are 'd["received"] >= 5'
 	assert_equal "$(cut -f2 s.out)" "$(printf 'new-1\nnew-2\nnew-3')"
-	stats_are 'd["bad_tags"] == 0 and d["unique"] == 3 and d["duplicates"] == 3'
+	stats_are 'd["bad_tags"] == 0 and d["unique"] == 3 and d["duplicates"] == 2'
 	run grep -Ec "^gdsub: the stream holds frames of another run of publisher 127.0.0.1:$port \(epoch [0-9]+\) than the one it answers for \(epoch [0-9]+\): a restart not yet seen, or a replay; not written, not acknowledged$" s.sub.err
 	assert_output 1
 	feed_close

@@ -33,6 +33,8 @@ Faults (byte offsets count per connection and per direction, from 0):
   --reset            drop with a TCP reset (SO_LINGER 0) instead of a FIN
   --seed S           seed of --drop-random (default: from the clock)
   --port-file FILE   write the listening port to FILE as well
+  --record FILE      append every byte relayed, both ways, to FILE (what
+                     an eavesdropper on the wire would see)
 SIGUSR1 drops every open connection at once (the chaos harness's "network
 cut"); SIGTERM and SIGINT stop the relay. A target that refuses a
 connection gets the client's connection closed at once, as if the
@@ -151,6 +153,10 @@ class Conn:
                         pass
                     return
                 start, off = off, off + len(b)
+                if self.relay.rec is not None:
+                    with self.relay.rlock:
+                        self.relay.rec.write(b)
+                        self.relay.rec.flush()
                 if not hit:
                     dst.sendall(b)
                     continue
@@ -205,6 +211,7 @@ class Relay:
         self.rng = random.Random(a.seed)
         self.count = 0
         self.served = 0	# connections that reached the target
+        self.rec = open(a.record, "ab") if a.record else None
 
     def forget(self, c):
         with self.cl:
@@ -261,6 +268,7 @@ def main():
     p.add_argument("--reset", action="store_true")
     p.add_argument("--seed", type=int)
     p.add_argument("--port-file")
+    p.add_argument("--record")
     a = p.parse_args()
     host, _, tport = a.target.rpartition(":")
     a.thost, a.tport = host.strip("[]") or "127.0.0.1", int(tport)

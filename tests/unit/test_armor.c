@@ -220,9 +220,11 @@ TEST(over_the_limit)
 	b = line_of(1, data, sizeof(data), &n);
 	ASSERT_EQ(gd_armor_decode(b, n - 1, 2000, &f, err, sizeof(err)), 0);
 	free(b);
-	/* the longest line for a limit: 300-byte origin, a tag, CR LF */
-	ASSERT_EQ(gd_armor_line_max(2000), 5 + (48 + 2000 + 300 + 16 + 2) / 3 *
-	    4 + 2);
+	/* the longest line for a limit: 300-byte origin, a tag, CR LF; at
+	 * least the longest batch, whatever the limit */
+	ASSERT_EQ(gd_armor_line_max(2000), GD_ARMOR_BATCH_MAX + 1);
+	ASSERT_EQ(gd_armor_line_max(1048576),
+	    5 + (48 + 1048576 + 300 + 16 + 2) / 3 * 4 + 2);
 	ASSERT_EQ(gd_armor_line_max(0), gd_armor_line_max(1u << 30));
 }
 
@@ -236,6 +238,112 @@ TEST(starts)
 	ASSERT_EQ(gd_armor_starts((const uint8_t *)"hello", 5), 0);
 }
 
+/* frames 1..k of payload "pN" one after the other in frames[], their
+ * total length returned */
+static size_t frames_of(uint8_t *frames, unsigned k)
+{
+	size_t n = 0;
+	unsigned i;
+
+	for (i = 1; i <= k; i++) {
+		struct gd_sframe f;
+		char data[8];
+
+		memset(&f, 0, sizeof(f));
+		f.type = GD_SF_BLOCK;
+		f.id = f.seq = i;
+		f.epoch = 1;
+		f.origin = ORIGIN;
+		f.origin_len = strlen(ORIGIN);
+		f.len = (uint32_t)snprintf(data, sizeof(data), "p%u", i);
+		f.data = (const uint8_t *)data;
+		n += gd_sframe_put(frames + n, &f);
+	}
+	return n;
+}
+
+TEST(batched_line)
+{
+	static uint8_t frames[4096], line[8192];
+	struct gd_armor_line a;
+	struct gd_sframe f;
+	char err[200];
+	size_t n = frames_of(frames, 3), L;
+	unsigned i;
+
+	L = gd_armor_encode(line, frames, n);
+	ASSERT_EQ(L, gd_armor_size(n));
+	ASSERT_EQ(line[L - 1], '\n');
+	/* the same characters as one frame's armor would give */
+	{
+		uint8_t same[8192];
+		memcpy(same + GD_ARMOR_PREFIX_LEN, frames, n);
+		ASSERT_EQ(gd_armor_in_place(same, n), L);
+		ASSERT(memcmp(same, line, L) == 0);
+	}
+	ASSERT_EQ(gd_armor_open(&a, line, L - 1, 0, err, sizeof(err)), 0);
+	for (i = 1; i <= 3; i++) {
+		ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), 1);
+		ASSERT_EQ(f.id, i);
+		ASSERT_EQ(f.len, 2);
+		ASSERT_EQ(f.data[1], '0' + i);
+	}
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), 0);
+	ASSERT_EQ(a.frames, 3);
+	/* one frame expected: the rest is bytes after it */
+	L = gd_armor_encode(line, frames, n);
+	ASSERT_EQ(gd_armor_decode(line, L - 1, 0, &f, err, sizeof(err)), -1);
+	ASSERT_STR(err, "128 bytes after its frame");
+}
+
+TEST(batched_line_damaged)
+{
+	static uint8_t frames[4096], line[8192];
+	struct gd_armor_line a;
+	struct gd_sframe f;
+	char err[200];
+	size_t n = frames_of(frames, 3), L, one = n / 3;
+
+	/* a payload byte of frame 2: frame 1 stays good, 2 and 3 are lost */
+	frames[one + GD_SFRAME_HDR] ^= 1;
+	L = gd_armor_encode(line, frames, n);
+	ASSERT_EQ(gd_armor_open(&a, line, L - 1, 0, err, sizeof(err)), 0);
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), 1);
+	ASSERT_EQ(f.id, 1);
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), -1);
+	ASSERT_STR(err, "frame 2 of the line, after 1 good: frame CRC32C "
+	    "mismatch (header or payload damaged)");
+	/* the line cut inside frame 3 */
+	frames[one + GD_SFRAME_HDR] ^= 1;
+	L = gd_armor_encode(line, frames, n - 9);
+	ASSERT_EQ(gd_armor_open(&a, line, L - 1, 0, err, sizeof(err)), 0);
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), 1);
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), 1);
+	ASSERT_EQ(gd_armor_next(&a, &f, err, sizeof(err)), -1);
+	ASSERT(strncmp(err, "frame 3 of the line, after 2 good: ", 35) == 0);
+	/* base64 damage anywhere loses the whole line */
+	L = gd_armor_encode(line, frames, n);
+	line[L / 2] = '*';
+	ASSERT_EQ(gd_armor_open(&a, line, L - 1, 0, err, sizeof(err)), -1);
+	ASSERT_STR(err, "a byte that is not base64");
+}
+
+TEST(batch_room)
+{
+	size_t b;
+
+	/* the most frame bytes whose line fits the batch, newline included */
+	for (b = 1; b < 300; b++) {
+		size_t r = gd_armor_batch_room(b);
+		if (r > 0)
+			ASSERT(gd_armor_size(r) <= b);
+		ASSERT(gd_armor_size(r + 3) > b);
+	}
+	ASSERT_EQ(gd_armor_batch_room(1), 0);
+	ASSERT_EQ(gd_armor_size(gd_armor_batch_room(GD_ARMOR_BATCH_DEFAULT)),
+	    GD_ARMOR_BATCH_DEFAULT - 2);
+}
+
 int main(void)
 {
 	RUN(rfc4648_vectors);
@@ -245,5 +353,8 @@ int main(void)
 	RUN(bad_lines);
 	RUN(over_the_limit);
 	RUN(starts);
+	RUN(batched_line);
+	RUN(batched_line_damaged);
+	RUN(batch_room);
 	return UNIT_DONE();
 }

@@ -8,6 +8,9 @@
 #include "unit.h"
 
 #include <dirent.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <fcntl.h>
 #include <math.h>
 #include <signal.h>
@@ -188,6 +191,8 @@ static const char *where(int line, const char *key)
 /* a key file that GDpub_authKeyFile and GDsub_authKeyFile accept, made
  * in tmpdir by main (the keys check the file when they are set) */
 static char keyfile[600];
+/* a certificate and its key that the GD*_tls* keys accept (main) */
+static char certfile[600], tlskey[600];
 
 struct kv {
 	const char *key;
@@ -209,6 +214,10 @@ static const struct kv kvs[] = {
 	{ "GDpub_fsync", "batch", "always" },
 	{ "GDpub_ctl", "/tmp/gdpub.sock", NULL },
 	{ "GDpub_authKeyFile", keyfile, NULL },
+	{ "GDpub_tlsCert", certfile, NULL },
+	{ "GDpub_tlsKey", tlskey, NULL },
+	{ "GDpub_tlsCA", certfile, NULL },
+	{ "GDpub_tlsMinVersion", "1.2", NULL },
 	{ "GDpub_maxConnections", "64", NULL },
 	{ "GDpub_discardInterval", "60", "30" },
 	{ "GDpub_sendTimeout", "60", "-1" },
@@ -230,6 +239,10 @@ static const struct kv kvs[] = {
 	{ "GDsub_dedup", "index", NULL },
 	{ "GDsub_consecutive", "1", NULL },
 	{ "GDsub_authKeyFile", keyfile, NULL },
+	{ "GDsub_tlsCA", certfile, NULL },
+	{ "GDsub_tlsCert", certfile, NULL },
+	{ "GDsub_tlsKey", tlskey, NULL },
+	{ "GDsub_tlsMinVersion", "1.3", NULL },
 	{ "GDsub_reliability", "", "ordered" },
 	{ "GDsub_retryCount", "0", "5" },
 	{ "GDsub_connectionCached", "1", "0" },
@@ -1573,10 +1586,39 @@ TEST(set_option_multi_key)
 	gd_conf_free(&c);
 }
 
+/* certfile, self-signed, and its key tlskey */
+static void make_tls_files(void)
+{
+	EVP_PKEY *k = EVP_PKEY_Q_keygen(NULL, NULL, "EC", "P-256");
+	X509 *x = X509_new();
+	FILE *f;
+
+	snprintf(certfile, sizeof(certfile), "%s/cert.pem", tmpdir);
+	snprintf(tlskey, sizeof(tlskey), "%s/tls.key", tmpdir);
+	if (k == NULL || x == NULL)
+		exit(2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, k);
+	X509_set_issuer_name(x, X509_get_subject_name(x));
+	if (X509_sign(x, k, EVP_sha256()) == 0 ||
+	    (f = fopen(certfile, "w")) == NULL || !PEM_write_X509(f, x))
+		exit(2);
+	fclose(f);
+	if ((f = fopen(tlskey, "w")) == NULL ||
+	    !PEM_write_PrivateKey(f, k, NULL, NULL, 0, NULL, NULL))
+		exit(2);
+	fclose(f);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
 int main(void)
 {
 	gd_log_init("tests/test_conf");
 	mk_tmpdir();
+	make_tls_files();
 	{
 		int fd;
 		snprintf(keyfile, sizeof(keyfile), "%s/gd.key", tmpdir);

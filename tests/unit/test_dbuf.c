@@ -5,8 +5,10 @@
 #include "dbuf.h"
 #include "unit.h"
 
+#include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 TEST(test_add_kinds)
 {
@@ -221,6 +223,42 @@ TEST(test_strerror)
 	ASSERT_STR(gd_dbuf_strerror(GD_DBUF_TOOBIG), "over its size limit");
 }
 
+/* gd_dbuf_read: a full buffer doubles, the last step stops at the cap,
+ * a read at the cap is refused with the bytes kept; the end of input and
+ * a failed read are told apart. */
+TEST(test_read_to_the_cap)
+{
+	struct gd_dbuf b;
+	char src[100];
+	int fd[2];
+	size_t i;
+
+	for (i = 0; i < sizeof(src); i++)
+		src[i] = (char)('a' + i % 26);
+	ASSERT_EQ(pipe(fd), 0);
+	ASSERT_EQ(write(fd[1], src, sizeof(src)), (long long)sizeof(src));
+	gd_dbuf_init(&b, 100);
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 63);	/* 64 bytes, NUL one */
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 37);	/* 101: not 128 */
+	ASSERT_EQ(b.alloc, 101);
+	ASSERT_EQ(gd_dbuf_len(&b), 100);
+	ASSERT(memcmp(gd_dbuf_ptr(&b), src, sizeof(src)) == 0);
+	ASSERT_EQ(write(fd[1], "z", 1), 1);
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), GD_DBUF_TOOBIG);
+	ASSERT_EQ(gd_dbuf_len(&b), 100);		/* as it was */
+	ASSERT(memcmp(gd_dbuf_ptr(&b), src, sizeof(src)) == 0);
+	gd_dbuf_consume(&b, 50);			/* room again */
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 1);
+	ASSERT_EQ(gd_dbuf_ptr(&b)[50], 'z');
+	close(fd[1]);
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), 0);	/* the end of input */
+	close(fd[0]);
+	errno = 0;
+	ASSERT_EQ(gd_dbuf_read(&b, fd[0]), GD_DBUF_IOERR);
+	ASSERT_EQ(errno, EBADF);
+	gd_dbuf_free(&b);
+}
+
 int main(void)
 {
 	RUN(test_add_kinds);
@@ -234,5 +272,6 @@ int main(void)
 	RUN(test_truncate_consume_reset);
 	RUN(test_take);
 	RUN(test_strerror);
+	RUN(test_read_to_the_cap);
 	return UNIT_DONE();
 }

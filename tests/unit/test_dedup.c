@@ -200,7 +200,7 @@ TEST(dedup_prune_frees_and_reuses)
 				freed += gd_dedup_prune(&d, i - 50);
 		}
 		ASSERT(freed > 99000);
-		ASSERT_EQ(d.cap, 1024);
+		ASSERT_EQ(d.slab.cap, 1024);
 	}
 	gd_dedup_free(&d);
 }

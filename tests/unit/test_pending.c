@@ -268,7 +268,7 @@ TEST(free_slot_reuse)
 	gd_pending_remove(&p, c);
 	d = gd_pending_add(&p, 4, 4, 0, 0, 0, 0);
 	ASSERT(d == b || d == c);
-	ASSERT_EQ(p.cap, 1024);			/* no growth for reuse */
+	ASSERT_EQ(p.slab.cap, 1024);		/* no growth for reuse */
 	/* steady state add/remove never grows the slot array */
 	{
 		uint64_t seq;
@@ -277,7 +277,7 @@ TEST(free_slot_reuse)
 			gd_pending_remove(&p, s);
 		}
 	}
-	ASSERT_EQ(p.cap, 1024);
+	ASSERT_EQ(p.slab.cap, 1024);
 	ASSERT_EQ(p.count, 1);
 	ASSERT_EQ(gd_pending_find(&p, 4), d);
 	ASSERT_U64(gd_pending_floor(&p, 50000), 4);
@@ -304,7 +304,7 @@ static void grow_and_remove(uint32_t total)
 	}
 	ASSERT_EQ(bad, 0);
 	ASSERT_EQ(p.count, total);
-	ASSERT(p.cap >= total);
+	ASSERT(p.slab.cap >= total);
 	ASSERT(list_ok(&p));
 	for (i = 0; i < total; i++)
 		if (gd_pending_find(&p, id_of(i)) != slot[i])
