@@ -109,7 +109,7 @@ size_t gd_stream_header(uint8_t *dst)
 	return gd_stream_header_v(dst, GD_STREAM_VERSION);
 }
 
-void gd_sframe_hdr(uint8_t *dst, const struct gd_sframe *f)
+static void sframe_hdr(uint8_t *dst, const struct gd_sframe *f)
 {
 	dst[0] = 'g';
 	dst[1] = 'f';
@@ -126,16 +126,22 @@ void gd_sframe_hdr(uint8_t *dst, const struct gd_sframe *f)
 	gd_put64(dst + 36, f->epoch);
 }
 
-size_t gd_sframe_put(uint8_t *dst, const struct gd_sframe *f)
+size_t gd_sframe_put_body(uint8_t *dst, const struct gd_sframe *f)
 {
 	size_t n = GD_SFRAME_HDR;
 
-	gd_sframe_hdr(dst, f);
+	sframe_hdr(dst, f);
 	if (f->len)
 		memcpy(dst + n, f->data, f->len);
 	n += f->len;
 	memcpy(dst + n, f->origin, f->origin_len);
-	n += f->origin_len;
+	return n + f->origin_len;
+}
+
+size_t gd_sframe_put(uint8_t *dst, const struct gd_sframe *f)
+{
+	size_t n = gd_sframe_put_body(dst, f);
+
 	if (f->tag_len) {
 		memcpy(dst + n, f->tag, f->tag_len);
 		n += f->tag_len;

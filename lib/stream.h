@@ -76,9 +76,9 @@ static inline size_t gd_sframe_tsize(size_t origin_len, size_t len,
 {
 	return gd_sframe_size(origin_len, len) + tag_len;
 }
-/* The fixed header of f (GD_SFRAME_HDR bytes, what gd_sframe_put writes
- * first): the tag (tag.h) covers it. */
-void gd_sframe_hdr(uint8_t *dst, const struct gd_sframe *f);
+/* Encode f's header, payload and origin at dst, the bytes its tag
+ * (tag.h) covers; returns their count. */
+size_t gd_sframe_put_body(uint8_t *dst, const struct gd_sframe *f);
 /* Encode f at dst (gd_sframe_tsize bytes), with its tag when f->tag_len;
  * returns the size. */
 size_t gd_sframe_put(uint8_t *dst, const struct gd_sframe *f);

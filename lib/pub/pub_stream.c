@@ -65,10 +65,17 @@ static uint8_t *batch_room(struct pub *p, size_t size)
 	return p->abuf + p->alen;
 }
 
+/* f at dst, tagged when the run has a key; its size */
+static size_t put(struct pub *p, uint8_t *dst, const struct gd_sframe *f)
+{
+	return p->tags ? gd_tag_sframe_put(&p->tk, dst, f) :
+	    gd_sframe_put(dst, f);
+}
+
 static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 {
 	struct gd_sframe f;
-	uint8_t *d, tag[GD_SFRAME_TAG];
+	uint8_t *d;
 	size_t size;
 
 	memset(&f, 0, sizeof(f));
@@ -84,24 +91,18 @@ static void frame(struct pub *p, uint8_t type, const struct gd_block *b)
 		f.data = b->data;
 		f.len = b->len;
 	}
-	if (p->tags) {
+	if (p->tags)
 		f.tag_len = GD_SFRAME_TAG;
-		gd_tag_sframe(&p->tk, &f, tag);
-		f.tag = tag;
-	}
 	size = gd_sframe_tsize(f.origin_len, f.len, f.tag_len);
 	if (p->opt.armor && (d = batch_room(p, size)) != NULL) {
-		p->alen += gd_sframe_put(d, &f);
+		p->alen += put(p, d, &f);
 		return;
 	}
 	if ((d = gd_out_reserve(&p->sout, p->opt.armor ? gd_armor_size(size) :
 	    size)) != NULL) {
-		if (p->opt.armor) {
-			gd_sframe_put(d + GD_ARMOR_PREFIX_LEN, &f);
+		put(p, p->opt.armor ? d + GD_ARMOR_PREFIX_LEN : d, &f);
+		if (p->opt.armor)
 			size = gd_armor_in_place(d, size);
-		} else {
-			size = gd_sframe_put(d, &f);
-		}
 		gd_out_commit(&p->sout, size);
 	} else {
 		no_memory(p);

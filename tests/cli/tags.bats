@@ -162,3 +162,23 @@ sub_in() {
 	assert_success
 	assert_equal "$(grep -c "^127.0.0.1:$port/" <<<"$output")" 2
 }
+
+@test "every frame's tag, binary and armored, is the one gdkit-stream(5) TAGS gives, computed apart (tagcheck.py: HMAC-SHA256 run key, SipHash-2-4-128)" {
+	mkkey k
+	port=$(free_port)
+	# payloads of 0 to 23 bytes: the frame's end at every place in a word;
+	# and one of 3000
+	python -c 'for i in list(range(24)) + [3000]: print("x" * i)' > in.txt
+	gdpub -p "$port" -o - --auth-key-file k < in.txt > t.gds
+	gdpub -p "$port" -o - --armor --auth-key-file k < in.txt > t.txt
+	for f in t.gds t.txt; do
+		run python "$BATS_TEST_DIRNAME/tagcheck.py" check k < "$f"
+		assert_success
+		assert_output "27 frames, 27 tags good"	# 25 blocks, floor, end
+	done
+	# and a tag it does not give is told
+	python "$BATS_TEST_DIRNAME/tagforge.py" forge --only --tag junk 7:x < t.txt > forged.txt
+	run python "$BATS_TEST_DIRNAME/tagcheck.py" check k < forged.txt
+	assert_failure
+	assert_output "tagcheck.py: frame 1: tag 5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a5a is not the one the key gives"
+}
