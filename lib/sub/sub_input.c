@@ -143,11 +143,15 @@ static int tag_ok(struct sub *s, struct sub_pub *pc, const struct gd_sframe *f,
  * authenticated welcome named changes nothing, though its tag is good:
  * were it to move the stream to its run, a replayed frame of an old run
  * would make gdsub forget this run's blocks, and their replays would be
- * written again. Its blocks count as stale, as without a key. */
+ * written again. Its blocks count as stale, as without a key. So also
+ * after the publisher ended its run: its frames that still come are of
+ * that run, and another run's, which no welcome named, could never be
+ * acknowledged (a replay written once more, or a restart whose blocks
+ * come back by resend once gdsub connects to it). */
 static int other_run(struct sub *s, struct sub_pub *pc,
     const struct gd_sframe *f)
 {
-	if (!s->conf->gd || pc->state == SUB_PS_ENDED || f->epoch == pc->epoch)
+	if (!s->conf->gd || f->epoch == pc->epoch)
 		return 0;
 	if (f->type == GD_SF_BLOCK)
 		s->in.n_stale++;

@@ -108,6 +108,32 @@ sub_in() {
 	has_line s.sub.err '^gdsub: 3 blocks came from an earlier run of their publisher and were not acknowledged$'
 }
 
+# Once the publisher ended its run, gdsub takes no other run from the
+# stream either: a replay of an old run's frames, then of this run's,
+# wrote this run's blocks a second time (the old run's moved the stream
+# and made gdsub forget this one's).
+@test "after the publisher ended its run, an old run's frames and then this run's, replayed, are not written: no block twice" {
+	mkkey k
+	printf 'old-1\nold-2\nold-3\n' | gdpub -p 0 --port-file run1.port -o - --armor --auth-key-file k > run1.txt
+	port=$(cat run1.port)
+	feed_open in.fifo
+	spawn "printf 'new-1\nnew-2\nnew-3\n' | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
+		tee run2.txt > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
+	sub_in s "$port" "--auth-key-file k -v"
+	wait_until 30 test -s pub.rc
+	assert_equal "$(cat pub.rc)" "0 0 0"
+	assert_equal "$(cat pub.st)" "$(printf 'READY\nACK 1\nACK 2\nACK 3')"
+	wait_until 30 has_line s.sub.err "publisher 127.0.0.1:$port ended its stream"
+	cat run1.txt run2.txt >&7
+	wait_until 10 stats_are 'd["received"] >= 6'
+	stats_are 'd["bad_tags"] == 0 and d["unique"] == 3'
+	feed_close
+	wait_until 30 test -s s.rc
+	assert_equal "$(cut -f2 s.out)" "$(printf 'new-1\nnew-2\nnew-3')"
+	# -v: each line starts with the time
+	has_line s.sub.err " gdsub: the stream holds frames of another run of publisher 127.0.0.1:$port "
+}
+
 @test "a stream without tags into a gdsub with a key is refused with 65, in one line" {
 	mkkey k
 	seq 3 | gdpub -p 0 --port-file pub.port -o - > plain.gds
