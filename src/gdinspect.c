@@ -115,7 +115,7 @@ static const struct command {
 	{ "stats", NULL, 0, 0, NULL, C_PROM, run_ctl,
 	    "counters" },
 	{ "measure", "SENT RECEIVED", 2, 2, "two files: SENT RECEIVED",
-	    C_EXACT, run_measure,
+	    C_EXACT | C_NOWATCH, run_measure,
 	    "from two files of keys or IDs: reliability R = Ru/S,\n"
 	    "            uniqueness UR = Ru/R and the delivery mode achieved" },
 	{ "decode", "FILE", 0, 1, NULL, C_MAXBLOCK | C_NOWATCH, run_decode,

@@ -78,3 +78,12 @@ assert abs(d["uniqueness"] - float(sys.argv[3])) < 1e-6, d
 	assert_failure 65
 	assert_equal "$stderr" "gdinspect: empty lists no block: nothing to measure"
 }
+
+@test "measure: --watch is refused (64), as gdinspect(1) says, not ignored" {
+	seq 1 2 > sent
+	cp sent recv
+	run --separate-stderr gdinspect --watch 1 measure sent recv
+	assert_failure 64
+	[ "${stderr_lines[0]}" = "gdinspect: cannot use --watch with measure" ]
+	[ -z "$output" ]
+}
