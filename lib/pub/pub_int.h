@@ -255,7 +255,7 @@ void pub_journal_free(struct pub *p);
 int pub_input_start(struct pub *p);
 /* Send a block now (after the cluster's say): sequence index, journal,
  * pending table, sink. */
-void pub_send_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
     const uint8_t *pl, size_t plen, uint64_t tnow);
 void pub_kick(struct pub *p);
 void pub_drop_input(struct pub *p);
@@ -291,10 +291,10 @@ int pub_tls_in(struct sconn *c, size_t nread, const char **why);
 /* pub_send.c: the TCP sink */
 extern const struct pub_sink pub_tcp_sink;
 extern const struct gd_qos_ops pub_qos_ops;
-void pub_net_end(struct pub *p);
+void pub_send_end_all(struct pub *p);
 /* A few times a second: sends blocked past GDpub_sendTimeout. */
-void pub_net_tick(struct pub *p, uint64_t now);
-void pub_net_close(struct pub *p);
+void pub_send_tick(struct pub *p, uint64_t now);
+void pub_send_close(struct pub *p);
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk);
 void pub_conn_send(struct sconn *c, struct gd_bcast *b);
@@ -315,7 +315,7 @@ void pub_conn_shutdown(struct sconn *c);
 /* pub_hs.c: the handshake */
 /* Close the connections that did not complete their handshake within
  * GD_HANDSHAKE_MS (from the tick). */
-void pub_net_sweep(struct pub *p, uint64_t now);
+void pub_hs_sweep(struct pub *p, uint64_t now);
 const char *pub_conn_who(const struct sconn *c);
 int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
 int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
