@@ -2,7 +2,7 @@
  * keys), one reply ("ack OK FAILED" and a line per failure) before the
  * next request, so neither side can block the other. Blocking I/O:
  * nothing else to do. */
-#include "ack_client.h"
+#include "ack_client_int.h"
 #include "ctl_client.h"
 #include "dbuf.h"
 #include "endnote.h"
@@ -24,26 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
-struct ack {
-	const struct gd_ack_opts *o;
-	const char *path;
-	int fd;
-	struct gd_lreader rd;
-	struct gd_dbuf req;	/* the keys of the next "ack N" request */
-	uint64_t nreq, line_no, failed, acked, skipped;
-	int tee_broken;
-	struct gd_sink *sink;	/* --sink FILE, or NULL */
-	struct gd_dbuf sbuf;	/* this batch's records for the sink */
-	double waited;		/* seconds of --wait spent connecting so far */
-	char note_path[PATH_MAX];	/* gdsub's end note (endnote.h) */
-	struct gd_endnote note;
-	int ended;		/* no socket, and the note: gdsub has ended */
-	int answered;		/* a request got its answer on this connection */
-	int reconnected;	/* once, when it never did */
-};
-
 #define START_WAIT 2.0
-#define NOTE_POLL 0.1		/* look for gdsub's end note this often */
 
 /* A request holds at most the keys gdsub takes in one (a batch stops
  * there), each a key without its flags and a newline. */
@@ -146,161 +127,6 @@ static int add_record(struct ack *a, const char *rec, size_t len,
 	return 0;
 }
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* Connect to gdsub, waiting at most the rest of --wait: a->fd, or -1
- * with errno set. What it waited counts against --wait. With note, it
- * also stops when gdsub has ended and left its end note (a->ended). */
-static int connect_rest(struct ack *a, double most, int note)
-{
-	double t0 = mono_s(), left = a->o->wait - a->waited, spent;
-	int e;
-
-	if (left > most)
-		left = most;
-	for (;;) {
-		double slice = left - (mono_s() - t0);
-		if (note && slice > NOTE_POLL)
-			slice = NOTE_POLL;
-		a->fd = gd_ctl_connect(a->path, slice > 0 ? slice : 0);
-		e = errno;
-		spent = mono_s() - t0;
-		/* gd_ctl_connect waits only while nothing listens */
-		if (a->fd >= 0 || !note ||
-		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN))
-			break;
-		if ((a->ended = gd_endnote_load(&a->note, a->note_path)) ||
-		    spent >= left)
-			break;
-	}
-	a->waited += spent;
-	if (a->fd >= 0)
-		a->rd.fd = a->fd;
-	errno = e;
-	return a->fd;
-}
-
-/* gdsub has ended: the queued keys of the publishers its note names ran
- * with numSubs=0 and need no acknowledgement; the others stay queued. */
-static void settle_by_note(struct ack *a)
-{
-	size_t off = 0, keep = 0;
-	uint64_t settled = 0;
-
-	while (off < a->req.len) {
-		char *rec = a->req.buf + off;
-		size_t len = (size_t)((char *)memchr(rec, '\n',
-		    a->req.len - off) - rec) + 1, olen;
-		uint64_t id;
-		int flags;
-		if (gd_key_parse(rec, len - 1, &olen, &id, &flags) == 0 &&
-		    gd_endnote_has(&a->note, rec, olen)) {
-			settled++;
-		} else {
-			memmove(a->req.buf + keep, rec, len);
-			keep += len;
-		}
-		off += len;
-	}
-	gd_dbuf_truncate(&a->req, keep);
-	a->nreq -= settled;
-	a->acked += settled;
-	if (settled > 0)
-		gd_trace(1, "gdsub at %s has ended; %" PRIu64 " key%s of "
-		    "publishers that ran with numSubs=0 need%s no "
-		    "acknowledgement", a->path, settled, settled == 1 ? "" : "s",
-		    settled == 1 ? "s" : "");
-}
-
-/* Send the queued keys and read the answer. 0, or an exit code. */
-static int exchange(struct ack *a)
-{
-	char head[64];
-	char *line;
-	size_t len;
-	uint64_t ok, bad, i;
-	int n;
-
-	if (a->nreq == 0)
-		return 0;
-	/* not connected at the start: try again for the rest of --wait */
-	if (a->fd < 0) {
-		int rc;
-		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
-			return rc;
-		if (connect_rest(a, a->o->wait, 1) < 0 && a->ended) {
-			settle_by_note(a);
-			if (a->nreq == 0)
-				return 0;
-		}
-		if (a->fd < 0 && connect_rest(a, a->o->wait, 0) < 0) {
-			int e = errno;
-			/* gd_ctl_connect waits only while nothing listens */
-			if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
-				gd_err("no gdsub answers at %s: %s (waited %g second%s)",
-				    a->path, strerror(e), a->o->wait,
-				    gd_plural(a->o->wait));
-			else
-				gd_err("cannot connect to gdsub at %s: %s", a->path,
-				    strerror(e));
-			return GD_EX_UNAVAILABLE;
-		}
-		if ((rc = gd_ctl_trust(a->path, a->fd)) != 0)
-			return rc;	/* the fd is closed at the end */
-	}
-again:
-	errno = 0;
-	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
-	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
-	    gd_write_all(a->fd, a->req.buf, a->req.len) != 0 ||
-	    gd_lreader_line(&a->rd, &line, &len) != 1) {
-		/* Connected at the start to a gdsub that has gone since,
-		 * before it answered anything: the one this gdack's pipeline
-		 * was restarted after, which its new gdsub took the socket
-		 * from (gdsub(1)); the keys come from the new one. */
-		if (!a->answered && !a->reconnected) {
-			a->reconnected = 1;
-			close(a->fd);
-			a->fd = -1;
-			a->rd.off = a->rd.len = 0;
-			gd_trace(1, "the gdsub at %s went before answering; "
-			    "connecting again", a->path);
-			if (connect_rest(a, a->o->wait, 0) >= 0 &&
-			    gd_ctl_trust(a->path, a->fd) == 0)
-				goto again;
-		}
-		goto lost;
-	}
-	a->answered = 1;
-	gd_dbuf_reset(&a->req);
-	a->nreq = 0;
-	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
-		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
-		return GD_EX_UNAVAILABLE;
-	}
-	a->acked += ok;
-	for (i = 0; i < bad; i++) {
-		char *tab;
-		if (gd_lreader_line(&a->rd, &line, &len) != 1)
-			goto lost;
-		tab = strchr(line, '\t');
-		if (tab)
-			*tab++ = '\0';
-		gd_err("cannot acknowledge %s: %s", line, tab ? tab : "refused");
-		a->failed++;
-	}
-	return 0;
-lost:
-	gd_err("lost connection to gdsub at %s: %s", a->path,
-	    errno ? strerror(errno) : "connection closed");
-	return GD_EX_UNAVAILABLE;
-}
-
 static void tee(struct ack *a, const char *p, size_t n)
 {
 	if (!a->o->tee || a->tee_broken || n == 0)
@@ -373,7 +199,7 @@ static int run_frames(struct ack *a)
 		}
 		bad = k < 0;
 		if (rc == 0)
-			rc = exchange(a);
+			rc = gd_ack_gdsub_exchange(a);
 		tee(a, (const char *)buf, off);
 		gd_dbuf_consume(&in, off);
 	}
@@ -432,7 +258,7 @@ static int settle(struct ack *a, const char *buf, size_t n)
 		}
 		gd_dbuf_reset(&a->sbuf);
 	}
-	if ((rc = exchange(a)) == 0)
+	if ((rc = gd_ack_gdsub_exchange(a)) == 0)
 		tee(a, buf, n);
 	return rc;
 }
@@ -489,13 +315,13 @@ static int run(struct ack *a)
 	/* Reading stdin, connect now, so that a gdsub with nothing left to
 	 * wait for (GD off) still waits for this gdack; but give up early
 	 * and quietly: input without keys (an empty stream) needs no gdsub,
-	 * which may have finished already. exchange() tries again at the
-	 * first key for the rest of --wait. Keys given as arguments connect
-	 * there alone, with the whole of --wait. */
+	 * which may have finished already. gd_ack_gdsub_exchange() tries
+	 * again at the first key for the rest of --wait. Keys given as
+	 * arguments connect there alone, with the whole of --wait. */
 	if (o->nkeys == 0) {
 		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
 			return rc;
-		if (connect_rest(a, START_WAIT, 1) >= 0 &&
+		if (gd_ack_gdsub_connect(a, START_WAIT, 1) >= 0 &&
 		    (rc = gd_ctl_trust(a->path, a->fd)) != 0)
 			return rc;	/* the fd is closed by the caller */
 	}
@@ -503,7 +329,7 @@ static int run(struct ack *a)
 		for (i = 0; i < o->nkeys && rc == 0; i++)
 			rc = add_record(a, o->keys[i], strlen(o->keys[i]), NULL);
 		if (rc == 0)
-			rc = exchange(a);
+			rc = gd_ack_gdsub_exchange(a);
 	} else if (o->format == GD_ACK_FRAME) {
 		rc = run_frames(a);
 	} else {

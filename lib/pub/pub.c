@@ -86,12 +86,12 @@ static void on_tick(uv_timer_t *t)
 
 	gd_deliver_tick(&p->dv, now);
 	if (p->sink == &pub_tcp_sink)
-		pub_net_tick(p, uv_now(&p->loop) * 1000000);
+		pub_send_tick(p, uv_now(&p->loop) * 1000000);
 	pub_journal_commit(p);	/* fsync=batch: what waits to be synced */
 	pub_kick(p);
 	pub_tick(p, now);
 	pub_notify_tick(p, now);
-	pub_net_sweep(p, now);
+	pub_hs_sweep(p, now);
 }
 
 /* ---- every loop turn's writes ---- */
@@ -181,7 +181,7 @@ void pub_finish(struct pub *p)
 	p->wound_up = 1;
 	gd_out_close(&p->status, on_status_closed);
 	p->sink->close(p);
-	pub_net_close(p);
+	pub_send_close(p);
 	uv_close((uv_handle_t *)&p->timer, NULL);
 	uv_close((uv_handle_t *)&p->ready_timer, NULL);
 	uv_close((uv_handle_t *)&p->end_timer, NULL);
@@ -270,7 +270,7 @@ void pub_maybe_done(struct pub *p)
 		p->floor_sent = gd_deliver_next_seq(&p->dv);
 	}
 	p->sink->end(p);
-	pub_net_end(p);
+	pub_send_end_all(p);
 	/* (after a second signal, exit at once) */
 	if (p->sigs < 2 && end_waiting(p)) {
 		gd_trace(1, "the stream has ended: waiting up to %d ms for the "

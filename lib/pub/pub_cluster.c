@@ -35,7 +35,7 @@ static void forward(struct pub *p, const struct gd_cheld *h)
 	struct gd_chunk *c = gd_input_chunk(&p->in, h->owner);
 
 	pub_status_word(p, "FORWARD", h->id);
-	pub_send_block(p, c, h->id, c->data + h->off, h->len, pub_real_ns());
+	pub_input_send(p, c, h->id, c->data + h->off, h->len, pub_real_ns());
 	gd_chunk_unref(&p->in, c);	/* the hold's reference */
 }
 

@@ -248,7 +248,7 @@ int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 	    c->state == PUB_CS_REFUSED ? -1 : 0;
 }
 
-void pub_net_sweep(struct pub *p, uint64_t now)
+void pub_hs_sweep(struct pub *p, uint64_t now)
 {
 	struct sconn *c, *n;
 

@@ -39,7 +39,7 @@ static void snap_push(struct pub *p, const struct gd_block *b,
 
 /* A block gets its sequence index, goes out and, with GD, waits in the
  * pending table; its payload stays in chunk c until it is resolved. */
-void pub_send_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
     const uint8_t *pl, size_t plen, uint64_t tnow)
 {
 	struct gd_block b;
@@ -103,7 +103,7 @@ static void publish(struct pub *p, struct gd_chunk *c, uint64_t id,
 	}
 	if (p->cluster && pub_cluster_block(p, c, id, pl, plen) != 0)
 		return;
-	pub_send_block(p, c, id, pl, plen, tnow);
+	pub_input_send(p, c, id, pl, plen, tnow);
 }
 
 static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,

@@ -1,7 +1,8 @@
 /* Internal to the publisher engine, lib/pub*.c: the state the parts share
  * and the calls between them. pub.c wires and tears down; pub_input.c
- * turns stdin into blocks; pub_net.c serves subscribers over TCP (the
- * handshake is pub_hs.c, the TCP sink pub_send.c) and pub_stream.c writes
+ * turns stdin into blocks; pub_net.c serves subscribers over TCP (their
+ * frames are pub_frames.c, TLS's bytes pub_tls.c, the handshake pub_hs.c,
+ * the TCP sink pub_send.c) and pub_stream.c writes
  * the framed stream of -o, behind one sink; the status lines and
  * --progress are pub_status.c; the journal is pub_journal.c, a cluster
  * member pub_cluster.c, the control socket pub_ctl.c. The delivery rules
@@ -254,7 +255,7 @@ void pub_journal_free(struct pub *p);
 int pub_input_start(struct pub *p);
 /* Send a block now (after the cluster's say): sequence index, journal,
  * pending table, sink. */
-void pub_send_block(struct pub *p, struct gd_chunk *c, uint64_t id,
+void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
     const uint8_t *pl, size_t plen, uint64_t tnow);
 void pub_kick(struct pub *p);
 void pub_drop_input(struct pub *p);
@@ -266,17 +267,34 @@ int pub_replay_start(struct pub *p);
 const uint8_t *pub_payload(struct pub *p, const struct gd_pend *e);
 void pub_release(struct pub *p, uint32_t owner);
 
-/* pub_net.c: the listener and the subscriber connections */
+/* pub_net.c: the listener and the subscriber connections, their life and
+ * read loop */
 int pub_listen(struct pub *p);
 void pub_conn_close(struct sconn *c, const char *why);
+
+/* pub_frames.c: a subscriber's wire frames, one handler each. pub_frame
+ * hands f on and says what the read loop does next: read on, stop (the
+ * connection was closed or refused), the frame does not belong here (BAD:
+ * malformed, or out of place), or the subscriber said BYE (its
+ * subscription is removed: the connection is to be closed). */
+enum { PUB_FR_NEXT, PUB_FR_CLOSED, PUB_FR_BAD, PUB_FR_BYE };
+int pub_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
+
+/* pub_tls.c: the bytes from a subscriber with TLS */
+/* nread bytes of ciphertext in c->cin: decrypted into c->rb (what the
+ * handshake answers waits in TLS, for pub_conn_tls_out). PUB_TLS_OK;
+ * PUB_TLS_PLAIN: before any TLS, a plain gdkit HELLO; PUB_TLS_NOMEM; or
+ * PUB_TLS_FAILED and *why says what TLS found wrong. */
+enum { PUB_TLS_OK, PUB_TLS_PLAIN, PUB_TLS_NOMEM, PUB_TLS_FAILED };
+int pub_tls_in(struct sconn *c, size_t nread, const char **why);
 
 /* pub_send.c: the TCP sink */
 extern const struct pub_sink pub_tcp_sink;
 extern const struct gd_qos_ops pub_qos_ops;
-void pub_net_end(struct pub *p);
+void pub_send_end_all(struct pub *p);
 /* A few times a second: sends blocked past GDpub_sendTimeout. */
-void pub_net_tick(struct pub *p, uint64_t now);
-void pub_net_close(struct pub *p);
+void pub_send_tick(struct pub *p, uint64_t now);
+void pub_send_close(struct pub *p);
 void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
     size_t len, uint32_t nblk);
 void pub_conn_send(struct sconn *c, struct gd_bcast *b);
@@ -297,7 +315,7 @@ void pub_conn_shutdown(struct sconn *c);
 /* pub_hs.c: the handshake */
 /* Close the connections that did not complete their handshake within
  * GD_HANDSHAKE_MS (from the tick). */
-void pub_net_sweep(struct pub *p, uint64_t now);
+void pub_hs_sweep(struct pub *p, uint64_t now);
 const char *pub_conn_who(const struct sconn *c);
 int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h);
 int pub_proof_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);

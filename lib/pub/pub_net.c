@@ -1,9 +1,10 @@
-/* gdpub's network side: listening (a given port, or -p 0 and the kernel's
- * choice), accepting subscribers up to GDpub_maxConnections, reading their
- * frames (the handshake is pub_hs.c's; before it is done only HELLO and
- * PROOF are read, so a connection costs no more than its receive buffer),
- * their acknowledgements and confirmations handed on, and closing them.
- * The TCP sink that writes to them is pub_send.c. */
+/* gdpub's connections' life: listening (a given port, or -p 0 and the
+ * kernel's choice), accepting subscribers up to GDpub_maxConnections or
+ * refusing them (too many, the wrong language, TLS failed), the read loop
+ * (each frame's handler is pub_frames.c's, the TLS byte path pub_tls.c's,
+ * the handshake pub_hs.c's; before it is done only HELLO and PROOF are
+ * read, so a connection costs no more than its receive buffer), and
+ * closing them. The TCP sink that writes to them is pub_send.c. */
 #include "pub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -76,23 +77,6 @@ void pub_conn_close(struct sconn *c, const char *why)
 	pub_end_closed(p, c, c->bye);
 }
 
-static void on_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
-{
-	uint32_t i, n = f->len / GD_ACK_SIZE;
-	uint32_t before = gd_deliver_pending_count(&p->dv);
-
-	if (c->slot < 0)
-		return;		/* not a GD subscriber: its acks do not count */
-	for (i = 0; i < n; i++) {
-		uint64_t id, seq;
-		gd_wire_ack_at(f->body, i, &id, &seq);
-		c->acks++;
-		gd_deliver_ack(&p->dv, (unsigned)c->slot, id, seq, p->now);
-	}
-	gd_deliver_acks_done(&p->dv, before, p->now);
-	pub_kick(p);	/* resolved, or passed over: room in the window */
-}
-
 static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	struct sconn *c = h->data;
@@ -107,7 +91,6 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	*b = uv_buf_init((char *)ptr, (unsigned)n);
 }
 
-/* One frame from a subscriber: 0, or -1 when the connection was closed. */
 /* A frame that is bad, or out of place (type: its type, 0 when it could
  * not be read as a frame). Before a hello, the peer may not be a gdsub
  * at all (a port scanner, a browser): say so rather than name it "?". */
@@ -126,50 +109,21 @@ static void malformed(struct sconn *c, unsigned type)
 	pub_conn_close(c, NULL);
 }
 
+/* One frame from a subscriber, to its handler (pub_frames.c): 0, or -1
+ * when the connection was closed. */
 static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
-	struct gd_hello h;
-
-	switch (f->type) {
-	case GD_F_HELLO:
-		if (c->state != PUB_CS_HELLO || gd_wire_get_hello(f, &h) != 0)
-			break;
-		return pub_hello_frame(p, c, &h);
-	case GD_F_PROOF:
-		if (c->state != PUB_CS_PROOF)
-			break;
-		return pub_proof_frame(p, c, f);
-	case GD_F_ACK:
-		if (c->state != PUB_CS_ACTIVE)
-			break;
-		on_acks(p, c, f);
+	switch (pub_frame(p, c, f)) {
+	case PUB_FR_NEXT:
 		return 0;
-	case GD_F_PREACK:
-		if (c->state != PUB_CS_ACTIVE)
-			break;
-		pub_cluster_preacks(p, c, f);
-		return 0;
-	case GD_F_CONFIRM:
-		if (c->state != PUB_CS_ACTIVE || f->len != 8)
-			break;
-		if (c->qs != NULL && gd_qos_confirm(&p->qos, c->qs,
-		    gd_get64(f->body), p->now))
-			pub_pump(c);
-		return 0;
-	case GD_F_BYE:
-		/* an explicit unsubscribe: removed whatever retryCount says
-		 * (and, after the end, the sign that the end arrived) */
-		c->bye = 1;
-		if (c->qs != NULL) {
-			gd_qos_remove(&p->qos, c->qs, p->now,
-			    "unsubscribed (gdsub exited)");
-			c->counted = 1;
-		}
+	case PUB_FR_BYE:
 		pub_conn_close(c, "unsubscribed");
 		return -1;
+	case PUB_FR_BAD:
+		malformed(c, f->type);
+		return -1;
 	}
-	malformed(c, f->type);
-	return -1;
+	return -1;	/* PUB_FR_CLOSED */
 }
 
 /* The connection is refused before a word of gdkit: what was said is
@@ -244,44 +198,28 @@ static void tls_at_plain(struct sconn *c)
 		refuse_early(c);
 }
 
-/* nread bytes of ciphertext in c->cin: decrypted into c->rb, what the
- * handshake answers written. 0, or -1 when the connection is going. */
+/* nread bytes of ciphertext in c->cin, decrypted (pub_tls.c), what the
+ * handshake answers written; once TLS's handshake is done, the HELLO is
+ * awaited. 0, or -1 when the connection is going. */
 static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 {
-	uint8_t *ptr;
-	size_t room;
-	long got = GD_TLS_AGAIN;
+	const char *why = NULL;
 
-	if (c->state == PUB_CS_TLS && !c->tls_fed && nread >=
-	    GD_WIRE_HDR && c->cin[4] == GD_F_HELLO &&
-	    !gd_tls_looks_like_hello(c->cin, nread)) {
+	switch (pub_tls_in(c, nread, &why)) {
+	case PUB_TLS_PLAIN:
 		plain_at_tls(c);
 		return -1;
-	}
-	c->tls_fed = 1;
-	if (gd_tls_feed(c->tls, c->cin, nread) != 0) {
-		tls_failed(c, gd_tls_error(c->tls));
+	case PUB_TLS_NOMEM:
+		gd_err("out of memory reading from %s; closing its "
+		    "connection", c->addr);
+		pub_conn_close(c, "out of memory");
 		return -1;
-	}
-	for (;;) {
-		if (gd_rbuf_space(&c->rb, 16384, &ptr, &room) != 0) {
-			gd_err("out of memory reading from %s; closing its "
-			    "connection", c->addr);
-			pub_conn_close(c, "out of memory");
-			return -1;
-		}
-		if ((got = gd_tls_read(c->tls, ptr, room)) <= 0)
-			break;
-		c->rb.len += (size_t)got;
-	}
-	if (got == GD_TLS_FAIL) {
-		tls_failed(c, gd_tls_error(c->tls));
+	case PUB_TLS_FAILED:
+		tls_failed(c, why);
 		return -1;
 	}
 	if (pub_conn_tls_out(c) != 0)
 		return -1;
-	if (got == GD_TLS_EOF)	/* a BYE may be in what came before it */
-		c->tls_eof = 1;
 	if (c->state == PUB_CS_TLS && gd_tls_done(c->tls)) {
 		char d[400];
 		gd_tls_describe(c->tls, d, sizeof(d));

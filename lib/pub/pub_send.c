@@ -381,7 +381,7 @@ void pub_conn_send(struct sconn *c, struct gd_bcast *b)
 /* A send blocked past GDpub_sendTimeout (or an ordered block unconfirmed
  * that long) is a delivery failure: the connection goes, with everything
  * queued for it. */
-void pub_net_tick(struct pub *p, uint64_t now)
+void pub_send_tick(struct pub *p, uint64_t now)
 {
 	struct sconn *c, *n;
 	char why[96];
@@ -494,7 +494,7 @@ static void tcp_end(struct pub *p)
  * stream): connections that carry only acknowledgements (gdsub -i) learn
  * of the end too, so they do not try to reconnect to a publisher that is
  * gone; and every connection told is one whose BYE gdpub waits for. */
-void pub_net_end(struct pub *p)
+void pub_send_end_all(struct pub *p)
 {
 	struct sconn *c, *n;
 
@@ -524,7 +524,7 @@ static void pub_conn_shut(uv_shutdown_t *req, int status)
 	pub_conn_close(req->data, NULL);
 }
 
-void pub_net_close(struct pub *p)
+void pub_send_close(struct pub *p)
 {
 	struct sconn *c, *n;
 

@@ -139,7 +139,7 @@ static int send_frame(struct sub_pub *pc, size_t off, size_t n)
 		gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
 		    pc->ackq[off + k].id, pc->ackq[off + k].seq);
 	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
-	if ((rc = sub_net_write(pc, &w->req, &b, ack_written)) != 0)
+	if ((rc = sub_tls_write(pc, &w->req, &b, ack_written)) != 0)
 		free(w);
 	return rc;
 }
@@ -194,7 +194,7 @@ void sub_send_small(struct sub_pub *pc, uint8_t type, int has_arg,
 	n = has_arg ? gd_wire_u64((uint8_t *)(w + 1), type, arg) :
 	    gd_wire_empty((uint8_t *)(w + 1), type);
 	b = uv_buf_init((char *)(w + 1), (unsigned)n);
-	if (sub_net_write(pc, w, &b, free_write) != 0)
+	if (sub_tls_write(pc, w, &b, free_write) != 0)
 		free(w);
 }
 
@@ -208,7 +208,7 @@ static int send_ctrl(struct sub_pub *pc,
 	if (w == NULL)
 		return UV_ENOMEM;
 	b = uv_buf_init((char *)(w + 1), (unsigned)make((uint8_t *)(w + 1), arg));
-	if ((rc = sub_net_write(pc, w, &b, free_write)) != 0)
+	if ((rc = sub_tls_write(pc, w, &b, free_write)) != 0)
 		free(w);
 	return rc;
 }

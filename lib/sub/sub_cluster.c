@@ -400,7 +400,7 @@ static int send_preacks(struct sub_pub *pc, const uint64_t *ids, size_t n)
 	for (k = 0; k < n; k++)
 		gd_put64(d + GD_WIRE_HDR + GD_PREACK_SIZE * k, ids[k]);
 	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_PREACK_SIZE * n));
-	if (sub_net_write(pc, &w->req, &b, preack_written) != 0) {
+	if (sub_tls_write(pc, &w->req, &b, preack_written) != 0) {
 		free(w);
 		return -1;
 	}

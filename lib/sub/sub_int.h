@@ -182,7 +182,7 @@ uint32_t sub_frame_too_large(const struct sub_pub *pc, uint32_t limit);
 /* sub_tls.c: the bytes to and from a publisher */
 /* Every write to a publisher: through TLS when on, else as uv_write
  * (cb gets req back, its status that of the ciphertext's write). */
-int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
+int sub_tls_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
     uv_write_cb cb);
 /* What TLS has waiting, written (orig and cb with it): 0 or a libuv
  * error, when cb will not be called. */

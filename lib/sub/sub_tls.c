@@ -1,4 +1,4 @@
-/* The bytes between gdsub and a publisher: every write (sub_net_write:
+/* The bytes between gdsub and a publisher: every write (sub_tls_write:
  * through TLS when GDsub_tlsCA is set, else a plain uv_write), and with TLS
  * what a read brought, decrypted into the connection's read buffer. What a
  * TLS failure means for the connection is sub_net.c's: these functions
@@ -54,7 +54,7 @@ int sub_tls_out(struct sub_pub *pc, uv_write_t *orig, uv_write_cb cb)
 	return rc;
 }
 
-int sub_net_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
+int sub_tls_write(struct sub_pub *pc, uv_write_t *req, const uv_buf_t *b,
     uv_write_cb cb)
 {
 	if (pc->tls == NULL)

@@ -4,7 +4,7 @@
  * byte picks the side (bit 0: a server, as gdpub, else a client, as
  * gdsub, whose ClientHello is already out) and the piece size (the other
  * bits). After each piece everything readable is read and the waiting
- * ciphertext taken, as pub_net.c and sub_tls.c do. A failure must be a
+ * ciphertext taken, as pub_tls.c and sub_tls.c do. A failure must be a
  * GD_TLS_FAIL with a reason, and stay one; nothing may crash or leak. A
  * handshake can only complete with a real peer, so no input reaches
  * application data: what is fuzzed is the handshake's and the error's
