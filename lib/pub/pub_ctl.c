@@ -287,7 +287,8 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
 	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
 	    "handshake_timeouts:n\tpassed_over:n\tnack_passed:n\t"
-	    "nack_absent:n\tnack_late:n\ttls_refused:n%s\n", p->cluster ? "\theld:n\theld_max:n\t"
+	    "nack_absent:n\tnack_late:n\ttls_refused:n%s\n",
+	    p->cluster ? "\theld:n\theld_max:n\t"
 	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
 	gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64

@@ -1,8 +1,8 @@
-/* Internal to the publisher engine, lib/pub*.c: the state the parts share
- * and the calls between them. pub.c wires and tears down; pub_input.c
- * turns stdin into blocks; pub_net.c serves subscribers over TCP (their
- * frames are pub_frames.c, TLS's bytes pub_tls.c, the handshake pub_hs.c,
- * the TCP sink pub_send.c) and pub_stream.c writes
+/* Internal to the publisher engine, lib/pub/: the state the parts
+ * share and the calls between them. pub.c wires and tears down;
+ * pub_input.c turns stdin into blocks; pub_net.c serves subscribers over
+ * TCP (their frames are pub_frames.c, TLS's bytes pub_tls.c, the
+ * handshake pub_hs.c, the TCP sink pub_send.c) and pub_stream.c writes
  * the framed stream of -o, behind one sink; the status lines and
  * --progress are pub_status.c; the journal is pub_journal.c, a cluster
  * member pub_cluster.c, the control socket pub_ctl.c. The delivery rules
@@ -38,7 +38,7 @@
 
 struct pub;
 
-/* A part of a shared batch that waits for one connection (pub_net.c) */
+/* A part of a shared batch that waits for one connection (pub_send.c) */
 struct cseg {
 	struct cseg *next;
 	struct gd_bcast *b;
@@ -47,12 +47,13 @@ struct cseg {
 };
 
 /* A subscriber connection's life (pub_net.c, pub_hs.c): with
- * GDpub_tlsCert its TLS handshake first; its HELLO awaited; its PROOF awaited after our CHALLENGE (both sides have a key);
- * welcomed; refused (a WELCOME saying why, or REFUSE, is on its way and
- * the close follows: nothing it says counts); closing (its handle closes,
- * it is out of p->conns). The moves are forward only. */
-enum pub_cstate { PUB_CS_TLS, PUB_CS_HELLO, PUB_CS_PROOF, PUB_CS_ACTIVE, PUB_CS_REFUSED,
-	PUB_CS_CLOSING };
+ * GDpub_tlsCert its TLS handshake first; its HELLO awaited; its PROOF
+ * awaited after our CHALLENGE (both sides have a key); welcomed; refused
+ * (a WELCOME saying why, or REFUSE, is on its way and the close follows:
+ * nothing it says counts); closing (its handle closes, it is out of
+ * p->conns). The moves are forward only. */
+enum pub_cstate { PUB_CS_TLS, PUB_CS_HELLO, PUB_CS_PROOF, PUB_CS_ACTIVE,
+	PUB_CS_REFUSED, PUB_CS_CLOSING };
 
 /* A subscriber connection (pub_net.c). */
 struct sconn {
