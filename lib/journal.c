@@ -3,6 +3,7 @@
 #include "journal.h"
 #include "fileio.h"
 #include "conf.h"
+#include "grow.h"
 #include "idmap.h"
 #include "stream.h"
 #include "wire.h"
@@ -156,16 +157,19 @@ static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
 		s = gd_idmap_get(&m, seq, j->pending, sizeof(*j->pending));
 		if (d[off] == GD_JR_BLOCK && s == GD_NONE) {
 			struct gd_jblock *b;
-			if (j->npending == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				if (nc > GD_IDMAP_MAX_SLOTS || (b = realloc(j->pending,
-				    nc * sizeof(*b))) == NULL) {
-					drop_scan(j, &m);
+			/* the map of pending blocks by index holds no more */
+			if (GD_GROW(j->pending, cap, j->npending + 1,
+			    GD_IDMAP_MAX_SLOTS) != 0) {
+				int full = j->npending >= GD_IDMAP_MAX_SLOTS;
+				drop_scan(j, &m);
+				if (!full) {
 					errno = ENOMEM;
 					return fail(j, "read");
 				}
-				j->pending = b;
-				cap = nc;
+				snprintf(j->err, sizeof(j->err), "cannot read "
+				    "journal '%s': more than %u blocks pending "
+				    "in it", j->path, GD_IDMAP_MAX_SLOTS);
+				return -1;
 			}
 			b = &j->pending[j->npending];
 			b->seq = seq;

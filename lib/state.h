@@ -68,7 +68,8 @@ struct gd_srun {
 	uint64_t epoch;
 	uint64_t floor;		/* every index below it resolved, as last seen */
 	struct gd_srange *r;	/* r[off .. off + n), sorted */
-	uint32_t off, n, cap;
+	uint32_t off, n;
+	size_t cap;
 	uint32_t num;		/* its run number in the file */
 	int logged;		/* its run record is in the file */
 	int floor_dirty;
@@ -82,7 +83,8 @@ struct gd_state {
 	int fd;
 	char *path;
 	struct gd_srun **runs;
-	uint32_t nruns, caprun;
+	uint32_t nruns;
+	size_t caprun;
 	uint32_t next_num;
 	uint64_t clock;		/* for recency */
 	uint64_t size;		/* bytes in the file */
