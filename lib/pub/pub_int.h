@@ -33,6 +33,14 @@
 #define PUB_BACKLOG_HIGH (64u << 20)	/* pause input above this per sink */
 #define PUB_BACKLOG_LOW (16u << 20)
 #define PUB_CIN_SIZE 65536		/* TLS: ciphertext per read */
+#define PUB_READ_MIN 16384		/* room asked for before a read */
+/* A subscriber's receive buffer (gd_rbuf): a parse leaves less than the
+ * largest frame it sends (an ack frame); the buffer grows only to give a
+ * read PUB_READ_MIN bytes of room, and over TLS a feed's plaintext comes
+ * in before the next parse (the ciphertext read, and a record held back
+ * from the feed before). */
+#define PUB_RB_MAX (GD_WIRE_HDR + GD_CTRL_MAX * 64 + PUB_CIN_SIZE + \
+	GD_TLS_RECORD_MAX + PUB_READ_MIN)
 #define PUB_RATE_SAMPLES 5		/* 4 Hz ticks: the rate over a second */
 
 struct pub;

@@ -98,12 +98,16 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	struct sconn *c = h->data;
 	uint8_t *ptr = NULL;
 	size_t n = 0;
+	int rc;
 
 	(void)hint;
 	if (c->tls != NULL)
 		ptr = c->cin, n = PUB_CIN_SIZE;	/* decrypted into rb */
-	else if (gd_rbuf_space(&c->rb, 16384, &ptr, &n) != 0)
+	else if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr, &n)) != 0) {
+		gd_err("cannot read from %s: its receive buffer is %s",
+		    c->addr, gd_dbuf_strerror(rc));
 		ptr = NULL, n = 0;	/* libuv reports UV_ENOBUFS */
+	}
 	*b = uv_buf_init((char *)ptr, (unsigned)n);
 }
 
@@ -251,6 +255,7 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 	uint8_t *ptr;
 	size_t room;
 	long got = GD_TLS_AGAIN;
+	int rc;
 
 	if (c->state == PUB_CS_TLS && !c->tls_fed && nread >=
 	    GD_WIRE_HDR && c->cin[4] == GD_F_HELLO &&
@@ -264,15 +269,17 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 		return -1;
 	}
 	for (;;) {
-		if (gd_rbuf_space(&c->rb, 16384, &ptr, &room) != 0) {
-			gd_err("out of memory reading from %s; closing its "
-			    "connection", c->addr);
-			pub_conn_close(c, "out of memory");
+		if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr,
+		    &room)) != 0) {
+			gd_err("cannot read from %s: its receive buffer is %s; "
+			    "closing its connection", c->addr,
+			    gd_dbuf_strerror(rc));
+			pub_conn_close(c, gd_dbuf_strerror(rc));
 			return -1;
 		}
 		if ((got = gd_tls_read(c->tls, ptr, room)) <= 0)
 			break;
-		c->rb.len += (size_t)got;
+		gd_rbuf_commit(&c->rb, (size_t)got);
 	}
 	if (got == GD_TLS_FAIL) {
 		tls_failed(c, gd_tls_error(c->tls));
@@ -328,17 +335,16 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			pub_maybe_done(p);
 			return;
 		}
-	} else if (c->state == PUB_CS_HELLO && c->rb.off == 0 &&
-	    c->rb.len == 0 && gd_tls_looks_like_hello(c->rb.buf,
-	    (size_t)nread)) {
+	} else if (c->state == PUB_CS_HELLO && gd_rbuf_avail(&c->rb) == 0 &&
+	    gd_tls_looks_like_hello(gd_rbuf_end(&c->rb), (size_t)nread)) {
 		tls_at_plain(c);
 		pub_maybe_done(p);
 		return;
 	} else
-		c->rb.len += (size_t)nread;
-	while ((rc = gd_wire_next(c->rb.buf + c->rb.off, c->rb.len - c->rb.off,
+		gd_rbuf_commit(&c->rb, (size_t)nread);
+	while ((rc = gd_wire_next(gd_rbuf_head(&c->rb), gd_rbuf_avail(&c->rb),
 	    0, &f, &used)) == 1) {
-		c->rb.off += used;
+		gd_rbuf_skip(&c->rb, used);
 		if (on_frame(p, c, &f) != 0) {
 			pub_maybe_done(p);
 			return;
@@ -346,9 +352,9 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* before its handshake a peer gets to send HELLO and PROOF, which
 	 * are small: the header of any other frame is enough to close it */
-	if (rc == 0 && c->state < PUB_CS_ACTIVE && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
-	    c->rb.buf[c->rb.off + 4] != GD_F_HELLO &&
-	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
+	if (rc == 0 && c->state < PUB_CS_ACTIVE && gd_rbuf_avail(&c->rb) >= GD_WIRE_HDR &&
+	    gd_rbuf_head(&c->rb)[4] != GD_F_HELLO &&
+	    gd_rbuf_head(&c->rb)[4] != GD_F_PROOF)
 		rc = -1;
 	if (rc < 0) {
 		malformed(c, 0);
@@ -430,7 +436,7 @@ static void on_accept(uv_stream_t *server, int status)
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || gd_rbuf_init(&c->rb, 65536) != 0 ||
+	if (c == NULL || gd_rbuf_init(&c->rb, 65536, PUB_RB_MAX) != 0 ||
 	    uv_tcp_init(&p->loop, &c->h) != 0) {
 		gd_err("cannot accept a connection: out of memory");
 		if (c != NULL)
