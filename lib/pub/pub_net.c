@@ -104,7 +104,7 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	if (c->tls != NULL)
 		ptr = c->cin, n = PUB_CIN_SIZE;	/* decrypted into rb */
 	else if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr, &n)) != 0) {
-		gd_err("cannot read from %s: its receive buffer is %s",
+		gd_err("cannot read from %s (receive buffer: %s)",
 		    c->addr, gd_dbuf_strerror(rc));
 		ptr = NULL, n = 0;	/* libuv reports UV_ENOBUFS */
 	}
@@ -271,7 +271,7 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 	for (;;) {
 		if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr,
 		    &room)) != 0) {
-			gd_err("cannot read from %s: its receive buffer is %s; "
+			gd_err("cannot read from %s (receive buffer: %s); "
 			    "closing its connection", c->addr,
 			    gd_dbuf_strerror(rc));
 			pub_conn_close(c, gd_dbuf_strerror(rc));

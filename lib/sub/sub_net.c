@@ -217,8 +217,8 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 		return;
 	}
 	if ((rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p, &n)) != 0) {
-		gd_err("cannot read from publisher %s: its receive buffer is "
-		    "%s", pc->addr, gd_dbuf_strerror(rc));
+		gd_err("cannot read from publisher %s (receive buffer: %s)",
+		    pc->addr, gd_dbuf_strerror(rc));
 		b->base = NULL;
 		b->len = 0;
 		return;

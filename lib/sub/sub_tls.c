@@ -80,8 +80,8 @@ int sub_tls_in(struct sub_pub *pc, size_t nread, const char **why)
 	for (;;) {
 		if ((rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p,
 		    &room)) != 0) {
-			*why = rc == GD_DBUF_TOOBIG ? "its receive buffer is "
-			    "over its size limit" : "out of memory";
+			*why = rc == GD_DBUF_TOOBIG ? "receive buffer over its "
+			    "size limit" : "out of memory";
 			return SUB_TLS_LOST;
 		}
 		if ((got = gd_tls_read(pc->tls, p, room)) <= 0)
