@@ -10,6 +10,8 @@
 #include "input_int.h"
 #include "armor.h"
 #include "stream.h"
+#include "grow.h"
+#include "pending.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -307,14 +309,10 @@ static int assign_idx(struct gd_input *in, struct gd_chunk *c)
 		c->idx = in->free_idx;
 		in->free_idx = (uint32_t)(uintptr_t)in->tab[c->idx];
 	} else {
-		if (in->ntab == in->captab) {
-			uint32_t ncap = in->captab ? in->captab * 2 : 64;
-			struct gd_chunk **t = realloc(in->tab, ncap * sizeof(*t));
-			if (t == NULL)
-				return -1;
-			in->tab = t;
-			in->captab = ncap;
-		}
+		/* a pending block names its chunk in GD_PEND_MAX_OWNER's bits */
+		if (GD_GROW(in->tab, in->captab, (size_t)in->ntab + 1,
+		    (size_t)GD_PEND_MAX_OWNER + 1) != 0)
+			return -1;
 		c->idx = in->ntab++;
 	}
 	in->tab[c->idx] = c;

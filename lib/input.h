@@ -93,7 +93,8 @@ struct gd_input {
 	void *data;
 	/* loop side */
 	struct gd_chunk **tab;
-	uint32_t ntab, captab, free_idx;
+	uint32_t ntab, free_idx;
+	size_t captab;
 };
 
 /* Records end with delim; or, when in->max_payload was set, the input is a

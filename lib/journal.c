@@ -3,6 +3,7 @@
 #include "journal.h"
 #include "fileio.h"
 #include "conf.h"
+#include "grow.h"
 #include "idmap.h"
 #include "stream.h"
 #include "wire.h"
@@ -156,16 +157,19 @@ static int parse(struct gd_journal *j, const uint8_t *d, size_t n)
 		s = gd_idmap_get(&m, seq, j->pending, sizeof(*j->pending));
 		if (d[off] == GD_JR_BLOCK && s == GD_NONE) {
 			struct gd_jblock *b;
-			if (j->npending == cap) {
-				size_t nc = cap ? cap * 2 : 1024;
-				if (nc > GD_IDMAP_MAX_SLOTS || (b = realloc(j->pending,
-				    nc * sizeof(*b))) == NULL) {
-					drop_scan(j, &m);
+			/* the map of pending blocks by index holds no more */
+			if (GD_GROW(j->pending, cap, j->npending + 1,
+			    GD_IDMAP_MAX_SLOTS) != 0) {
+				int full = j->npending >= GD_IDMAP_MAX_SLOTS;
+				drop_scan(j, &m);
+				if (!full) {
 					errno = ENOMEM;
 					return fail(j, "read");
 				}
-				j->pending = b;
-				cap = nc;
+				snprintf(j->err, sizeof(j->err), "cannot read "
+				    "journal '%s': more than %u blocks pending "
+				    "in it", j->path, GD_IDMAP_MAX_SLOTS);
+				return -1;
 			}
 			b = &j->pending[j->npending];
 			b->seq = seq;
@@ -212,6 +216,7 @@ static int load(struct gd_journal *j, int fd)
 static int init(struct gd_journal *j, const char *path, int fsync)
 {
 	memset(j, 0, sizeof(*j));
+	gd_dbuf_init(&j->buf, 0);	/* read-only until opened to write */
 	j->fd = -1;
 	j->fsync = fsync;
 	if ((j->path = strdup(path)) == NULL) {
@@ -272,8 +277,24 @@ static int lock_journal(struct gd_journal *j, const char *path)
 	return fail(j, "lock");
 }
 
+/* The write buffer's bound: what is buffered is written once it passes
+ * GD_JOURNAL_FLUSH, so at most that and one record, the largest of a
+ * block of max_block bytes and of a pending block a rewrite records
+ * again. */
+static void size_buf(struct gd_journal *j, uint32_t max_block)
+{
+	uint32_t big = max_block;
+	size_t i;
+
+	for (i = 0; i < j->npending; i++)
+		if (j->pending[i].len > big)
+			big = j->pending[i].len;
+	gd_dbuf_init_sized(&j->buf, 65536, GD_JOURNAL_FLUSH +
+	    (size_t)gd_journal_recsize(big));
+}
+
 static int open_journal(struct gd_journal *j, const char *path, int fsync,
-    uint64_t epoch)
+    uint64_t epoch, uint32_t max_block)
 {
 	uint8_t h[GD_JOURNAL_HDR];
 	struct stat st;
@@ -291,9 +312,13 @@ static int open_journal(struct gd_journal *j, const char *path, int fsync,
 		    gd_sync_dir(path) != 0)
 			return fail(j, "write");
 		j->size = GD_JOURNAL_HDR;
+		size_buf(j, max_block);
 		return 0;
 	}
-	return load(j, j->fd);
+	if (load(j, j->fd) != 0)
+		return -1;
+	size_buf(j, max_block);
+	return 0;
 }
 
 int gd_journal_begin(struct gd_journal *j)
@@ -323,34 +348,61 @@ int gd_journal_scan(struct gd_journal *j, const char *path)
 }
 
 int gd_journal_lock(struct gd_journal *j, const char *path, int fsync,
-    uint64_t epoch)
+    uint64_t epoch, uint32_t max_block)
 {
-	return open_journal(j, path, fsync, epoch) != 0 ? undo(j) : 0;
+	return open_journal(j, path, fsync, epoch, max_block) != 0 ? undo(j) : 0;
 }
 
 int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
-    uint64_t epoch)
+    uint64_t epoch, uint32_t max_block)
 {
-	if (gd_journal_lock(j, path, fsync, epoch) != 0)
+	if (gd_journal_lock(j, path, fsync, epoch, max_block) != 0)
 		return -1;
 	return gd_journal_begin(j) != 0 ? undo(j) : 0;
 }
 
 /* ---- writing ---- */
 
+/* The records buffered, to the file (not synced: that is the commit's). */
+static int write_out(struct gd_journal *j)
+{
+	if (gd_write_all(j->fd, gd_dbuf_ptr(&j->buf), gd_dbuf_len(&j->buf)) != 0) {
+		int e = errno;
+		/* a partial record at the end would read as a torn
+		 * tail: cut it so the file ends on a record */
+		if (ftruncate(j->fd, (off_t)j->size) == 0)
+			lseek(j->fd, (off_t)j->size, SEEK_SET);
+		errno = e;
+		return fail(j, "write");
+	}
+	j->size += gd_dbuf_len(&j->buf);
+	gd_dbuf_reset(&j->buf);
+	j->unsynced = 1;
+	return 0;
+}
+
+/* Room for a record of n bytes; NULL with err. */
 static uint8_t *room(struct gd_journal *j, size_t n)
 {
-	if (j->cap - j->len < n) {
-		size_t nc = j->cap ? j->cap : 65536;
-		uint8_t *b;
-		while (nc - j->len < n)
-			nc *= 2;
-		if ((b = realloc(j->buf, nc)) == NULL)
+	int rc;
+
+	if (gd_dbuf_len(&j->buf) > 0 && gd_dbuf_len(&j->buf) + n >
+	    GD_JOURNAL_FLUSH) {
+		if (write_out(j) != 0)
 			return NULL;
-		j->buf = b;
-		j->cap = nc;
+		j->flushed = 1;
 	}
-	return j->buf + j->len;
+	if ((rc = gd_dbuf_reserve(&j->buf, n)) == GD_DBUF_OK)
+		return (uint8_t *)gd_dbuf_end(&j->buf);
+	if (rc == GD_DBUF_TOOBIG)
+		snprintf(j->err, sizeof(j->err), "journal '%s': a record of "
+		    "%zu bytes is over the %zu bytes its write buffer holds "
+		    "(1 MiB and a block of GDpub_maxBlockSize when it was "
+		    "opened)", j->path, n, j->buf.max);
+	else
+		snprintf(j->err, sizeof(j->err), "journal '%s': out of memory "
+		    "for a record of %zu bytes", j->path, n);
+	return NULL;
 }
 
 static void put_rec(uint8_t *d, uint8_t type, uint8_t outcome, uint32_t blen)
@@ -367,10 +419,8 @@ int gd_journal_block(struct gd_journal *j, uint64_t id, uint64_t seq,
 	size_t total = (size_t)gd_journal_recsize(len);
 	uint8_t *d = room(j, total);
 
-	if (d == NULL) {
-		snprintf(j->err, sizeof(j->err), "out of memory for the journal");
+	if (d == NULL)
 		return -1;
-	}
 	put_rec(d, GD_JR_BLOCK, 0, 24 + len);
 	gd_put64(d + 8, id);
 	gd_put64(d + 16, seq);
@@ -382,7 +432,7 @@ int gd_journal_block(struct gd_journal *j, uint64_t id, uint64_t seq,
 	if (len)
 		memcpy(d + 32, data, len);
 	gd_put32(d + total - 4, gd_crc32c(0, d, total - 4));
-	j->len += total;
+	gd_dbuf_commit(&j->buf, total);
 	j->live += total;
 	return 0;
 }
@@ -392,15 +442,13 @@ int gd_journal_resolved(struct gd_journal *j, uint64_t id, uint64_t seq,
 {
 	uint8_t *d = room(j, REC_HDR + 16 + 4);
 
-	if (d == NULL) {
-		snprintf(j->err, sizeof(j->err), "out of memory for the journal");
+	if (d == NULL)
 		return -1;
-	}
 	put_rec(d, GD_JR_RES, acked ? 1 : 2, 16);
 	gd_put64(d + 8, id);
 	gd_put64(d + 16, seq);
 	gd_put32(d + 24, gd_crc32c(0, d, 24));
-	j->len += REC_HDR + 16 + 4;
+	gd_dbuf_commit(&j->buf, REC_HDR + 16 + 4);
 	j->live -= gd_journal_recsize(len);
 	return 0;
 }
@@ -419,20 +467,9 @@ int gd_journal_sync(struct gd_journal *j, uint64_t now_ns)
 
 int gd_journal_commit(struct gd_journal *j, uint64_t now_ns)
 {
-	if (j->len > 0) {
-		if (gd_write_all(j->fd, j->buf, j->len) != 0) {
-			int e = errno;
-			/* a partial record at the end would read as a torn
-			 * tail: cut it so the file ends on a record */
-			if (ftruncate(j->fd, (off_t)j->size) == 0)
-				lseek(j->fd, (off_t)j->size, SEEK_SET);
-			errno = e;
-			return fail(j, "write");
-		}
-		j->size += j->len;
-		j->len = 0;
-		j->unsynced = 1;
-	}
+	if (gd_dbuf_len(&j->buf) > 0 && write_out(j) != 0)
+		return -1;
+	j->flushed = 0;
 	if (j->fsync == GD_FSYNC_ALWAYS ||
 	    (j->fsync == GD_FSYNC_BATCH && now_ns - j->synced_ns >=
 	    GD_JOURNAL_BATCH_NS))
@@ -453,34 +490,34 @@ int gd_journal_compact(struct gd_journal *j,
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
 		return fail(j, "rewrite");
 	memset(&t, 0, sizeof(t));
+	t.fd = fd;
+	t.path = tmp;		/* its errors name the file being written */
+	gd_dbuf_init_sized(&t.buf, 65536, j->buf.max);
 	put_header(h, j->epoch);
-	rc = gd_write_all(fd, h, sizeof(h));
 	t.size = GD_JOURNAL_HDR;
-	if ((d = room(&t, REC_HDR + 16 + 4)) == NULL) {
-		errno = ENOMEM;
+	if (gd_write_all(fd, h, sizeof(h)) != 0) {
+		rc = fail(&t, "write");
+	} else if ((d = room(&t, REC_HDR + 16 + 4)) == NULL) {
 		rc = -1;
 	} else {	/* the highest id and seq survive what is dropped */
 		put_rec(d, GD_JR_MARK, 0, 16);
 		gd_put64(d + 8, j->max_id);
 		gd_put64(d + 16, j->max_seq);
 		gd_put32(d + 24, gd_crc32c(0, d, 24));
-		t.len += REC_HDR + 16 + 4;
+		gd_dbuf_commit(&t.buf, REC_HDR + 16 + 4);
 	}
-	while (rc == 0 && next(ctx, &b)) {
-		if (gd_journal_block(&t, b.id, b.seq, b.time_ns, b.data, b.len) != 0) {
-			errno = ENOMEM;
-			rc = -1;
-		} else if (t.len >= (1u << 20)) {
-			rc = gd_write_all(fd, t.buf, t.len);
-			t.size += t.len;
-			t.len = 0;
-		}
+	/* room() writes every GD_JOURNAL_FLUSH bytes to the file */
+	while (rc == 0 && next(ctx, &b))
+		rc = gd_journal_block(&t, b.id, b.seq, b.time_ns, b.data, b.len);
+	if (rc == 0 && gd_dbuf_len(&t.buf) > 0)
+		rc = write_out(&t);
+	gd_dbuf_free(&t.buf);
+	if (rc != 0) {
+		memcpy(j->err, t.err, sizeof(j->err));
+		close(fd);
+		unlink(tmp);
+		return -1;
 	}
-	if (rc == 0 && t.len > 0) {
-		rc = gd_write_all(fd, t.buf, t.len);
-		t.size += t.len;
-	}
-	free(t.buf);
 	if (rc == 0)
 		rc = fdatasync(fd);
 	/* locked before it has the name: no second gdpub takes it between */
@@ -500,7 +537,8 @@ int gd_journal_compact(struct gd_journal *j,
 		return fail(j, "seek in");
 	j->size = t.size;
 	j->live = t.live;
-	j->len = 0;	/* what was recorded since is in the new file */
+	gd_dbuf_reset(&j->buf);	/* what was recorded since is in the new file */
+	j->flushed = 0;
 	j->unsynced = 0;
 	return 0;
 }
@@ -528,7 +566,7 @@ void gd_journal_close(struct gd_journal *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	gd_journal_forget_image(j);
-	free(j->buf);
+	gd_dbuf_free(&j->buf);
 	free(j->path);
 	memset(j, 0, sizeof(*j));
 	j->fd = -1;

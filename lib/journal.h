@@ -26,9 +26,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbuf.h"
+
 #define GD_JOURNAL_HDR 32
 #define GD_JOURNAL_SLACK (16u << 20)
 #define GD_JOURNAL_BATCH_NS 100000000ull	/* fsync=batch: at most this late */
+/* Records buffered before a commit: past this many bytes they go to the
+ * file at once (synced at the commit, as ever), so the buffer holds at
+ * most this and one record, whatever a loop turn records. */
+#define GD_JOURNAL_FLUSH (1u << 20)
 
 enum { GD_JR_BLOCK = 1, GD_JR_RES = 2, GD_JR_MARK = 3 };
 
@@ -47,8 +53,9 @@ struct gd_journal {
 	uint64_t epoch;
 	uint64_t size;		/* bytes in the file */
 	uint64_t live;		/* bytes of the records of pending blocks */
-	uint8_t *buf;		/* records not yet written */
-	size_t len, cap;
+	struct gd_dbuf buf;	/* records not yet written: at most
+				 * GD_JOURNAL_FLUSH and the largest record */
+	int flushed;		/* written early since the last commit */
 	int unsynced;		/* written since the last fsync */
 	uint64_t synced_ns;
 	uint64_t n_sync;	/* fsyncs (group commits) */
@@ -65,23 +72,26 @@ struct gd_journal {
 /* Open (or create, with epoch) the journal at path, lock it (flock: one
  * gdpub per journal; err names the holder's pid when /proc/locks tells)
  * and read it, changing nothing: a torn tail is found (torn_at says
- * where), not cut. 0, or -1 with err (and nothing left to close). */
+ * where), not cut. Blocks recorded are of max_block bytes at most (or
+ * of a pending one's size, which a rewrite records again). 0, or -1 with
+ * err (and nothing left to close). */
 int gd_journal_lock(struct gd_journal *j, const char *path, int fsync,
-    uint64_t epoch);
+    uint64_t epoch, uint32_t max_block);
 /* The journal locked and read is to be written: the torn tail is cut.
  * 0, or -1 with err. */
 int gd_journal_begin(struct gd_journal *j);
 /* Both: lock, then begin. */
 int gd_journal_open(struct gd_journal *j, const char *path, int fsync,
-    uint64_t epoch);
+    uint64_t epoch, uint32_t max_block);
 /* Read a journal without changing it (gdinspect journal): 0, or -1. */
 int gd_journal_scan(struct gd_journal *j, const char *path);
 /* The replay is done: free what the file held. */
 void gd_journal_forget_image(struct gd_journal *j);
 void gd_journal_close(struct gd_journal *j);
 
-/* Record a block / a resolution (buffered until commit). 0, or -1 when
- * out of memory. */
+/* Record a block / a resolution (buffered until commit, or written once
+ * GD_JOURNAL_FLUSH bytes wait). 0, or -1 with err: out of memory, a
+ * write error, or a block over the bound given at open. */
 int gd_journal_block(struct gd_journal *j, uint64_t id, uint64_t seq,
     uint64_t time_ns, const uint8_t *data, uint32_t len);
 int gd_journal_resolved(struct gd_journal *j, uint64_t id, uint64_t seq,
@@ -95,7 +105,7 @@ int gd_journal_commit(struct gd_journal *j, uint64_t now_ns);
  * be sent before commit). */
 static inline int gd_journal_uncommitted(const struct gd_journal *j)
 {
-	return j->len > 0;
+	return gd_dbuf_len(&j->buf) > 0 || j->flushed;
 }
 /* fsync=batch, from a timer: sync what was written. 0 or -1. */
 int gd_journal_sync(struct gd_journal *j, uint64_t now_ns);

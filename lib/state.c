@@ -25,6 +25,7 @@
 #define ACK_SIZE 16
 #define RUN_FIXED 12		/* u32 run number, u64 epoch */
 #define PER_RECORD_RANGES ((GD_STATE_REC_MAX - 4) / RANGE_SIZE)
+#define REC_MAX_TOTAL (REC_HDR + GD_STATE_REC_MAX + REC_CRC)
 
 static const uint8_t magic[8] = { 0x89, 'G', 'D', 'S', 0x0d, 0x0a, 0x1a, 0x0a };
 
@@ -43,23 +44,35 @@ static int fail(struct gd_state *st, const char *fmt, ...)
 
 /* ---- records ---- */
 
+/* The records buffered, to wfd. 0, or -1 with err. */
+static int write_out(struct gd_state *st)
+{
+	if (gd_write_all(st->wfd, gd_dbuf_ptr(&st->buf),
+	    gd_dbuf_len(&st->buf)) != 0)
+		return fail(st, "cannot write: %s", strerror(errno));
+	st->wrote += gd_dbuf_len(&st->buf);
+	gd_dbuf_reset(&st->buf);
+	return 0;
+}
+
+/* Room for n bytes of records; NULL with err. */
 static uint8_t *reserve(struct gd_state *st, size_t n)
 {
-	if (st->cap - st->len < n) {
-		size_t ncap = st->cap ? st->cap : 65536;
-		uint8_t *b;
-		while (ncap - st->len < n)
-			ncap *= 2;
-		if ((b = realloc(st->buf, ncap)) == NULL)
-			return NULL;
-		st->buf = b;
-		st->cap = ncap;
+	int rc;
+
+	if (gd_dbuf_len(&st->buf) > 0 && gd_dbuf_len(&st->buf) + n >
+	    GD_STATE_FLUSH && write_out(st) != 0)
+		return NULL;
+	if ((rc = gd_dbuf_reserve(&st->buf, n)) != GD_DBUF_OK) {
+		fail(st, "%s for a record of %zu bytes", rc == GD_DBUF_TOOBIG ?
+		    "no room in the write buffer" : "out of memory", n);
+		return NULL;
 	}
-	return st->buf + st->len;
+	return (uint8_t *)gd_dbuf_end(&st->buf);
 }
 
 /* Start a record of body length len for run num; returns where the body
- * goes after the run number, or NULL when out of memory. */
+ * goes after the run number, or NULL with err. */
 static uint8_t *rec_begin(struct gd_state *st, int type, uint32_t num,
     size_t len)
 {
@@ -76,10 +89,10 @@ static uint8_t *rec_begin(struct gd_state *st, int type, uint32_t num,
 
 static void rec_end(struct gd_state *st, size_t len)
 {
-	uint8_t *p = st->buf + st->len;
+	uint8_t *p = (uint8_t *)gd_dbuf_end(&st->buf);
 
 	gd_put32(p + REC_HDR + len, gd_crc32c(0, p, REC_HDR + len));
-	st->len += REC_HDR + len + REC_CRC;
+	gd_dbuf_commit(&st->buf, REC_HDR + len + REC_CRC);
 }
 
 static int put_run(struct gd_state *st, const struct gd_srun *run)
@@ -169,59 +182,73 @@ static void put_header(uint8_t *p)
 	gd_put32(p + 12, gd_crc32c(0, p, 12));
 }
 
-/* Rewrite the file as one snapshot of every run: written aside, synced,
- * then renamed over the log, which it replaces as our fd. */
+/* Rewrite the file as one snapshot of every run: written aside (a
+ * GD_STATE_FLUSH at a time), synced, then renamed over the log, which it
+ * replaces as our fd. */
 static int compact(struct gd_state *st, uint64_t now_ns)
 {
 	char tmp[PATH_MAX];
+	uint8_t *h;
 	uint32_t i;
-	int fd;
+	int fd, e;
 
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", st->path) >= (int)sizeof(tmp))
 		return fail(st, "the path is too long");
-	st->len = 0;
-	if (reserve(st, GD_STATE_HDR) == NULL)
-		goto nomem;
-	put_header(st->buf);
-	st->len = GD_STATE_HDR;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return fail(st, "cannot create %s: %s", tmp, strerror(errno));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		e = errno;
+		goto failed;
+	}
+	gd_dbuf_reset(&st->buf);	/* what a commit had is in the runs */
+	st->wfd = fd;
+	st->wrote = 0;
+	if ((h = reserve(st, GD_STATE_HDR)) == NULL)
+		goto gone;
+	put_header(h);
+	gd_dbuf_commit(&st->buf, GD_STATE_HDR);
 	for (i = 0; i < st->nruns; i++) {
 		struct gd_srun *run = st->runs[i];
 		run->num = i;
 		if (put_run(st, run) != 0 || put_items(st, GD_SR_RANGES, run,
 		    run->n, RANGE_SIZE, put_range) != 0 || put_floor(st, run) != 0)
-			goto nomem;
+			goto gone;
 		run->logged = 1;
 		run->floor_dirty = 0;
 		run->npend = 0;
 	}
 	st->next_num = st->nruns;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return fail(st, "cannot create %s: %s", tmp, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0 ||
-	    gd_write_all(fd, st->buf, st->len) != 0 || fsync(fd) != 0 ||
-	    rename(tmp, st->path) != 0) {
-		int e = errno;
-		close(fd);
-		unlink(tmp);
-		return fail(st, "cannot write %s: %s", tmp, strerror(e));
+	if (write_out(st) != 0)
+		goto gone;
+	if (fsync(fd) != 0 || rename(tmp, st->path) != 0) {
+		e = errno;
+		goto failed;
 	}
+	st->wfd = st->fd;
 	if (gd_sync_dir(st->path) != 0) {
-		int e = errno;
+		e = errno;
 		close(fd);
 		return fail(st, "cannot sync its directory: %s", strerror(e));
 	}
 	if (st->fd >= 0)
 		close(st->fd);
-	st->fd = fd;
-	st->size = st->len;
-	st->len = 0;
+	st->fd = st->wfd = fd;
+	st->size = st->wrote;
 	st->unsynced = 0;
 	st->synced_ns = now_ns;
 	st->n_compact++;
 	return 0;
-nomem:
-	return fail(st, "out of memory");
+failed:
+	st->wfd = st->fd;
+	close(fd);
+	unlink(tmp);
+	return fail(st, "cannot write %s: %s", tmp, strerror(e));
+gone:		/* err says why */
+	st->wfd = st->fd;
+	close(fd);
+	unlink(tmp);
+	return -1;
 }
 
 int gd_state_sync(struct gd_state *st, uint64_t now_ns)
@@ -240,7 +267,9 @@ int gd_state_commit(struct gd_state *st, uint64_t now_ns)
 {
 	uint32_t i;
 
-	st->len = 0;
+	gd_dbuf_reset(&st->buf);
+	st->wfd = st->fd;
+	st->wrote = 0;
 	for (i = 0; i < st->nruns; i++) {
 		struct gd_srun *run = st->runs[i];
 		if (run->npend == 0 && !run->floor_dirty && run->logged)
@@ -248,20 +277,22 @@ int gd_state_commit(struct gd_state *st, uint64_t now_ns)
 		if ((!run->logged && put_run(st, run) != 0) ||
 		    put_items(st, GD_SR_ACKS, run, run->npend, ACK_SIZE,
 		    put_ack) != 0 ||
-		    (run->floor_dirty && put_floor(st, run) != 0))
-			return fail(st, "out of memory");
+		    (run->floor_dirty && put_floor(st, run) != 0)) {
+			st->size += st->wrote;	/* whole records, in the log */
+			return -1;
+		}
 		run->logged = 1;
 		run->floor_dirty = 0;
 		run->npend = 0;
 	}
-	if (st->len > 0) {
-		if (st->size + st->len > 2 * snapshot_size(st) + GD_STATE_SLACK)
-			return compact(st, now_ns);
-		if (gd_write_all(st->fd, st->buf, st->len) != 0)
-			return fail(st, "cannot write: %s", strerror(errno));
-		st->size += st->len;
-		st->len = 0;
+	if (st->wrote > 0 || gd_dbuf_len(&st->buf) > 0) {
 		st->unsynced = 1;
+		if (st->size + st->wrote + gd_dbuf_len(&st->buf) >
+		    2 * snapshot_size(st) + GD_STATE_SLACK)
+			return compact(st, now_ns);
+		if (write_out(st) != 0)
+			return -1;
+		st->size += st->wrote;
 	}
 	if (st->unsynced && now_ns - st->synced_ns >= GD_STATE_SYNC_NS)
 		return gd_state_sync(st, now_ns);
@@ -270,48 +301,56 @@ int gd_state_commit(struct gd_state *st, uint64_t now_ns)
 
 /* ---- loading ---- */
 
-/* A window on the file being read: bytes [pos, pos + len) in buf. */
+/* A window on the file being read: bytes [pos, pos + len) in d, at most
+ * a record of the largest size (or 64 KiB, a read's size). */
 struct loader {
 	struct gd_state *st;
-	uint8_t *buf;
-	size_t len, cap;
-	uint64_t pos;		/* file offset of buf[0] */
+	struct gd_dbuf d;
+	uint64_t pos;		/* file offset of the first byte in d */
 	uint64_t size;
 	struct gd_srun *last;	/* run-number lookup cache */
 };
+#define LOAD_READ 65536
+#define LOAD_MAX (REC_MAX_TOTAL > LOAD_READ ? REC_MAX_TOTAL : LOAD_READ)
 
-/* Have at least need bytes at buf (fewer only at the end of the file).
- * 0, or -1 with err. */
+static const uint8_t *lbuf(const struct loader *L)
+{
+	return (const uint8_t *)gd_dbuf_ptr(&L->d);
+}
+
+static size_t llen(const struct loader *L)
+{
+	return gd_dbuf_len(&L->d);
+}
+
+/* Have at least need bytes at lbuf (fewer only at the end of the file;
+ * need at most LOAD_MAX). 0, or -1 with err. */
 static int fill(struct loader *L, size_t need)
 {
-	if (L->len >= need)
+	int rc;
+
+	if (llen(L) >= need)
 		return 0;
-	if (L->cap < need) {
-		size_t ncap = need < 65536 ? 65536 : need;
-		uint8_t *b = realloc(L->buf, ncap);
-		if (b == NULL)
-			return fail(L->st, "out of memory");
-		L->buf = b;
-		L->cap = ncap;
-	}
-	while (L->len < need && L->pos + L->len < L->size) {
-		ssize_t r = pread(L->st->fd, L->buf + L->len, L->cap - L->len,
-		    (off_t)(L->pos + L->len));
+	if ((rc = gd_dbuf_reserve(&L->d, need - llen(L))) != GD_DBUF_OK)
+		return fail(L->st, "cannot read a record of %zu bytes: %s",
+		    need, gd_dbuf_strerror(rc));
+	while (llen(L) < need && L->pos + llen(L) < L->size) {
+		ssize_t r = pread(L->st->fd, gd_dbuf_end(&L->d),
+		    gd_dbuf_room(&L->d), (off_t)(L->pos + llen(L)));
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0)
 			return fail(L->st, "cannot read: %s", strerror(errno));
 		if (r == 0)
 			break;
-		L->len += (size_t)r;
+		gd_dbuf_commit(&L->d, (size_t)r);
 	}
 	return 0;
 }
 
 static void consume(struct loader *L, size_t n)
 {
-	memmove(L->buf, L->buf + n, L->len - n);
-	L->len -= n;
+	gd_dbuf_consume(&L->d, n);
 	L->pos += n;
 }
 
@@ -319,13 +358,13 @@ static void consume(struct loader *L, size_t n)
  * write had reserved room but not filled it. */
 static int rest_is_zero(struct loader *L)
 {
-	while (L->len > 0) {
+	while (llen(L) > 0) {
 		size_t i;
-		for (i = 0; i < L->len; i++)
-			if (L->buf[i] != 0)
+		for (i = 0; i < llen(L); i++)
+			if (lbuf(L)[i] != 0)
 				return 0;
-		consume(L, L->len);
-		if (fill(L, L->cap) != 0)
+		consume(L, llen(L));
+		if (fill(L, LOAD_READ) != 0)
 			return -1;
 	}
 	return 1;
@@ -420,31 +459,32 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
  * compaction that follows to drop. 0, or -1 with err. */
 static int load(struct gd_state *st, uint64_t size)
 {
-	struct loader L = { st, NULL, 0, 0, 0, size, NULL };
+	struct loader L = { st, { 0 }, 0, size, NULL };
 	uint8_t want[GD_STATE_HDR];
 	int rc = -1;
 
+	gd_dbuf_init_sized(&L.d, LOAD_READ, LOAD_MAX);
 	put_header(want);
 	if (fill(&L, GD_STATE_HDR) != 0)
 		goto out;
-	if (L.len < GD_STATE_HDR) {
-		if (memcmp(L.buf, want, L.len) != 0) {
+	if (llen(&L) < GD_STATE_HDR) {
+		if (memcmp(lbuf(&L), want, llen(&L)) != 0) {
 			fail(st, "not a gdsub state file (%zu bytes, no header)",
-			    L.len);
+			    llen(&L));
 			goto out;
 		}
 		st->torn_at = 0;	/* created, then a crash: no record yet */
-		st->torn_bytes = L.len;
+		st->torn_bytes = llen(&L);
 		rc = 0;
 		goto out;
 	}
-	if (memcmp(L.buf, magic, 8) != 0) {
+	if (memcmp(lbuf(&L), magic, 8) != 0) {
 		fail(st, "not a gdsub state file (bad magic)");
 		goto out;
 	}
-	if (memcmp(L.buf, want, GD_STATE_HDR) != 0) {
+	if (memcmp(lbuf(&L), want, GD_STATE_HDR) != 0) {
 		fail(st, "unsupported state file version %u, or a corrupt header",
-		    (unsigned)gd_get32(L.buf + 8) & 0xffff);
+		    (unsigned)gd_get32(lbuf(&L) + 8) & 0xffff);
 		goto out;
 	}
 	consume(&L, GD_STATE_HDR);
@@ -454,14 +494,14 @@ static int load(struct gd_state *st, uint64_t size)
 		size_t total;
 		if (fill(&L, REC_HDR) != 0)
 			goto out;
-		if (L.len == 0)
+		if (llen(&L) == 0)
 			break;
-		if (L.len < REC_HDR)
+		if (llen(&L) < REC_HDR)
 			goto torn;
-		type = L.buf[0];
-		len = gd_get32(L.buf + 4);
-		if (type < GD_SR_RUN || type > GD_SR_FLOOR || L.buf[1] ||
-		    L.buf[2] || L.buf[3] || len > GD_STATE_REC_MAX) {
+		type = lbuf(&L)[0];
+		len = gd_get32(lbuf(&L) + 4);
+		if (type < GD_SR_RUN || type > GD_SR_FLOOR || lbuf(&L)[1] ||
+		    lbuf(&L)[2] || lbuf(&L)[3] || len > GD_STATE_REC_MAX) {
 			uint64_t at = L.pos;
 			int z = rest_is_zero(&L);
 			if (z < 0)
@@ -477,10 +517,10 @@ static int load(struct gd_state *st, uint64_t size)
 		total = REC_HDR + len + REC_CRC;
 		if (fill(&L, total) != 0)
 			goto out;
-		if (L.len < total)
+		if (llen(&L) < total)
 			goto torn;
-		if (gd_get32(L.buf + REC_HDR + len) !=
-		    gd_crc32c(0, L.buf, REC_HDR + len)) {
+		if (gd_get32(lbuf(&L) + REC_HDR + len) !=
+		    gd_crc32c(0, lbuf(&L), REC_HDR + len)) {
 			if (L.pos + total == size)
 				goto torn;
 			fail(st, "corrupt record at offset %" PRIu64 ": CRC "
@@ -488,7 +528,7 @@ static int load(struct gd_state *st, uint64_t size)
 			    size - L.pos - total);
 			goto out;
 		}
-		if (apply(&L, type, L.buf + REC_HDR, len) != 0)
+		if (apply(&L, type, lbuf(&L) + REC_HDR, len) != 0)
 			goto out;
 		consume(&L, total);
 	}
@@ -499,7 +539,7 @@ torn:
 	st->torn_bytes = size - L.pos;
 	rc = 0;
 out:
-	free(L.buf);
+	gd_dbuf_free(&L.d);
 	return rc;
 }
 
@@ -535,7 +575,8 @@ static int open_file(struct gd_state *st, const char *path, uint64_t now_ns)
 int gd_state_open(struct gd_state *st, const char *path, uint64_t now_ns)
 {
 	memset(st, 0, sizeof(*st));
-	st->fd = -1;
+	gd_dbuf_init_sized(&st->buf, 65536, GD_STATE_FLUSH + REC_MAX_TOTAL);
+	st->fd = st->wfd = -1;
 	if (open_file(st, path, now_ns) == 0)
 		return 0;
 	release(st);
@@ -563,10 +604,9 @@ static void release(struct gd_state *st)
 	for (i = 0; i < st->nruns; i++)
 		gd_srun_free(st->runs[i]);
 	free(st->runs);
-	free(st->buf);
+	gd_dbuf_free(&st->buf);
 	free(st->path);
 	st->runs = NULL;
-	st->buf = NULL;
 	st->path = NULL;
 	st->nruns = 0;
 	st->fd = -1;

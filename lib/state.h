@@ -40,6 +40,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dbuf.h"
+
 #define GD_STATE_HDR 16
 #define GD_STATE_REC_MAX (1u << 20)	/* bound on a record body */
 #define GD_STATE_RANGES 16384		/* ranges kept per run */
@@ -47,6 +49,10 @@
 #define GD_STATE_ORIGIN_MAX 300
 #define GD_STATE_SLACK (1u << 20)
 #define GD_STATE_SYNC_NS 100000000ull	/* fsync at most this late */
+/* Records buffered before they are written: past this many bytes they go
+ * to the file at once, so a commit of many acknowledgements or the
+ * rewrite of every run holds at most this and one record in memory. */
+#define GD_STATE_FLUSH (1u << 20)
 
 enum { GD_SR_RUN = 1, GD_SR_ACKS = 2, GD_SR_RANGES = 3, GD_SR_FLOOR = 4 };
 
@@ -68,7 +74,8 @@ struct gd_srun {
 	uint64_t epoch;
 	uint64_t floor;		/* every index below it resolved, as last seen */
 	struct gd_srange *r;	/* r[off .. off + n), sorted */
-	uint32_t off, n, cap;
+	uint32_t off, n;
+	size_t cap;
 	uint32_t num;		/* its run number in the file */
 	int logged;		/* its run record is in the file */
 	int floor_dirty;
@@ -82,12 +89,15 @@ struct gd_state {
 	int fd;
 	char *path;
 	struct gd_srun **runs;
-	uint32_t nruns, caprun;
+	uint32_t nruns;
+	size_t caprun;
 	uint32_t next_num;
 	uint64_t clock;		/* for recency */
 	uint64_t size;		/* bytes in the file */
-	uint8_t *buf;		/* records being written */
-	size_t len, cap;
+	struct gd_dbuf buf;	/* records being written: at most
+				 * GD_STATE_FLUSH and one record */
+	int wfd;		/* where they go: fd, or a rewrite's file */
+	uint64_t wrote;		/* bytes of them that went there before */
 	int unsynced;		/* written since the last fsync */
 	uint64_t synced_ns;
 	uint64_t n_sync, n_compact;

@@ -3,6 +3,8 @@
  * recently used run goes first). No I/O here: state.c logs and loads. */
 #include "state.h"
 #include "state_int.h"
+#include "grow.h"
+#include "idmap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -47,18 +49,8 @@ static int room_for_one(struct gd_srun *run)
 		run->off = 0;
 		return 0;
 	}
-	{
-		uint32_t ncap = run->cap ? run->cap * 2 : 16;
-		struct gd_srange *n;
-		if (ncap > GD_STATE_RANGES + 1)
-			ncap = GD_STATE_RANGES + 1;
-		n = realloc(run->r, (size_t)ncap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		run->r = n;
-		run->cap = ncap;
-	}
-	return 0;
+	/* one past the bound: the merge adds before the oldest is forgotten */
+	return GD_GROW(run->r, run->cap, run->cap + 1, GD_STATE_RANGES + 1);
 }
 
 /* Add [lo, hi) to the run, merging with the ranges it touches. */
@@ -217,19 +209,13 @@ static struct gd_srun *find_origin(struct gd_state *st, const char *o,
 /* Make room for one more run: grow, or forget the least recently used. */
 static int runs_room(struct gd_state *st)
 {
-	struct gd_srun **n;
 	uint32_t i, lru = 0;
 
 	if (st->nruns < st->caprun)
 		return 0;
-	if (st->caprun < GD_STATE_RUNS) {
-		uint32_t ncap = st->caprun ? st->caprun * 2 : 8;
-		if ((n = realloc(st->runs, ncap * sizeof(*n))) == NULL)
-			return -1;
-		st->runs = n;
-		st->caprun = ncap;
-		return 0;
-	}
+	if (st->caprun < GD_STATE_RUNS)
+		return GD_GROW(st->runs, st->caprun, st->caprun + 1,
+		    GD_STATE_RUNS);
 	for (i = 1; i < st->nruns; i++)
 		if (st->runs[i]->used < st->runs[lru]->used)
 			lru = i;
@@ -271,14 +257,12 @@ int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
 
 	if (seq == UINT64_MAX)
 		return 0;	/* cannot be a range end; never sent */
-	if (run->npend == run->cappend) {
-		size_t ncap = run->cappend ? run->cappend * 2 : 256;
-		struct gd_sack *n = realloc(run->pend, ncap * sizeof(*n));
-		if (n == NULL)
-			return -1;
-		run->pend = n;
-		run->cappend = ncap;
-	}
+	/* acknowledgements not yet written are of blocks the subscriber
+	 * held unacknowledged: its dedup table holds no more (and every
+	 * loop turn's commit writes them out) */
+	if (GD_GROW(run->pend, run->cappend, run->npend + 1,
+	    GD_IDMAP_MAX_SLOTS) != 0)
+		return -1;
 	if (gd_srun_add_range(run, &m) != 0)
 		return -1;
 	run->pend[run->npend].seq = seq;

@@ -10,6 +10,8 @@
 #include <stdint.h>
 
 #define GD_TLS_ERR_MAX 400
+#define GD_TLS_RECORD_MAX 16384	/* plaintext bytes of one record (RFC 8446
+				 * 5.1; the same bound in TLS 1.2) */
 
 struct gd_tls_ctx;
 struct gd_tls;

@@ -210,48 +210,39 @@ void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz)
 	get_str(dst, sz, f->body, f->len);
 }
 
-int gd_rbuf_init(struct gd_rbuf *r, size_t cap)
+int gd_rbuf_init(struct gd_rbuf *r, size_t first, size_t max)
 {
-	r->buf = malloc(cap);
-	r->cap = r->buf ? cap : 0;
-	r->len = r->off = 0;
-	return r->buf ? 0 : -1;
+	if (first > max)
+		first = max;
+	gd_dbuf_init_sized(&r->d, first, max);
+	r->off = 0;
+	/* first - 1: the dbuf keeps a byte for its NUL */
+	return first > 1 && gd_dbuf_grow(&r->d, first - 1) != GD_DBUF_OK ?
+	    -1 : 0;
 }
 
 void gd_rbuf_free(struct gd_rbuf *r)
 {
-	free(r->buf);
-	r->buf = NULL;
-	r->cap = r->len = r->off = 0;
+	gd_dbuf_free(&r->d);
+	r->off = 0;
 }
 
 void gd_rbuf_compact(struct gd_rbuf *r)
 {
-	if (r->off == 0)
-		return;
-	if (r->off < r->len)
-		memmove(r->buf, r->buf + r->off, r->len - r->off);
-	r->len -= r->off;
+	gd_dbuf_consume(&r->d, r->off);
 	r->off = 0;
 }
 
 int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p, size_t *n)
 {
-	if (r->cap - r->len < min) {
+	int rc;
+
+	if (gd_dbuf_room(&r->d) < min) {
 		gd_rbuf_compact(r);
-		if (r->cap - r->len < min) {
-			size_t ncap = r->cap ? r->cap : 4096;
-			uint8_t *nb;
-			while (ncap - r->len < min)
-				ncap *= 2;
-			nb = realloc(r->buf, ncap);
-			if (nb == NULL)
-				return -1;
-			r->buf = nb;
-			r->cap = ncap;
-		}
+		if ((rc = gd_dbuf_reserve(&r->d, min)) != GD_DBUF_OK)
+			return rc;
 	}
-	*p = r->buf + r->len;
-	*n = r->cap - r->len;
-	return 0;
+	*p = (uint8_t *)gd_dbuf_end(&r->d);
+	*n = gd_dbuf_room(&r->d);
+	return GD_DBUF_OK;
 }

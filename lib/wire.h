@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "auth.h"
+#include "dbuf.h"
 
 /* 2: acks name (id, seq); 3: the hello carries a nonce and says whether
  * the subscriber has a key (CHALLENGE and PROOF, see below), the gdsub's
@@ -219,17 +220,56 @@ size_t gd_wire_text(uint8_t *dst, uint8_t type, const char *text);
 void gd_wire_get_text(const struct gd_frame *f, char *dst, size_t sz);
 
 /* A receive buffer for one connection: frames are parsed in place and the
- * partial tail moved to the front. It grows only for a frame larger than
- * its size, up to the frame bound. */
+ * partial tail moved to the front. Its bytes are a gd_dbuf capped by the
+ * owner at the largest frame it accepts plus what one read adds: after a
+ * parse less than a frame is left, so only a read past that bound could
+ * pass the cap, and that is an error the owner reports. */
 struct gd_rbuf {
-	uint8_t *buf;
-	size_t cap, len, off;
+	struct gd_dbuf d;	/* the bytes received */
+	size_t off;		/* parsed up to here */
 };
-int gd_rbuf_init(struct gd_rbuf *r, size_t cap);
+/* first bytes allocated now (a connection's reads then allocate nothing
+ * until a frame is larger), at most max ever. 0, or -1 out of memory. */
+int gd_rbuf_init(struct gd_rbuf *r, size_t first, size_t max);
 void gd_rbuf_free(struct gd_rbuf *r);
-/* Space to read into (at least min bytes; grows or compacts). */
-int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p, size_t *n);
-/* Drop consumed bytes at the front, keep the rest. */
+/* Room to read into, at least min bytes: the parsed bytes dropped first,
+ * then grown. GD_DBUF_OK; or GD_DBUF_TOOBIG (the cap: the peer sent more
+ * than the bound allows) or GD_DBUF_NOMEM, and then *p and *n are not
+ * set. */
+GD_DBUF_CHECK int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p,
+    size_t *n);
+/* n bytes were read into the room gd_rbuf_space gave. */
+static inline void gd_rbuf_commit(struct gd_rbuf *r, size_t n)
+{
+	gd_dbuf_commit(&r->d, n);
+}
+/* The bytes received and not parsed yet: gd_rbuf_avail of them at
+ * gd_rbuf_head. */
+static inline const uint8_t *gd_rbuf_head(const struct gd_rbuf *r)
+{
+	return r->d.buf != NULL ? (const uint8_t *)r->d.buf + r->off : NULL;
+}
+static inline size_t gd_rbuf_avail(const struct gd_rbuf *r)
+{
+	return r->d.len - r->off;
+}
+/* Where the next read's bytes go (before their commit). */
+static inline const uint8_t *gd_rbuf_end(const struct gd_rbuf *r)
+{
+	return (const uint8_t *)gd_dbuf_end(&r->d);
+}
+/* n bytes at the head were parsed. */
+static inline void gd_rbuf_skip(struct gd_rbuf *r, size_t n)
+{
+	r->off += n;
+}
+/* Nothing held (a new connection's first read). */
+static inline void gd_rbuf_clear(struct gd_rbuf *r)
+{
+	gd_dbuf_reset(&r->d);
+	r->off = 0;
+}
+/* Drop parsed bytes at the front, keep the rest. */
 void gd_rbuf_compact(struct gd_rbuf *r);
 
 #endif

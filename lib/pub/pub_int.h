@@ -34,6 +34,14 @@
 #define PUB_BACKLOG_HIGH (64u << 20)	/* pause input above this per sink */
 #define PUB_BACKLOG_LOW (16u << 20)
 #define PUB_CIN_SIZE 65536		/* TLS: ciphertext per read */
+#define PUB_READ_MIN 16384		/* room asked for before a read */
+/* A subscriber's receive buffer (gd_rbuf): a parse leaves less than the
+ * largest frame it sends (an ack frame); the buffer grows only to give a
+ * read PUB_READ_MIN bytes of room, and over TLS a feed's plaintext comes
+ * in before the next parse (the ciphertext read, and a record held back
+ * from the feed before). */
+#define PUB_RB_MAX (GD_WIRE_HDR + GD_CTRL_MAX * 64 + PUB_CIN_SIZE + \
+	GD_TLS_RECORD_MAX + PUB_READ_MIN)
 #define PUB_RATE_SAMPLES 5		/* 4 Hz ticks: the rate over a second */
 
 struct pub;
@@ -284,9 +292,10 @@ int pub_frame(struct pub *p, struct sconn *c, const struct gd_frame *f);
 /* pub_tls.c: the bytes from a subscriber with TLS */
 /* nread bytes of ciphertext in c->cin: decrypted into c->rb (what the
  * handshake answers waits in TLS, for pub_conn_tls_out). PUB_TLS_OK;
- * PUB_TLS_PLAIN: before any TLS, a plain gdkit HELLO; PUB_TLS_NOMEM; or
+ * PUB_TLS_PLAIN: before any TLS, a plain gdkit HELLO; PUB_TLS_RBUF: the
+ * read buffer could not take it (*why: out of memory, or its cap); or
  * PUB_TLS_FAILED and *why says what TLS found wrong. */
-enum { PUB_TLS_OK, PUB_TLS_PLAIN, PUB_TLS_NOMEM, PUB_TLS_FAILED };
+enum { PUB_TLS_OK, PUB_TLS_PLAIN, PUB_TLS_RBUF, PUB_TLS_FAILED };
 int pub_tls_in(struct sconn *c, size_t nread, const char **why);
 
 /* pub_send.c: the TCP sink */

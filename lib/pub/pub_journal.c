@@ -25,7 +25,8 @@ int pub_journal_open(struct pub *p)
 		return GD_EX_USAGE;
 	}
 	gd_dbuf_init(&p->jres, PUB_JRES_MAX);
-	if (gd_journal_lock(&p->jn, c->journal, (int)c->fsync, p->epoch) != 0) {
+	if (gd_journal_lock(&p->jn, c->journal, (int)c->fsync, p->epoch,
+	    (uint32_t)c->max_block) != 0) {
 		gd_err("%s", gd_journal_err(&p->jn));
 		return GD_EX_IOERR;
 	}

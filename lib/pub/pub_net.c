@@ -82,12 +82,16 @@ static void conn_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	struct sconn *c = h->data;
 	uint8_t *ptr = NULL;
 	size_t n = 0;
+	int rc;
 
 	(void)hint;
 	if (c->tls != NULL)
 		ptr = c->cin, n = PUB_CIN_SIZE;	/* decrypted into rb */
-	else if (gd_rbuf_space(&c->rb, 16384, &ptr, &n) != 0)
+	else if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr, &n)) != 0) {
+		gd_err("cannot read from %s (receive buffer: %s)",
+		    c->addr, gd_dbuf_strerror(rc));
 		ptr = NULL, n = 0;	/* libuv reports UV_ENOBUFS */
+	}
 	*b = uv_buf_init((char *)ptr, (unsigned)n);
 }
 
@@ -209,10 +213,10 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 	case PUB_TLS_PLAIN:
 		plain_at_tls(c);
 		return -1;
-	case PUB_TLS_NOMEM:
-		gd_err("out of memory reading from %s; closing its "
-		    "connection", c->addr);
-		pub_conn_close(c, "out of memory");
+	case PUB_TLS_RBUF:
+		gd_err("cannot read from %s (receive buffer: %s); "
+		    "closing its connection", c->addr, why);
+		pub_conn_close(c, why);
 		return -1;
 	case PUB_TLS_FAILED:
 		tls_failed(c, why);
@@ -266,17 +270,16 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			pub_maybe_done(p);
 			return;
 		}
-	} else if (c->state == PUB_CS_HELLO && c->rb.off == 0 &&
-	    c->rb.len == 0 && gd_tls_looks_like_hello(c->rb.buf,
-	    (size_t)nread)) {
+	} else if (c->state == PUB_CS_HELLO && gd_rbuf_avail(&c->rb) == 0 &&
+	    gd_tls_looks_like_hello(gd_rbuf_end(&c->rb), (size_t)nread)) {
 		tls_at_plain(c);
 		pub_maybe_done(p);
 		return;
 	} else
-		c->rb.len += (size_t)nread;
-	while ((rc = gd_wire_next(c->rb.buf + c->rb.off, c->rb.len - c->rb.off,
+		gd_rbuf_commit(&c->rb, (size_t)nread);
+	while ((rc = gd_wire_next(gd_rbuf_head(&c->rb), gd_rbuf_avail(&c->rb),
 	    0, &f, &used)) == 1) {
-		c->rb.off += used;
+		gd_rbuf_skip(&c->rb, used);
 		if (on_frame(p, c, &f) != 0) {
 			pub_maybe_done(p);
 			return;
@@ -284,9 +287,10 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	/* before its handshake a peer gets to send HELLO and PROOF, which
 	 * are small: the header of any other frame is enough to close it */
-	if (rc == 0 && c->state < PUB_CS_ACTIVE && c->rb.len - c->rb.off >= GD_WIRE_HDR &&
-	    c->rb.buf[c->rb.off + 4] != GD_F_HELLO &&
-	    c->rb.buf[c->rb.off + 4] != GD_F_PROOF)
+	if (rc == 0 && c->state < PUB_CS_ACTIVE &&
+	    gd_rbuf_avail(&c->rb) >= GD_WIRE_HDR &&
+	    gd_rbuf_head(&c->rb)[4] != GD_F_HELLO &&
+	    gd_rbuf_head(&c->rb)[4] != GD_F_PROOF)
 		rc = -1;
 	if (rc < 0) {
 		malformed(c, 0);
@@ -368,7 +372,7 @@ static void on_accept(uv_stream_t *server, int status)
 		return;
 	}
 	c = calloc(1, sizeof(*c));
-	if (c == NULL || gd_rbuf_init(&c->rb, 65536) != 0 ||
+	if (c == NULL || gd_rbuf_init(&c->rb, 65536, PUB_RB_MAX) != 0 ||
 	    uv_tcp_init(&p->loop, &c->h) != 0) {
 		gd_err("cannot accept a connection: out of memory");
 		if (c != NULL)

@@ -10,6 +10,7 @@ int pub_tls_in(struct sconn *c, size_t nread, const char **why)
 	uint8_t *ptr;
 	size_t room;
 	long got = GD_TLS_AGAIN;
+	int rc;
 
 	if (c->state == PUB_CS_TLS && !c->tls_fed && nread >=
 	    GD_WIRE_HDR && c->cin[4] == GD_F_HELLO &&
@@ -21,11 +22,14 @@ int pub_tls_in(struct sconn *c, size_t nread, const char **why)
 		return PUB_TLS_FAILED;
 	}
 	for (;;) {
-		if (gd_rbuf_space(&c->rb, 16384, &ptr, &room) != 0)
-			return PUB_TLS_NOMEM;
+		if ((rc = gd_rbuf_space(&c->rb, PUB_READ_MIN, &ptr,
+		    &room)) != 0) {
+			*why = gd_dbuf_strerror(rc);
+			return PUB_TLS_RBUF;
+		}
 		if ((got = gd_tls_read(c->tls, ptr, room)) <= 0)
 			break;
-		c->rb.len += (size_t)got;
+		gd_rbuf_commit(&c->rb, (size_t)got);
 	}
 	if (got == GD_TLS_FAIL) {
 		*why = gd_tls_error(c->tls);

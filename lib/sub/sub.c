@@ -282,7 +282,8 @@ static int start(struct sub *s)
 			goto uv_failed;
 		pc->retry.data = pc;
 		if ((s->tls != NULL && (pc->cin = malloc(SUB_CIN_SIZE)) == NULL) ||
-		    gd_rbuf_init(&pc->rb, 256 * 1024) != 0 ||
+		    gd_rbuf_init(&pc->rb, 256 * 1024,
+		    sub_rb_max((uint32_t)conf->sub_max_block)) != 0 ||
 		    gd_recv_init(&pc->rv, (int)conf->dedup) != 0) {
 			gd_err("out of memory");
 			return GD_EX_FAIL;

@@ -4,27 +4,29 @@
  * queue in the prepare phase), and the control frames of sub_net.c
  * (hello, proof, confirm, bye). */
 #include "sub_int.h"
+#include "grow.h"
+#include "idmap.h"
 #include "key.h"
 #include "log.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
 
-/* 0, or -1 when out of memory: then the block stays unacknowledged at
+/* 0, or -1 when out of memory or full: then the block stays unacknowledged at
  * its publisher, which resends it (acknowledged again then) or NACKs it. */
 int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
 {
-	if (pc->nqueued == pc->capqueued) {
-		size_t ncap = pc->capqueued ? pc->capqueued * 2 : 1024;
-		struct sub_ack *n = realloc(pc->ackq, ncap * sizeof(*n));
-		if (n == NULL) {
-			gd_err("out of memory queueing the acknowledgement of "
-			    "%s/%" PRIu64 "; its publisher will resend it",
-			    pc->origin, id);
-			return -1;
-		}
-		pc->ackq = n;
-		pc->capqueued = ncap;
+	/* each is of a block held unacknowledged in the publisher's dedup
+	 * table, which holds no more */
+	if (GD_GROW(pc->ackq, pc->capqueued, pc->nqueued + 1,
+	    GD_IDMAP_MAX_SLOTS) != 0) {
+		char why[64] = "out of memory";
+		if (pc->nqueued >= GD_IDMAP_MAX_SLOTS)
+			snprintf(why, sizeof(why), "%u waiting already",
+			    GD_IDMAP_MAX_SLOTS);
+		gd_err("cannot queue the acknowledgement of %s/%" PRIu64
+		    " (%s); its publisher will resend it", pc->origin, id, why);
+		return -1;
 	}
 	pc->ackq[pc->nqueued].id = id;
 	pc->ackq[pc->nqueued++].seq = seq;

@@ -31,6 +31,8 @@
  * for any publisher. The first 64 members of a cluster have a bit; a
  * later one's copies are always taken for the current generation's. */
 #include "sub_int.h"
+#include "cluster.h"
+#include "grow.h"
 #include "idmap.h"
 #include "log.h"
 
@@ -60,7 +62,8 @@ struct sub_cluster {
 	size_t len;
 	struct sub_cent *e;	/* ring: appended until full, then the
 				 * oldest (head) is replaced */
-	uint32_t cap, n, head;
+	size_t cap;
+	uint32_t n, head;
 	struct gd_idmap map;
 	unsigned nmembers;	/* members so far: the next one's bit */
 };
@@ -160,14 +163,9 @@ static int add(struct sub_cluster *c, uint64_t id, const struct sub_pub *pc,
 {
 	uint32_t slot;
 
-	if (c->n == c->cap && c->cap < SUB_CLUSTER_KEYS) {
-		uint32_t ncap = c->cap ? c->cap * 2 : 4096;
-		struct sub_cent *ne = realloc(c->e, (size_t)ncap * sizeof(*ne));
-		if (ne == NULL)
-			return -1;
-		c->e = ne;
-		c->cap = ncap;
-	}
+	if (c->n == c->cap && c->cap < SUB_CLUSTER_KEYS &&
+	    GD_GROW(c->e, c->cap, c->cap + 1, SUB_CLUSTER_KEYS) != 0)
+		return -1;
 	if (c->n < c->cap) {
 		slot = c->n++;
 	} else {	/* full: the oldest makes room */
@@ -194,18 +192,18 @@ static int queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id)
 	    pc->ack_status != GD_ACK_OK)
 		return 0;	/* a member not listening now: it never
 				 * sent the block, or will resend it */
-	if (pc->npq == pc->cappq) {
-		size_t ncap = pc->cappq ? pc->cappq * 2 : 1024;
-		uint64_t *n = realloc(pc->pq, ncap * sizeof(*n));
-		if (n == NULL) {
-			gd_err("out of memory queueing the pre-acknowledgement "
-			    "of %s/%" PRIu64 " for %s; a secondary there "
-			    "forwards it after its tentative timeout",
-			    pc->origin, id, pc->addr);
-			return 0;
-		}
-		pc->pq = n;
-		pc->cappq = ncap;
+	/* a member remembers no more pre-acks than that: more in one turn
+	 * would be forgotten there before they were used */
+	if (GD_GROW(pc->pq, pc->cappq, pc->npq + 1,
+	    GD_CLUSTER_MAX_PREACKS) != 0) {
+		char why[64] = "out of memory";
+		if (pc->npq >= GD_CLUSTER_MAX_PREACKS)
+			snprintf(why, sizeof(why), "%u waiting already",
+			    GD_CLUSTER_MAX_PREACKS);
+		gd_err("cannot queue the pre-acknowledgement of %s/%" PRIu64
+		    " for %s (%s); a secondary there forwards it after its "
+		    "tentative timeout", pc->origin, id, pc->addr, why);
+		return 0;
 	}
 	pc->pq[pc->npq++] = id;
 	return 1;

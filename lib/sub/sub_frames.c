@@ -138,10 +138,10 @@ int sub_frame(struct sub *s, struct sub_pub *pc, const struct gd_frame *f,
  * damaged. */
 uint32_t sub_frame_too_large(const struct sub_pub *pc, uint32_t limit)
 {
-	const uint8_t *h = pc->rb.buf + pc->rb.off;
+	const uint8_t *h = gd_rbuf_head(&pc->rb);
 	uint32_t body, size;
 
-	if (pc->rb.len - pc->rb.off < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
+	if (gd_rbuf_avail(&pc->rb) < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
 		return 0;
 	body = gd_get32(h);
 	if (body < GD_BLOCK_HDR - GD_WIRE_HDR)

@@ -17,6 +17,20 @@
 
 #define SUB_OUT_HIGH (8u << 20)	/* stop reading sources above this backlog */
 #define SUB_CIN_SIZE 65536	/* TLS: ciphertext per read */
+#define SUB_READ_MIN 65536	/* room asked for before a read */
+/* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
+ * largest frame taken (a block of GDsub_maxBlockSize, or an ack-sized
+ * control frame); the buffer grows only to give a read SUB_READ_MIN bytes
+ * of room, and over TLS a feed's plaintext comes in before the next parse
+ * (the ciphertext read, and a record held back from the feed before). */
+static inline size_t sub_rb_max(uint32_t max_block)
+{
+	size_t block = GD_BLOCK_HDR + (size_t)max_block;
+	size_t ctrl = GD_WIRE_HDR + GD_CTRL_MAX * 64;
+
+	return (block > ctrl ? block : ctrl) + SUB_CIN_SIZE +
+	    GD_TLS_RECORD_MAX + SUB_READ_MIN;
+}
 
 enum sub_pstate { SUB_PS_IDLE, SUB_PS_RESOLVING, SUB_PS_CONNECTING,
 	SUB_PS_WELCOME, SUB_PS_ACTIVE, SUB_PS_ENDED };

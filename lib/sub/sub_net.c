@@ -208,6 +208,7 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 	struct sub_pub *pc = h->data;
 	uint8_t *p;
 	size_t n;
+	int rc;
 
 	(void)hint;
 	if (pc->tls != NULL) {	/* decrypted into rb by pc_read */
@@ -215,7 +216,9 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 		b->len = SUB_CIN_SIZE;
 		return;
 	}
-	if (gd_rbuf_space(&pc->rb, 65536, &p, &n) != 0) {
+	if ((rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p, &n)) != 0) {
+		gd_err("cannot read from publisher %s (receive buffer: %s)",
+		    pc->addr, gd_dbuf_strerror(rc));
 		b->base = NULL;
 		b->len = 0;
 		return;
@@ -341,11 +344,11 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		if (tls_in(pc, (size_t)nread) != 0)
 			return;
 	} else
-		pc->rb.len += (size_t)nread;
-	while ((rc = gd_wire_next(pc->rb.buf + pc->rb.off,
-	    pc->rb.len - pc->rb.off, limit = sub_frame_limit(s, pc), &f,
+		gd_rbuf_commit(&pc->rb, (size_t)nread);
+	while ((rc = gd_wire_next(gd_rbuf_head(&pc->rb),
+	    gd_rbuf_avail(&pc->rb), limit = sub_frame_limit(s, pc), &f,
 	    &used)) == 1) {
-		pc->rb.off += used;
+		gd_rbuf_skip(&pc->rb, used);
 		switch (sub_frame(s, pc, &f, &why)) {
 		case SUB_FR_NEXT:
 			continue;
@@ -443,7 +446,7 @@ static void on_connect(uv_connect_t *req, int status)
 	}
 	pc->state = SUB_PS_WELCOME;
 	(void)uv_tcp_nodelay(&pc->h, 1);	/* latency only */
-	pc->rb.len = pc->rb.off = 0;
+	gd_rbuf_clear(&pc->rb);
 	pc->confirm_due = 0;
 	pc->greeted = 0;
 	pc->tls_eof = 0;

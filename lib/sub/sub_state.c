@@ -3,6 +3,7 @@
  * its rules, written before the acknowledgements leave, synced by a timer
  * and closed last. */
 #include "sub_int.h"
+#include "idmap.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -84,8 +85,10 @@ void sub_state_commit(struct sub *s)
 		return;
 	for (i = 0; i < s->npc; i++)
 		if (s->pc[i].rv.state_nomem) {
-			gd_err("state file '%s': out of memory recording an "
-			    "acknowledgement", s->conf->state);
+			gd_err("state file '%s': cannot record an "
+			    "acknowledgement: out of memory, or %u waiting "
+			    "to be written already", s->conf->state,
+			    GD_IDMAP_MAX_SLOTS);
 			sub_finish(s, GD_EX_FAIL);
 			return;
 		}

@@ -78,13 +78,15 @@ int sub_tls_in(struct sub_pub *pc, size_t nread, const char **why)
 		return SUB_TLS_FAILED;
 	}
 	for (;;) {
-		if (gd_rbuf_space(&pc->rb, 65536, &p, &room) != 0) {
-			*why = "out of memory";
+		if ((rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p,
+		    &room)) != 0) {
+			*why = rc == GD_DBUF_TOOBIG ? "receive buffer over its "
+			    "size limit" : "out of memory";
 			return SUB_TLS_LOST;
 		}
 		if ((got = gd_tls_read(pc->tls, p, room)) <= 0)
 			break;
-		pc->rb.len += (size_t)got;
+		gd_rbuf_commit(&pc->rb, (size_t)got);
 	}
 	/* an alert of ours tells the publisher why, before the close */
 	if ((rc = sub_tls_out(pc, NULL, NULL)) != 0 && got != GD_TLS_FAIL) {

@@ -47,6 +47,21 @@ PY
 	[[ "$output" == *"src/ includes other than gdkit.h: 0"* ]]
 }
 
+# Memory grows in one place with a stated cap: byte buffers are gd_dbuf
+# (lib/dbuf.c), slot tables gd_slab (lib/slab.c), typed arrays gd_grow
+# (lib/grow.c). A realloc anywhere else is a buffer without a bound.
+@test "lib/, src/: no realloc( outside dbuf.c, slab.c and grow.c" {
+	top="$BATS_TEST_DIRNAME/../.."
+	run sh -c "cd '$top' && grep -rn 'realloc(' --include='*.c' --include='*.h' lib src | grep -v '^lib/dbuf\.c:\|^lib/slab\.c:\|^lib/grow\.c:'"
+	echo "$output"
+	[ "$status" -eq 1 ]	# grep found none
+	[ -z "$output" ]
+	# and the three it allows do grow memory (the grep sees them)
+	run grep -c 'realloc(' "$top/lib/dbuf.c" "$top/lib/slab.c" "$top/lib/grow.c"
+	[ "$status" -eq 0 ]
+	[[ "$output" != *":0"* ]]
+}
+
 # A function only its own file calls is static: the header then lists what
 # a module offers, nothing more (mk/exports.py names any that is not).
 @test "lib/: every exported function is called outside its file (or by a test)" {

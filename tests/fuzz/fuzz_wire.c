@@ -83,7 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	step = 1 + data[4] % 64;	/* bytes per read, as TCP cuts them */
 	data += 5;
 	size -= 5;
-	if (gd_rbuf_init(&rb, 256) != 0)
+	/* the cap as gdsub's: the largest frame and a read */
+	if (gd_rbuf_init(&rb, 256, GD_BLOCK_HDR + (size_t)max_block +
+	    GD_WIRE_HDR + GD_CTRL_MAX * 64 + 64) != 0)
 		abort();
 	while (pos < size) {
 		uint8_t *p;
@@ -93,25 +95,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (gd_rbuf_space(&rb, n, &p, &room) != 0 || room < n)
 			abort();
 		memcpy(p, data + pos, n);
-		rb.len += n;
+		gd_rbuf_commit(&rb, n);
 		pos += n;
 		while (k == 1) {
 			struct gd_frame f;
 			size_t used = 0;
-			k = gd_wire_next(rb.buf + rb.off, rb.len - rb.off,
+			k = gd_wire_next(gd_rbuf_head(&rb), gd_rbuf_avail(&rb),
 			    max_block, &f, &used);
 			if (k == 1) {
-				if (used < GD_WIRE_HDR || used > rb.len - rb.off)
+				if (used < GD_WIRE_HDR || used > gd_rbuf_avail(&rb))
 					abort();
 				check_frame(&f, max_block);
-				rb.off += used;
+				gd_rbuf_skip(&rb, used);
 			}
 		}
 		if (k < 0)
 			break;	/* the connection is closed */
 		gd_rbuf_compact(&rb);
 		/* what the reader holds never exceeds one frame's bound */
-		if (rb.len > GD_WIRE_HDR + 24 + (size_t)max_block +
+		if (gd_rbuf_avail(&rb) > GD_WIRE_HDR + 24 + (size_t)max_block +
 		    GD_CTRL_MAX * 64 + step)
 			abort();
 	}

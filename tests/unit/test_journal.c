@@ -13,6 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#define MAXB 4096	/* GDpub_maxBlockSize of these tests' journals */
+
 static char dir[256], path[300];
 
 static void setup(const char *name)
@@ -45,7 +47,7 @@ TEST(create_write_reopen)
 	struct gd_journal j;
 
 	setup("a.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_ALWAYS, 77), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_ALWAYS, 77, MAXB), 0);
 	ASSERT_U64(j.epoch, 77);
 	ASSERT_EQ(j.npending, 0);
 	ASSERT_EQ(fsize(path), GD_JOURNAL_HDR);
@@ -58,7 +60,7 @@ TEST(create_write_reopen)
 	ASSERT_EQ(gd_journal_commit(&j, 2), 0);
 	gd_journal_close(&j);
 	/* reopened: 1, 3, 5 pending, in order; the epoch of the file */
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_ALWAYS, 99), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_ALWAYS, 99, MAXB), 0);
 	ASSERT_U64(j.epoch, 77);
 	ASSERT_EQ(j.npending, 3);
 	ASSERT_U64(j.pending[0].seq, 1);
@@ -89,7 +91,7 @@ TEST(torn_tail_is_cut)
 	long full;
 
 	setup("t.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), 0);
 	write_blocks(&j, 1, 3);
 	ASSERT_EQ(gd_journal_commit(&j, 0), 0);
 	gd_journal_close(&j);
@@ -100,7 +102,7 @@ TEST(torn_tail_is_cut)
 	ASSERT_U64(j.torn_at, (uint64_t)(full - (long)gd_journal_recsize(2)));
 	gd_journal_close(&j);
 	ASSERT_EQ(fsize(path), full - 3);
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), 0);
 	ASSERT_EQ(j.npending, 2);
 	ASSERT_U64(j.torn_at, (uint64_t)(full - (long)gd_journal_recsize(2)));
 	ASSERT_U64(j.torn_bytes, gd_journal_recsize(2) - 3);
@@ -116,7 +118,7 @@ TEST(torn_tail_is_cut)
 		ASSERT_EQ(pwrite(fd, &c, 1, fsize(path) - 6), 1);
 		close(fd);
 	}
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), 0);
 	ASSERT_EQ(j.npending, 1);
 	ASSERT(j.torn_at > 0);
 	gd_journal_close(&j);
@@ -129,7 +131,7 @@ TEST(corruption_before_the_end_is_an_error)
 	char c;
 
 	setup("c.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), 0);
 	write_blocks(&j, 1, 3);
 	ASSERT_EQ(gd_journal_commit(&j, 0), 0);
 	gd_journal_close(&j);
@@ -140,7 +142,7 @@ TEST(corruption_before_the_end_is_an_error)
 	c ^= 0x40;
 	ASSERT_EQ(pwrite(fd, &c, 1, GD_JOURNAL_HDR + 32), 1);
 	close(fd);
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), -1);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), -1);
 	ASSERT(strstr(j.err, "is corrupt at byte offset 32, before its end") != NULL);
 	gd_journal_close(&j);
 	/* not a journal at all; a bad header */
@@ -148,7 +150,7 @@ TEST(corruption_before_the_end_is_an_error)
 	fd = open(path, O_WRONLY | O_CREAT, 0600);
 	ASSERT_EQ(write(fd, "hello, world, this is not a journal", 35), 35);
 	close(fd);
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5), -1);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 5, MAXB), -1);
 	ASSERT(strstr(j.err, "is not a gdpub journal") != NULL);
 	gd_journal_close(&j);
 }
@@ -171,7 +173,7 @@ TEST(compaction_keeps_what_is_pending)
 	uint64_t i;
 
 	setup("k.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_BATCH, 9), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_BATCH, 9, MAXB), 0);
 	write_blocks(&j, 1, 1000);
 	for (i = 1; i <= 1000; i++)
 		if (i % 100 != 0)
@@ -222,12 +224,12 @@ TEST(compaction_keeps_the_highest)
 	struct gd_journal j;
 
 	setup("m.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 3), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 3, MAXB), 0);
 	write_blocks(&j, 1, 7);
 	ASSERT_EQ(gd_journal_commit(&j, 0), 0);
 	ASSERT_EQ(gd_journal_compact(&j, none, NULL), 0);
 	gd_journal_close(&j);
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 4), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 4, MAXB), 0);
 	ASSERT_EQ(j.npending, 0);
 	ASSERT_U64(j.epoch, 3);
 	ASSERT_U64(j.max_id, 107);
@@ -245,18 +247,18 @@ TEST(one_writer)
 	long full;
 
 	setup("l.j");
-	ASSERT_EQ(gd_journal_open(&a, path, GD_FSYNC_NEVER, 5), 0);
+	ASSERT_EQ(gd_journal_open(&a, path, GD_FSYNC_NEVER, 5, MAXB), 0);
 	write_blocks(&a, 1, 2);
 	ASSERT_EQ(gd_journal_commit(&a, 0), 0);
 	full = fsize(path);
-	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6), -1);
+	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6, MAXB), -1);
 	snprintf(want, sizeof(want), "journal '%s' is in use by another gdpub "
 	    "(pid %ld)", path, (long)getpid());
 	ASSERT_STR(b.err, want);
 	gd_journal_close(&b);
 	ASSERT_EQ(fsize(path), full);
 	ASSERT_EQ(gd_journal_compact(&a, none, NULL), 0);
-	ASSERT_EQ(gd_journal_open(&b, path, GD_FSYNC_NEVER, 6), -1);
+	ASSERT_EQ(gd_journal_open(&b, path, GD_FSYNC_NEVER, 6, MAXB), -1);
 	ASSERT_STR(b.err, want);
 	gd_journal_close(&b);
 	write_blocks(&a, 3, 2);
@@ -264,7 +266,7 @@ TEST(one_writer)
 	gd_journal_close(&a);
 	full = fsize(path);
 	ASSERT_EQ(truncate(path, full - 3), 0);
-	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6), 0);
+	ASSERT_EQ(gd_journal_lock(&b, path, GD_FSYNC_NEVER, 6, MAXB), 0);
 	ASSERT(b.torn_at > 0);
 	ASSERT_EQ(b.npending, 1);
 	ASSERT_EQ(fsize(path), full - 3);		/* not cut yet */
@@ -290,7 +292,7 @@ TEST(fsync_policies)
 	struct gd_journal j;
 
 	setup("s.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_BATCH, 1), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_BATCH, 1, MAXB), 0);
 	write_blocks(&j, 1, 1);
 	ASSERT_EQ(gd_journal_commit(&j, GD_JOURNAL_BATCH_NS / 2), 0);
 	ASSERT_U64(j.n_sync, 0);			/* not yet */
@@ -302,7 +304,7 @@ TEST(fsync_policies)
 	ASSERT_U64(j.n_sync, 1);			/* nothing new */
 	gd_journal_close(&j);
 	setup("n.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 1), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 1, MAXB), 0);
 	write_blocks(&j, 1, 1);
 	ASSERT_EQ(gd_journal_commit(&j, GD_JOURNAL_BATCH_NS * 9), 0);
 	ASSERT_U64(j.n_sync, 0);
@@ -318,7 +320,7 @@ TEST(disk_full)
 		return;
 	}
 	/* /dev/full takes the open but no byte */
-	ASSERT_EQ(gd_journal_open(&j, "/dev/full", GD_FSYNC_NEVER, 1), -1);
+	ASSERT_EQ(gd_journal_open(&j, "/dev/full", GD_FSYNC_NEVER, 1, MAXB), -1);
 	ASSERT(strstr(j.err, "No space left on device") != NULL);
 	gd_journal_close(&j);
 }
@@ -327,8 +329,47 @@ TEST(unopenable)
 {
 	struct gd_journal j;
 
-	ASSERT_EQ(gd_journal_open(&j, "/nonexistent/dir/j", GD_FSYNC_NEVER, 1), -1);
+	ASSERT_EQ(gd_journal_open(&j, "/nonexistent/dir/j", GD_FSYNC_NEVER, 1, MAXB), -1);
 	ASSERT_STR(j.err, "cannot open journal '/nonexistent/dir/j': No such file or directory");
+	gd_journal_close(&j);
+}
+
+/* The write buffer's bound: past GD_JOURNAL_FLUSH bytes the records go
+ * to the file before the commit (every one kept, the buffer never over
+ * its cap); a record over the cap (1 MiB and a block of the
+ * GDpub_maxBlockSize given at open) is an error that says so, and what was recorded before stays; a pending block
+ * larger than that bound (an earlier run's) still fits a rewrite. */
+TEST(write_buffer_bound)
+{
+	static uint8_t big[GD_JOURNAL_FLUSH + MAXB + 1];
+	struct gd_journal j, r;
+	uint64_t i, n = 3 * GD_JOURNAL_FLUSH / gd_journal_recsize(MAXB);
+
+	setup("w.j");
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_ALWAYS, 1, MAXB), 0);
+	for (i = 1; i <= n; i++)
+		ASSERT_EQ(gd_journal_block(&j, i, i, 0, big, MAXB), 0);
+	ASSERT(j.buf.len <= GD_JOURNAL_FLUSH);
+	ASSERT(j.buf.alloc <= j.buf.max + 1);
+	ASSERT(fsize(path) > (long)(2 * GD_JOURNAL_FLUSH));	/* written early */
+	ASSERT_U64(j.n_sync, 0);		/* but synced at the commit */
+	ASSERT(gd_journal_uncommitted(&j));
+	/* one byte more than the buffer holds, even emptied */
+	ASSERT_EQ(gd_journal_block(&j, n + 1, n + 1, 0, big,
+	    GD_JOURNAL_FLUSH + MAXB + 1), -1);
+	ASSERT(strstr(j.err, "over the") != NULL);
+	ASSERT(strstr(j.err, "GDpub_maxBlockSize") != NULL);
+	ASSERT_EQ(gd_journal_commit(&j, 1), 0);
+	ASSERT_U64(j.n_sync, 1);
+	ASSERT(!gd_journal_uncommitted(&j));
+	gd_journal_close(&j);
+	ASSERT_EQ(gd_journal_scan(&r, path), 0);
+	ASSERT_U64(r.npending, n);
+	gd_journal_close(&r);
+	/* reopened with a smaller bound: its blocks are still rewritten */
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 1, 16), 0);
+	ASSERT_U64(j.npending, n);
+	ASSERT(j.buf.max >= GD_JOURNAL_FLUSH + gd_journal_recsize(MAXB));
 	gd_journal_close(&j);
 }
 
@@ -344,11 +385,11 @@ TEST(calls_and_take_pending)
 	size_t n;
 
 	setup("c.j");
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 41), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 41, MAXB), 0);
 	write_blocks(&j, 1, 3);
 	ASSERT_EQ(gd_journal_commit(&j, 1), 0);
 	gd_journal_close(&j);
-	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 99), 0);
+	ASSERT_EQ(gd_journal_open(&j, path, GD_FSYNC_NEVER, 99, MAXB), 0);
 	ASSERT_U64(gd_journal_epoch(&j), 41);
 	ASSERT_U64(gd_journal_max_id(&j), 103);
 	ASSERT_U64(gd_journal_max_seq(&j), 3);
@@ -390,6 +431,7 @@ int main(void)
 	RUN(one_writer);
 	RUN(fsync_policies);
 	RUN(disk_full);
+	RUN(write_buffer_bound);
 	RUN(calls_and_take_pending);
 	RUN(unopenable);
 	rc = UNIT_DONE();

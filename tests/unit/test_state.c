@@ -255,6 +255,48 @@ TEST(bounds)
 	unlink(at("b.state"));
 }
 
+/* The write buffer's bound: a commit of more acknowledgements than
+ * GD_STATE_FLUSH bytes, and a rewrite of runs whose ranges are larger
+ * than that, go to the file a GD_STATE_FLUSH at a time; the buffer never
+ * passes its cap, and everything is there at the next open. */
+TEST(write_buffer_bound)
+{
+	struct gd_state st;
+	struct gd_srun *r[8];
+	char o[64];
+	uint64_t i, n = 3 * GD_STATE_FLUSH / 16;	/* 3 MiB of acks */
+	unsigned k;
+
+	if (!open_ok(&st, at("w.state")))
+		return;
+	r[0] = run1(&st, 1);
+	for (i = 0; i < n; i++)		/* gaps: one range each (up to the bound) */
+		ASSERT_EQ(gd_state_ack(&st, r[0], 2 * i, 2 * i), 0);
+	ASSERT_EQ(gd_state_commit(&st, 0), 0);
+	ASSERT(st.buf.alloc <= st.buf.max + 1);
+	ASSERT(st.buf.max < 3 * GD_STATE_FLUSH);	/* so it went out early */
+	ASSERT_EQ(gd_state_acked(r[0], 2 * (n - 1)), 1);
+	/* runs whose snapshot is several GD_STATE_FLUSH: the rewrite at the
+	 * next open streams them */
+	for (k = 1; k < 8; k++) {
+		int m = snprintf(o, sizeof(o), "10.0.0.1:%u", 2000 + k);
+		ASSERT((r[k] = gd_state_run(&st, o, (size_t)m, 7)) != NULL);
+		for (i = 0; i < GD_STATE_RANGES; i++)
+			ASSERT_EQ(gd_state_ack(&st, r[k], 2 * i, 2 * i), 0);
+	}
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	if (!open_ok(&st, at("w.state")))
+		return;
+	ASSERT(st.n_compact >= 1);
+	ASSERT(st.buf.alloc <= st.buf.max + 1);
+	ASSERT(fsize(at("w.state")) > 3 * GD_STATE_FLUSH);	/* 8 x 512 KiB */
+	ASSERT_EQ(st.nruns, 8);
+	ASSERT_EQ(gd_state_acked(run1(&st, 1), 2 * (n - 1)), 1);
+	ASSERT_EQ(gd_state_acked(run1(&st, 1), 2 * (n - 1) + 1), 0);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	unlink(at("w.state"));
+}
+
 /* fsync at most GD_STATE_SYNC_NS after a write, and at close. */
 TEST(sync_policy)
 {
@@ -443,6 +485,7 @@ int main(void)
 	RUN(floor_and_resume);
 	RUN(reopen);
 	RUN(bounds);
+	RUN(write_buffer_bound);
 	RUN(sync_policy);
 	RUN(torn_tails);
 	RUN(corruption);

@@ -619,66 +619,99 @@ TEST(rbuf_space_and_compact)
 	size_t n;
 	unsigned i;
 
-	ASSERT_EQ(gd_rbuf_init(&r, 64), 0);
-	ASSERT_EQ(r.cap, 64);
-	ASSERT_EQ(r.len, 0);
-	ASSERT_EQ(r.off, 0);
+	/* 64 bytes at once (one kept for the dbuf's NUL), 1024 at most */
+	ASSERT_EQ(gd_rbuf_init(&r, 64, 1024), 0);
+	ASSERT_EQ(r.d.alloc, 64);
+	ASSERT_EQ(gd_rbuf_avail(&r), 0);
 
 	/* enough room: nothing moves */
 	ASSERT_EQ(gd_rbuf_space(&r, 16, &p, &n), 0);
-	ASSERT(p == r.buf);
-	ASSERT_EQ(n, 64);
+	ASSERT(p == gd_rbuf_end(&r));
+	ASSERT_EQ(n, 63);
 	for (i = 0; i < 48; i++)
 		p[i] = (uint8_t)i;
-	r.len = 48;
-	r.off = 40;			/* 40 bytes consumed, 8 left */
-	ASSERT_EQ(gd_rbuf_space(&r, 16, &p, &n), 0);
-	ASSERT(p == r.buf + 48);	/* 16 free at the end: no compaction */
-	ASSERT_EQ(n, 16);
+	gd_rbuf_commit(&r, 48);
+	gd_rbuf_skip(&r, 40);		/* 40 bytes parsed, 8 left */
+	ASSERT_EQ(gd_rbuf_avail(&r), 8);
+	ASSERT_EQ(gd_rbuf_head(&r)[0], 40);
+	ASSERT_EQ(gd_rbuf_space(&r, 15, &p, &n), 0);
+	ASSERT(p == gd_rbuf_end(&r));	/* 15 free at the end: no compaction */
+	ASSERT_EQ(n, 15);
 	ASSERT_EQ(r.off, 40);
 
 	/* 32 wanted: compaction alone makes room, no growth */
 	ASSERT_EQ(gd_rbuf_space(&r, 32, &p, &n), 0);
-	ASSERT_EQ(r.cap, 64);
+	ASSERT_EQ(r.d.alloc, 64);
 	ASSERT_EQ(r.off, 0);
-	ASSERT_EQ(r.len, 8);
-	ASSERT(p == r.buf + 8);
-	ASSERT_EQ(n, 56);
+	ASSERT_EQ(gd_rbuf_avail(&r), 8);
+	ASSERT(p == gd_rbuf_head(&r) + 8);
+	ASSERT_EQ(n, 55);
 	for (i = 0; i < 8; i++)
-		ASSERT_EQ(r.buf[i], 40 + i);
+		ASSERT_EQ(gd_rbuf_head(&r)[i], 40 + i);
 
 	/* 100 wanted: grows (doubling), keeps the data */
 	ASSERT_EQ(gd_rbuf_space(&r, 100, &p, &n), 0);
-	ASSERT_EQ(r.cap, 128);
+	ASSERT_EQ(r.d.alloc, 128);
 	ASSERT(n >= 100);
-	ASSERT(p == r.buf + 8);
-	for (i = 0; i < 8; i++)
-		ASSERT_EQ(r.buf[i], 40 + i);
+	ASSERT(p == gd_rbuf_head(&r) + 8);
 	memset(p, 0xee, n);	/* the whole space is writable */
+	for (i = 0; i < 8; i++)
+		ASSERT_EQ(gd_rbuf_head(&r)[i], 40 + i);
 	ASSERT_EQ(gd_rbuf_space(&r, 1000, &p, &n), 0);
-	ASSERT_EQ(r.cap, 1024);
-	ASSERT_EQ(n, 1016);
+	ASSERT_EQ(r.d.alloc, 1024);
+	ASSERT_EQ(n, 1015);
 	memset(p, 0xdd, n);
 	for (i = 0; i < 8; i++)
-		ASSERT_EQ(r.buf[i], 40 + i);
+		ASSERT_EQ(gd_rbuf_head(&r)[i], 40 + i);
 
-	/* compact with everything consumed, and with nothing consumed */
-	r.off = r.len;
+	/* compact with everything parsed, and with nothing parsed */
+	gd_rbuf_skip(&r, 8);
 	gd_rbuf_compact(&r);
-	ASSERT_EQ(r.len, 0);
+	ASSERT_EQ(gd_rbuf_avail(&r), 0);
 	ASSERT_EQ(r.off, 0);
-	r.len = 5;
+	gd_rbuf_commit(&r, 5);
 	gd_rbuf_compact(&r);
-	ASSERT_EQ(r.len, 5);
+	ASSERT_EQ(gd_rbuf_avail(&r), 5);
+	gd_rbuf_clear(&r);
+	ASSERT_EQ(gd_rbuf_avail(&r), 0);
 
 	gd_rbuf_free(&r);
-	ASSERT(r.buf == NULL);
-	ASSERT_EQ(r.cap, 0);
-	ASSERT_EQ(r.len, 0);
-	/* a freed (cap 0) buffer starts again at 4096 */
+	ASSERT(gd_rbuf_head(&r) == NULL);
+	ASSERT_EQ(gd_rbuf_avail(&r), 0);
+	/* a freed buffer is usable again, with its cap */
 	ASSERT_EQ(gd_rbuf_space(&r, 10, &p, &n), 0);
-	ASSERT_EQ(r.cap, 4096);
-	ASSERT_EQ(n, 4096);
+	ASSERT(n >= 10);
+	gd_rbuf_free(&r);
+}
+
+/* The cap: a frame and a read fit exactly; one byte more than the cap is
+ * refused, what is held kept, and a parse makes room again. */
+TEST(rbuf_at_cap)
+{
+	struct gd_rbuf r;
+	uint8_t *p;
+	size_t n;
+
+	ASSERT_EQ(gd_rbuf_init(&r, 64, 1024), 0);
+	ASSERT_EQ(gd_rbuf_space(&r, 1000, &p, &n), 0);
+	memset(p, 'a', 8);
+	gd_rbuf_commit(&r, 8);		/* 8 bytes of a frame not yet whole */
+	/* 8 held + 1016 asked = 1024: at the cap, allowed */
+	ASSERT_EQ(gd_rbuf_space(&r, 1016, &p, &n), GD_DBUF_OK);
+	ASSERT_EQ(n, 1016);
+	/* 8 + 1017 is one past it */
+	p = NULL;
+	ASSERT_EQ(gd_rbuf_space(&r, 1017, &p, &n), GD_DBUF_TOOBIG);
+	ASSERT(p == NULL);
+	ASSERT_STR(gd_dbuf_strerror(GD_DBUF_TOOBIG), "over its size limit");
+	ASSERT_EQ(gd_rbuf_avail(&r), 8);
+	ASSERT_EQ(gd_rbuf_head(&r)[7], 'a');
+	ASSERT_EQ(r.d.alloc, 1025);	/* never more than the cap and its NUL */
+	/* once the frame is parsed the whole cap is room again */
+	gd_rbuf_skip(&r, 8);
+	ASSERT_EQ(gd_rbuf_space(&r, 1024, &p, &n), GD_DBUF_OK);
+	ASSERT_EQ(n, 1024);
+	ASSERT_EQ(gd_rbuf_space(&r, 1025, &p, &n), GD_DBUF_TOOBIG);
 	gd_rbuf_free(&r);
 }
 
@@ -710,7 +743,7 @@ TEST(rbuf_stream)
 		b.data = payload;
 		slen += gd_wire_block(stream + slen, &b);
 	}
-	ASSERT_EQ(gd_rbuf_init(&r, 256), 0);
+	ASSERT_EQ(gd_rbuf_init(&r, 256, GD_BLOCK_HDR + 700 + 1500 + 128), 0);
 	while (pos < slen) {
 		uint8_t *p;
 		size_t n, take;
@@ -723,10 +756,10 @@ TEST(rbuf_stream)
 			take = slen - pos;
 		memcpy(p, stream + pos, take);
 		pos += take;
-		r.len += take;
-		while ((rc = gd_wire_next(r.buf + r.off, r.len - r.off, 700, &f,
-		    &used)) == 1) {
-			r.off += used;
+		gd_rbuf_commit(&r, take);
+		while ((rc = gd_wire_next(gd_rbuf_head(&r), gd_rbuf_avail(&r),
+		    700, &f, &used)) == 1) {
+			gd_rbuf_skip(&r, used);
 			if (gd_wire_get_block(&f, &b) != 0 || b.id != want ||
 			    memcmp(b.data, payload, b.len) != 0) {
 				FAILF("block %" PRIu64 " garbled", want);
@@ -741,8 +774,8 @@ TEST(rbuf_stream)
 	}
 	ASSERT_EQ(rc, 0);
 	ASSERT_U64(want, NB);
-	ASSERT_EQ(r.len, 0);
-	ASSERT(r.cap <= 4096);	/* grew only as far as one frame needed */
+	ASSERT_EQ(gd_rbuf_avail(&r), 0);
+	ASSERT(r.d.alloc <= 4096);	/* grew only as far as one frame needed */
 	gd_rbuf_free(&r);
 	free(stream);
 }
@@ -766,6 +799,7 @@ int main(void)
 	RUN(control_frame_at_bound_complete);
 	RUN(back_to_back);
 	RUN(rbuf_space_and_compact);
+	RUN(rbuf_at_cap);
 	RUN(rbuf_stream);
 	return UNIT_DONE();
 }
