@@ -47,6 +47,36 @@ python() {
 	"$(cat "$cache")" "$@"
 }
 
+# hold_port VAR: set VAR to a TCP port of 127.0.0.1 that the kernel chose
+# and that a process of this test keeps bound, without listening, until
+# the test ends. A connection there is refused, as if nobody were there;
+# no other bind(2) or connect(2) is given the port; yet a listener that
+# sets SO_REUSEADDR binds it and listens (gdpub through libuv, mosquitto,
+# nats-server, socat's reuseaddr, a python relay that sets it): Linux lets
+# sockets that both set it share a port while neither listens. For a test
+# that must know the port before its listener starts (a subscriber that
+# retries until its publisher appears, a port written in a page's recipe,
+# a control socket named after the port), with no moment in which another
+# test could take the port, as it can between the bind, close and reuse
+# of free_port. A listener that does not set SO_REUSEADDR fails on it
+# with "address already in use", every time.
+hold_port() {
+	local held
+	held=$(python -c '
+import socket, subprocess
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+# the holder: a sleep in a session of its own (teardown kills its group)
+# that has the socket and nothing else; bounded if teardown never runs
+p = subprocess.Popen(["sleep", "3600"], pass_fds=[s.fileno()],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+print(s.getsockname()[1], p.pid)') || return 1
+	BG_PIDS+=("${held#* }")
+	printf -v "$1" '%s' "${held% *}"
+}
+
 # free_port: print a TCP port nobody listens on
 # A port below the kernel's ephemeral range (32768 up), so that no client
 # connection of a test running beside this one (make check runs two bats
