@@ -605,7 +605,7 @@ EOF
 }
 
 @test "gdsub -v: each connection attempt and retry, with timestamps; the lost publisher too" {
-	port=$(free_port)
+	hold_port port
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini -v > s.out 2> s.err"
 	wait_until 10 has_line s.err "^$TS gdsub: connecting to publisher 127\.0\.0\.1:$port \(attempt 2\)$"

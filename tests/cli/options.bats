@@ -276,7 +276,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "a stale control socket is replaced" {
-	port=$(free_port)
+	hold_port port
 	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
 	sock=$(pub_sock "$port")
 	python -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sock"

@@ -157,7 +157,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "a subscriber started before its publisher retries, then connects and acknowledges" {
-	port=$(free_port)
+	hold_port port
 	sub_conf s.ini "$port"
 	ack_pipeline s
 	wait_until 10 has_line s.sub.err "^gdsub: cannot connect to 127\.0\.0\.1:$port: connection refused \(attempt 2 of 200\)$"
