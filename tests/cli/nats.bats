@@ -17,11 +17,11 @@ need_nats() {
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
 }
 
-# server: nats-server on a free port of 127.0.0.1 (NATS_PORT), and the
+# server: nats-server on a held port of 127.0.0.1 (NATS_PORT), and the
 # `nats` stand-in in ./bin, which notes its pid in nats-MODE.pid
 server() {
 	need_nats
-	NATS_PORT=$(free_port)
+	hold_port NATS_PORT
 	spawn "exec $NATS_SERVER -a 127.0.0.1 -p $NATS_PORT -l nats.log > nats.out 2>&1"
 	wait_until 10 listening "$NATS_PORT"
 	mkdir -p bin
