@@ -157,7 +157,7 @@ PY
 }
 
 @test "a publisher that welcomes without proving the key is refused by a gdsub with one" {
-	port=$(free_port)
+	hold_port port
 	mkkey k
 	# a publisher of version 3 that skips the challenge
 	spawn "python - $port > fake.out 2>&1 <<'PY'

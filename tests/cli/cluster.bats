@@ -241,7 +241,7 @@ words() {
 @test "a secondary that connects after the cluster acknowledged its blocks gets their pre-acks first and drops them all, forwarding none" {
 	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
 	member a p1 primary 20 in.txt
-	p2=$(free_port)	# b starts after gdsub has its port
+	hold_port p2	# b starts after gdsub has its port
 	# gdsub tries the secondary every 3 s: it connects well after the
 	# secondary's tentative timeout has passed
 	cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
@@ -262,7 +262,7 @@ words() {
 
 @test "gdkit(7) multisend recipe as pasted, the primary killed mid-stream: every block ACKed at some member, written once (R = UR = 1), gdsub exits 0" {
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
-	p1=$(free_port); p2=$(free_port); p3=$(free_port)
+	hold_port p1; hold_port p2; hold_port p3
 	# the display's commands, the prompt removed; its own ports replaced,
 	# the producer's two lines by 100 lines, a pause until the primary is
 	# killed, and 200 more; the primary started through a shell that

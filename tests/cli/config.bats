@@ -189,7 +189,7 @@ padded() {
 
 @test "long lines: a value of 4096 bytes and more is read whole (Debian's inih alone stops at 197)" {
 	local port v
-	port=$(free_port)
+	hold_port port
 	# a 4096-byte port number, read whole: gdinspect looks for its socket
 	v=$(padded 4096 "$port")
 	cfg p.ini '# a long value' "GDpub_port = $v ; a comment" 'GDpub_numSubs=1'
@@ -204,7 +204,7 @@ padded() {
 
 @test "line length limit: 8192 bytes, as the message says; the key is named" {
 	local port v
-	port=$(free_port)
+	hold_port port
 	# 8192 bytes: accepted
 	v="GDpub_port=$(padded 8181 "$port")"
 	[ "${#v}" -eq 8192 ]
@@ -272,7 +272,7 @@ padded() {
 # the file from the top sees the first line in force.
 @test "a key set twice: one warning per key naming the file, both lines and the one used; the last value is used" {
 	local port
-	port=$(free_port)
+	hold_port port
 	cfg p.ini 'GDpub_port=7001' 'GDpub_timeout=3' '# the port again' "GDpub_port=$port" 'GDpub_timeout=4' 'GDpub_timeout=5'
 	# gdinspect looks for the gdpub of the last port
 	expect_fail 69 \
@@ -360,7 +360,7 @@ padded() {
 	seq 1 3 > in.txt
 	pub_bg timeout 60 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=30 < in.txt
 	# nobody listens on dead
-	dead=$(free_port)
+	hold_port dead
 	cfg s.ini "GDsub_pub=127.0.0.1:$dead" 'GDsub_retryInt=0.05' 'GDsub_maxRetries=0'
 	spawn "gdsub -c s.ini -P 127.0.0.1:$port --max-retries 400 2> sub.err | gdack -c s.ini --tee > out.txt 2> ack.err; echo \${PIPESTATUS[*]} > rc"
 	pub_wait

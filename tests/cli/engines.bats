@@ -20,14 +20,14 @@ need_mosquitto() {
 		skip "mosquitto_pub and mosquitto_sub are not installed (Debian package mosquitto-clients)"
 }
 
-# broker: start mosquitto on a free port of 127.0.0.1 (MQ_PORT), logging
+# broker: start mosquitto on a held port of 127.0.0.1 (MQ_PORT), logging
 # subscriptions to broker.log; no persistence, no limit on the messages
 # queued for a subscriber. Run as root, it would switch to its own user,
 # who cannot write the test's directory: 'user root' keeps it (and is
 # ignored when the tests do not run as root).
 broker() {
 	need_mosquitto
-	MQ_PORT=$(free_port)
+	hold_port MQ_PORT
 	cat > broker.conf <<EOF
 listener $MQ_PORT 127.0.0.1
 allow_anonymous true

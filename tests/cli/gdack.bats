@@ -93,7 +93,8 @@ start_pub_sub() {
 }
 
 @test "gdack with no gdsub: exit 69 after --wait, naming the socket" {
-	sub_conf s.ini "$(free_port)"
+	hold_port port
+	sub_conf s.ini "$port"
 	run --separate-stderr timeout 20 gdack -c s.ini --wait 0.2 <<< "127.0.0.1:1/1"
 	assert_failure 69
 	assert_equal "$output" ""
@@ -105,7 +106,8 @@ start_pub_sub() {
 
 @test "gdack waits all of --wait for its gdsub, keys as arguments or on stdin, and says how long" {
 	local how t0 t1 ms
-	sub_conf s.ini "$(free_port)"
+	hold_port port
+	sub_conf s.ini "$port"
 	for how in args stdin; do
 		t0=$(date +%s%N)
 		if [ "$how" = args ]; then

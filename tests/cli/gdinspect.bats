@@ -206,7 +206,7 @@ assert sum(r["duplicates"] for r in rows) == 0, rows
 # ---- nothing running, bad command lines ----
 
 @test "no gdpub running -> 69 nothing answers at the derived socket" {
-	port=$(free_port)
+	hold_port port
 	printf 'GDpub_port=%s\n' "$port" > p.ini
 	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -c p.ini pending
 	expect_fail 69 "gdinspect: nothing answers at $(pub_sock "$port"), the control socket of the gdpub on port $port: No such file or directory (is it running, as this user?)" -- gdinspect -p "$port" pending

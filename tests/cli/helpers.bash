@@ -1,5 +1,5 @@
 # Shared bats helpers: programs from $GDKIT_BIN, a private control socket
-# directory per test, free ports, bounded waits, and cleanup of every
+# directory per test, held ports, bounded waits, and cleanup of every
 # process a test started (each in its own process group).
 GDKIT_BIN=${GDKIT_BIN:-$BATS_TEST_DIRNAME/../../bin}
 PATH="$GDKIT_BIN:$PATH"
@@ -47,26 +47,34 @@ python() {
 	"$(cat "$cache")" "$@"
 }
 
-# free_port: print a TCP port nobody listens on
-# A port below the kernel's ephemeral range (32768 up), so that no client
-# connection of a test running beside this one (make check runs two bats
-# files at once) is given it between this check and its use.
-free_port() {
-	python -c '
-import random, socket
-for _ in range(200):
-    p = random.randint(10000, 32000)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break
-else:
-    raise SystemExit("free_port: no free port found")'
+# hold_port VAR: set VAR to a TCP port of 127.0.0.1 that the kernel chose
+# and that a process of this test keeps bound, without listening, until
+# the test ends. A connection there is refused, as if nobody were there;
+# no other bind(2) or connect(2) is given the port; yet a listener that
+# sets SO_REUSEADDR binds it and listens (gdpub through libuv, mosquitto,
+# nats-server, socat's reuseaddr, a python relay that sets it): Linux lets
+# sockets that both set it share a port while neither listens. For a test
+# that must know the port before its listener starts (a subscriber that
+# retries until its publisher appears, a port written in a page's recipe,
+# a control socket named after the port), with no moment in which another
+# test could take the port, as it could between the bind, close and
+# reuse of a port merely found free. A listener that does not set
+# SO_REUSEADDR fails on it with "address already in use", every time.
+hold_port() {
+	local held
+	held=$(python -c '
+import socket, subprocess
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+# the holder: a sleep in a session of its own (teardown kills its group)
+# that has the socket and nothing else; bounded if teardown never runs
+p = subprocess.Popen(["sleep", "3600"], pass_fds=[s.fileno()],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+print(s.getsockname()[1], p.pid)') || return 1
+	BG_PIDS+=("${held#* }")
+	printf -v "$1" '%s' "${held% *}"
 }
 
 # spawn CMD: run the shell command line CMD in the background, in its own
@@ -312,8 +320,8 @@ stderr_before_summary() {
 # port_of FILE: the port that a gdpub started with "-p 0 --port-file FILE"
 # bound, once it has written FILE (30 s at most); by then it listens and
 # its control socket answers. A port chosen by the kernel at bind time
-# cannot be taken by another test between choice and use, as a port from
-# free_port can.
+# cannot be taken by another test between choice and use, as a port
+# found free, released and bound again could.
 port_of() {
 	wait_until 30 test -s "$1" || return 1
 	cat "$1"

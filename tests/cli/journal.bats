@@ -79,7 +79,7 @@ for l in sys.stdin:
 }
 
 @test "a second gdpub on a journal in use: exit 74 naming the file and the holder's pid, before touching it; the holder keeps its blocks" {
-	port2=$(free_port)
+	hold_port port2
 	touch cmds
 	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED

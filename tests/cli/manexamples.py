@@ -18,7 +18,7 @@ trailing '\\', '|', '||' or '&&'), then the lines it prints. The commands
 run, in order, in one bash per page (so `kill %1`, `wait` and a file made
 by an earlier display work as they would in a terminal), in the current
 directory, with standard input from /dev/null. Fixed ports (20000,
-7001, ...) are replaced by free ones everywhere in the page, output
+7001, ...) are replaced by held ones everywhere in the page, output
 included. A foreground command must exit 0 and print what the page shows,
 compared line by line after NORMALIZE (white space, times, ages and
 ephemeral ports vary from run to run); background commands (`... &`) are
@@ -192,16 +192,20 @@ def cmd_render(pages):
 
 # ---- running ----
 
-def free_ports(n):
+def held_ports(n):
+    """n ports of 127.0.0.1 chosen by the kernel, and the sockets that keep
+    them bound without listening while the caller holds them: a port closed
+    before its listener binds it could be taken in between; bound with
+    SO_REUSEADDR, a listener that sets it too (gdpub, socat's reuseaddr)
+    binds it and listens (see hold_port in helpers.bash)."""
     socks, ports = [], []
     for _ in range(n):
         s = socket.socket()
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", 0))
         socks.append(s)
         ports.append(s.getsockname()[1])
-    for s in socks:
-        s.close()
-    return ports
+    return socks, ports
 
 
 class Step:
@@ -335,7 +339,7 @@ def cmd_run(page):
     text = "\n".join(s.cmd for st in all_steps for s in st)
     fixed = sorted(set(re.findall(
         r"(?:-p |port=|:|TCP-LISTEN:|pub-)(\d{4,5})\b", text)))
-    ports = free_ports(len(fixed))
+    held, ports = held_ports(len(fixed))   # held until this returns
     pmap = dict(zip(fixed, (str(p) for p in ports)))
 
     def subst(s):

@@ -261,7 +261,7 @@ readme_block() {
 }
 
 @test "README: the first example and the stream example work when pasted" {
-	port=$(free_port)
+	hold_port port
 	# the first: the programs are on PATH already, so without its make line
 	readme_block 1 > quick.sh
 	grep -q '^make && export PATH=\$PWD/bin:\$PATH' quick.sh
@@ -295,7 +295,7 @@ recipe() {
 	for n in 1 2 3; do
 		name=r$n
 		mkdir "$name"
-		port=$(free_port)
+		hold_port port
 		printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > "$name/pub.ini"
 		printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > "$name/s.ini"
 		seq 1 200 > "$name/input"
@@ -316,7 +316,7 @@ recipe() {
 	[ -e r3/pub.journal ]
 	[ -e r3/s.state ]
 	# the measuring display works too
-	port=$(free_port)
+	hold_port port
 	mkdir m
 	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > m/pub.ini
 	printf 'GDsub_pub=127.0.0.1:%s\n' "$port" > m/s.ini
@@ -341,7 +341,7 @@ pid_in() {
 @test "gdkit(7) exactly once: gdack, gdsub and gdpub each killed with SIGKILL and started again at once; each block once in the sink, every block ACKed" {
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
 	local n=3000 sid pubsid pid pipe pub
-	port=$(free_port)
+	hold_port port
 	printf 'GDpub_port=%s\nGDpub_numSubs=1\nGDpub_timeout=5\n' "$port" > pub.ini
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.1\n' "$port" > s.ini
 	seq 1 "$n" > input

@@ -17,11 +17,11 @@ need_nats() {
 	command -v mandoc >/dev/null || skip "mandoc is not installed"
 }
 
-# server: nats-server on a free port of 127.0.0.1 (NATS_PORT), and the
+# server: nats-server on a held port of 127.0.0.1 (NATS_PORT), and the
 # `nats` stand-in in ./bin, which notes its pid in nats-MODE.pid
 server() {
 	need_nats
-	NATS_PORT=$(free_port)
+	hold_port NATS_PORT
 	spawn "exec $NATS_SERVER -a 127.0.0.1 -p $NATS_PORT -l nats.log > nats.out 2>&1"
 	wait_until 10 listening "$NATS_PORT"
 	mkdir -p bin
@@ -91,7 +91,7 @@ exactly_once() {
 
 @test "gdkit(7) NATS recipe as displayed, 100,000 blocks through nats-server: every block ACKed once, written once (R = UR = 1)" {
 	server
-	port=$(free_port)
+	hold_port port
 	recipe "$port"
 	seq 100000 > events
 	subscribe sub.err
@@ -118,7 +118,7 @@ assert d["unique"] == 100000 and d["bad_lines"] == 0, d
 
 @test "gdkit(7) NATS recipe, the subscriber stopped midway and started again: what core NATS dropped meanwhile is resent, every block ACKed once and written once" {
 	server
-	port=$(free_port)
+	hold_port port
 	recipe "$port"
 	# the input comes in two parts, the second only once the subscriber
 	# is gone (with batched lines the whole of it could be out before)

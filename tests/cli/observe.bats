@@ -289,7 +289,7 @@ assert {k: d[k] for k in want} == want, d
 }
 
 @test "a gdsub whose publisher refuses connections: subs shows the attempts, stats has no R yet" {
-	port=$(free_port)
+	hold_port port
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini > s.out 2> s.err"
 	wait_until 20 jcheck -c s.ini subs -- 'rows[0]["attempts"] >= 2'
@@ -605,7 +605,7 @@ EOF
 }
 
 @test "gdsub -v: each connection attempt and retry, with timestamps; the lost publisher too" {
-	port=$(free_port)
+	hold_port port
 	sub_conf s.ini "$port"
 	spawn "exec gdsub -c s.ini -v > s.out 2> s.err"
 	wait_until 10 has_line s.err "^$TS gdsub: connecting to publisher 127\.0\.0\.1:$port \(attempt 2\)$"

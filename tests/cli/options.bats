@@ -200,9 +200,11 @@ load helpers
 # ---- port and control socket ----
 
 @test "gdpub: port already in use -> 69 cannot listen on" {
-	port=$(free_port)
+	hold_port port
+	# SO_REUSEADDR: to bind the port hold_port keeps bound
 	spawn "exec python -c 'import socket, time
-s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300)'"
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300)'"
 	wait_until 20 listening "$port"
 	expect_fail 69 "gdpub: cannot listen on 127.0.0.1 port $port: address already in use" -- gdpub -p "$port"
 	# nothing is left behind: no control socket
@@ -210,7 +212,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "gdsub: a second gdsub with the same config takes the control socket over; one of another name, or a gdpub's socket -> 69" {
-	dead=$(free_port)
+	hold_port dead
 	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.2\nGDsub_maxRetries=-1\n' "$dead" > s.ini
 	spawn "gdsub -c s.ini > sub1.out 2> sub1.err; echo \$? > sub1.rc"
 	wait_until 20 sub_sock
@@ -260,7 +262,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 @test "a control socket directory with mode 0755 is refused (69)" {
 	mkdir -m 755 "$XDG_RUNTIME_DIR/gdkit"
 	msg="refusing control socket directory $XDG_RUNTIME_DIR/gdkit: it must be a directory of yours with mode 0700"
-	port=$(free_port)
+	hold_port port
 	expect_fail 69 "gdpub: $msg" -- gdpub -p "$port"
 	run ! listening "$port"
 	expect_fail 69 "gdsub: $msg" -- gdsub -P "127.0.0.1:$port"
@@ -271,12 +273,12 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 @test "a control socket directory that is a symlink is refused (69)" {
 	mkdir -m 700 real
 	ln -s "$BATS_TEST_TMPDIR/real" "$XDG_RUNTIME_DIR/gdkit"
-	port=$(free_port)
+	hold_port port
 	expect_fail 69 "gdpub: refusing control socket directory $XDG_RUNTIME_DIR/gdkit: it must be a directory of yours with mode 0700" -- gdpub -p "$port"
 }
 
 @test "a stale control socket is replaced" {
-	port=$(free_port)
+	hold_port port
 	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
 	sock=$(pub_sock "$port")
 	python -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$sock"
@@ -289,7 +291,7 @@ s = socket.socket(); s.bind((\"127.0.0.1\", $port)); s.listen(1); time.sleep(300
 }
 
 @test "a file that is not a socket in the control socket's place -> 69" {
-	port=$(free_port)
+	hold_port port
 	mkdir -m 700 "$XDG_RUNTIME_DIR/gdkit"
 	sock=$(pub_sock "$port")
 	echo precious > "$sock"

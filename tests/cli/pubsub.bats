@@ -157,7 +157,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "a subscriber started before its publisher retries, then connects and acknowledges" {
-	port=$(free_port)
+	hold_port port
 	sub_conf s.ini "$port"
 	ack_pipeline s
 	wait_until 10 has_line s.sub.err "^gdsub: cannot connect to 127\.0\.0\.1:$port: connection refused \(attempt 2 of 200\)$"
@@ -177,7 +177,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "an unreachable publisher: gdsub logs each attempt, gives up after maxRetries, exit 69" {
-	port=$(free_port)
+	hold_port port
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --retry-interval 0.05 --max-retries 4
 	assert_failure 69
 	assert_equal "$output" ""
@@ -194,7 +194,7 @@ print(" ".join("%s=%s" % (r["id"], r["preview"]) for r in map(json.loads, sys.st
 }
 
 @test "gdsub gives up after 1 attempt, in the singular (--max-retries 1 and 0)" {
-	port=$(free_port)
+	hold_port port
 	for n in 1 0; do
 		run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --max-retries "$n"
 		assert_failure 69
@@ -557,7 +557,7 @@ gdack_connected() {
 	run --separate-stderr timeout 20 gdack -c s.ini "127.0.0.1:$port/3" "127.0.0.1:$port/50"
 	assert_success
 	assert_equal "$stderr" ""
-	other=$(free_port)
+	hold_port other
 	run --separate-stderr timeout 20 gdack -c s.ini --wait 0.2 "127.0.0.1:$port/3" "127.0.0.1:$other/1"
 	assert_failure 69
 	[[ "$stderr" =~ ^"gdack: no gdsub answers at $XDG_RUNTIME_DIR/gdkit/sub-"[0-9a-f]{16}".sock: No such file or directory (waited 0.2 seconds)"$ ]]
@@ -694,7 +694,8 @@ gdack_connected() {
 	feed_close
 	# the idle time counts while connected: a publisher that is down is
 	# still --max-retries' to report
-	run --separate-stderr timeout 30 gdsub -P "127.0.0.1:$(free_port)" --idle-timeout 0.2 --max-retries 4 --retry-interval 0.3
+	hold_port down
+	run --separate-stderr timeout 30 gdsub -P "127.0.0.1:$down" --idle-timeout 0.2 --max-retries 4 --retry-interval 0.3
 	assert_failure 69
 	expect_usage gdsub "invalid value '0' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout 0
 	expect_usage gdsub "invalid value 'x' for --idle-timeout: expected seconds above 0" -- gdsub -P 127.0.0.1:1 --idle-timeout x

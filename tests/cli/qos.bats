@@ -86,7 +86,7 @@ for i in range(int(sys.argv[1])): sys.stdout.write("%06d" % i + "x" * 65530 + "\
 }
 
 @test "bad QoS: gdsub reports the publisher's refusal and exits 78; bad values of its own are usage or config errors" {
-	port=$(free_port)
+	hold_port port
 	# a publisher that refuses every subscription
 	spawn "exec python -c '
 import socket, struct, sys
@@ -304,7 +304,7 @@ c.sendall(struct.pack(\"<IBBH\", len(why), 11, 0, 0) + why); c.recv(10)
 }
 
 @test "connectionCached, locatorCacheTimeout: the resolved address is reused, or resolved for each attempt" {
-	port=$(free_port)
+	hold_port port
 	gdsub -P "localhost:$port" --max-retries 3 --retry-interval 0.05 -vv > /dev/null 2> a.err || true
 	assert_equal "$(grep -c 'resolving localhost' a.err)" 1
 	assert_equal "$(grep -c 'reusing the address resolved' a.err)" 2

@@ -143,7 +143,7 @@ pub_acked() {
 	make_state
 	last=$(state_records s.state | tail -n 1 | cut -d' ' -f1)
 	truncate -s -3 s.state
-	port=$(free_port)
+	hold_port port
 	run --separate-stderr timeout 20 gdsub -P "127.0.0.1:$port" --name s --state s.state -C 1 --max-retries 1 < /dev/null
 	assert_equal "$status" 69	# nobody listens: the state was read first
 	[[ "$stderr" == "gdsub: warning: state file 's.state': a torn record at offset $last ("*" bytes, a crash while it was written) was cut"* ]]
@@ -175,7 +175,7 @@ pub_acked() {
 }
 
 @test "state: a second gdsub on the same state file is refused, exit 74" {
-	port=$(free_port)
+	hold_port port
 	start_sub a "--state s.state"
 	wait_until 10 test -s s.state
 	expect_fail 74 "gdsub: cannot use state file 's.state': in use by another gdsub" -- gdsub -P "127.0.0.1:$port" --name other --state s.state

@@ -234,7 +234,7 @@ pub3() {
 }
 
 @test "socat TCP relay: gdpub -o - | socat TCP-LISTEN ... socat TCP | gdsub -i -: ACKs come back over TCP straight to gdpub" {
-	relay=$(free_port)	# socat listens there
+	hold_port relay	# socat listens there (reuseaddr: the port is held)
 	seq 1 100 | sed 's/^/event /' > in.txt
 	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 10 -o - --status st.txt < in.txt 2> pub.err |
 		socat -u - TCP-LISTEN:$relay,bind=127.0.0.1,reuseaddr 2> socat1.err; echo \${PIPESTATUS[*]} > pub.rc"
@@ -673,7 +673,7 @@ cascade() {
 
 @test "gdsub -i: a block from a publisher not in GDsub_pub is neither written nor acknowledged; exit 1" {
 	pub3 10
-	other=$(free_port)
+	hold_port other
 	printf 'set origin=127.0.0.1:%s\nblock 1 1 - stranger\n' "$other" | mkstream > other.gds
 	cat pub.gds other.gds > in.gds
 	run timeout 30 bash -c "gdsub -i in.gds -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 --linger 5 2> sub.err |
@@ -686,7 +686,7 @@ cascade() {
 }
 
 @test "gdsub -i --no-gd connects to nobody and writes every block of its publishers" {
-	port=$(free_port)	# nobody listens there
+	hold_port port	# nobody listens there
 	printf 'set origin=127.0.0.1:%s\nblock 1 1 - one\nblock 2 2 r two\nend 2\n' "$port" | mkstream > in.gds
 	run --separate-stderr timeout 10 gdsub -i in.gds -P "127.0.0.1:$port" --no-gd --max-retries 1
 	assert_success
@@ -696,7 +696,7 @@ cascade() {
 
 @test "gdsub -i with GD reads nothing until every listed publisher answered; one that never does: exit 69" {
 	pub3 10
-	down=$(free_port)
+	hold_port down
 	run --separate-stderr timeout 20 gdsub -i pub.gds -P "127.0.0.1:$port" -P "127.0.0.1:$down" --retry-interval 0.05 --max-retries 3
 	assert_failure 69
 	assert_equal "$output" ""
@@ -760,7 +760,7 @@ cascade() {
 }
 
 @test "gdsub -i of a missing file: cannot open the stream file, exit 74" {
-	port=$(free_port)
+	hold_port port
 	expect_fail 74 "gdsub: cannot open the stream file 'nope.gds': No such file or directory" -- \
 		gdsub -i nope.gds -P "127.0.0.1:$port" --no-gd
 	expect_fail 74 "gdsub: cannot open the stream file 'nope.gds': No such file or directory" -- \
@@ -861,7 +861,7 @@ open("mixed.txt", "w").write("".join(l + "\n" for l in out))
 }
 
 @test "gdsub -i: a first refused attempt to connect is traced at -v only; the later ones are reported" {
-	port=$(free_port)
+	hold_port port
 	: > empty.gds
 	run --separate-stderr timeout 20 gdsub -i empty.gds -P "127.0.0.1:$port" --max-retries 3 --retry-interval 0.05
 	assert_equal "$status" 69

@@ -259,7 +259,7 @@ assert re.fullmatch(r"TLSv1\.3 TLS_\S+ /CN=srv", d["tls"]), d
 }
 
 @test "a certificate that cannot be read: 64 for an option, 78 with its config file's line" {
-	port=$(free_port)
+	hold_port port
 	expect_usage gdpub "invalid value 'nope.pem' for --tls-cert: cannot read the certificate 'nope.pem': No such file or directory" \
 	    -- gdpub -p "$port" --tls-cert nope.pem --tls-key "$PKI/srv.key"
 	echo "not a certificate" > bad.pem
@@ -276,7 +276,7 @@ assert re.fullmatch(r"TLSv1\.3 TLS_\S+ /CN=srv", d["tls"]), d
 }
 
 @test "a certificate without its key, or with another's: 64 on the command line, 78 in a config file" {
-	port=$(free_port)
+	hold_port port
 	expect_usage gdpub "GDpub_tlsCert needs GDpub_tlsKey: a certificate and its private key go together" \
 	    -- gdpub -p "$port" --tls-cert "$PKI/srv.pem"
 	expect_usage gdpub "the private key '$PKI/client.key' does not match the certificate '$PKI/srv.pem'" \
