@@ -4,6 +4,7 @@
 #include "grow.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,4 +35,13 @@ int gd_grow_slow(void **base, size_t *cap, size_t need, size_t elem,
 	memcpy(base, &nb, sizeof(nb));
 	*cap = n;
 	return 0;
+}
+
+const char *gd_grow_why(size_t have, size_t max, char *buf, size_t size)
+{
+	if (have >= max)
+		snprintf(buf, size, "%zu waiting already", max);
+	else
+		snprintf(buf, size, "out of memory");
+	return buf;
 }

@@ -19,6 +19,10 @@ static inline __attribute__((warn_unused_result)) int gd_grow(void **base,
 {
 	return need <= *cap ? 0 : gd_grow_slow(base, cap, need, elem, max);
 }
+/* Why a grow of an array holding have elements (at most max) failed, in
+ * buf, for its owner's message: "N waiting already" at the cap, else "out
+ * of memory". Returns buf. */
+const char *gd_grow_why(size_t have, size_t max, char *buf, size_t size);
 /* The same for an array pointer arr of any type, its capacity (a size_t)
  * and the count it must reach. */
 #define GD_GROW(arr, cap, need, max) \

@@ -20,12 +20,11 @@ int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq)
 	 * table, which holds no more */
 	if (GD_GROW(pc->ackq, pc->capqueued, pc->nqueued + 1,
 	    GD_IDMAP_MAX_SLOTS) != 0) {
-		char why[64] = "out of memory";
-		if (pc->nqueued >= GD_IDMAP_MAX_SLOTS)
-			snprintf(why, sizeof(why), "%u waiting already",
-			    GD_IDMAP_MAX_SLOTS);
+		char why[64];
 		gd_err("cannot queue the acknowledgement of %s/%" PRIu64
-		    " (%s); its publisher will resend it", pc->origin, id, why);
+		    " (%s); its publisher will resend it", pc->origin, id,
+		    gd_grow_why(pc->nqueued, GD_IDMAP_MAX_SLOTS, why,
+		    sizeof(why)));
 		return -1;
 	}
 	pc->ackq[pc->nqueued].id = id;

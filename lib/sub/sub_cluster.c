@@ -196,13 +196,12 @@ static int queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id)
 	 * would be forgotten there before they were used */
 	if (GD_GROW(pc->pq, pc->cappq, pc->npq + 1,
 	    GD_CLUSTER_MAX_PREACKS) != 0) {
-		char why[64] = "out of memory";
-		if (pc->npq >= GD_CLUSTER_MAX_PREACKS)
-			snprintf(why, sizeof(why), "%u waiting already",
-			    GD_CLUSTER_MAX_PREACKS);
+		char why[64];
 		gd_err("cannot queue the pre-acknowledgement of %s/%" PRIu64
 		    " for %s (%s); a secondary there forwards it after its "
-		    "tentative timeout", pc->origin, id, pc->addr, why);
+		    "tentative timeout", pc->origin, id, pc->addr,
+		    gd_grow_why(pc->npq, GD_CLUSTER_MAX_PREACKS, why,
+		    sizeof(why)));
 		return 0;
 	}
 	pc->pq[pc->npq++] = id;

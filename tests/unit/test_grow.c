@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 struct pair {
 	uint64_t a, b;
@@ -71,10 +72,22 @@ TEST(test_overflow)
 	ASSERT(v == NULL);
 }
 
+TEST(test_why)
+{
+	char why[64];
+
+	/* what an owner's message says: the cap when at it, else memory */
+	ASSERT_STR(gd_grow_why(1000, 1000, why, sizeof(why)),
+	    "1000 waiting already");
+	ASSERT_STR(gd_grow_why(999, 1000, why, sizeof(why)),
+	    "out of memory");
+}
+
 int main(void)
 {
 	RUN(test_doubling);
 	RUN(test_cap);
 	RUN(test_overflow);
+	RUN(test_why);
 	return UNIT_DONE();
 }
