@@ -23,8 +23,8 @@ int gd_cluster_init(struct gd_cluster *c, unsigned needed,
 	c->confirmed_ns = confirmed_ns;
 	c->max_held = max_held;
 	c->max_preacks = max_preacks;
-	return gd_slab_init(&c->slab, sizeof(*c->e),
-	    offsetof(struct gd_cent, next), 1024, GD_IDMAP_MAX_SLOTS, 1024);
+	return gd_slab_init(&c->slab, sizeof(*c->e), 1024, GD_IDMAP_MAX_SLOTS,
+	    1024);
 }
 
 void gd_cluster_free(struct gd_cluster *c)

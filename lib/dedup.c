@@ -10,8 +10,8 @@ int gd_dedup_init(struct gd_dedup *d)
 {
 	memset(d, 0, sizeof(*d));
 	d->fhead = d->ftail = GD_NONE;
-	return gd_slab_init(&d->slab, sizeof(*d->e),
-	    offsetof(struct gd_dent, fnext), 1024, GD_IDMAP_MAX_SLOTS, 1024);
+	return gd_slab_init(&d->slab, sizeof(*d->e), 1024, GD_IDMAP_MAX_SLOTS,
+	    1024);
 }
 
 void gd_dedup_free(struct gd_dedup *d)

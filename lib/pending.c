@@ -18,8 +18,7 @@ int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint)
 	p->head = p->tail = p->pcur = GD_NONE;
 	if (hint < 64)
 		hint = 64;
-	if (gd_slab_init(&p->slab, sizeof(*p->e),
-	    offsetof(struct gd_pend, next), 1024, GD_IDMAP_MAX_SLOTS,
+	if (gd_slab_init(&p->slab, sizeof(*p->e), 1024, GD_IDMAP_MAX_SLOTS,
 	    hint) != 0)
 		return -1;
 	p->nbits = 1024;

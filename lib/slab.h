@@ -1,11 +1,15 @@
 /* A table of fixed-size slots, the one behind the publisher's pending
  * blocks, the subscriber's dedup set and a cluster member's held blocks:
- * one array grown by doubling up to a cap set by the owner, free slots
+ * one array grown by doubling up to a cap set by the owner, freed slots
  * chained through a uint32_t field of the slot itself (a slot costs its
  * own size and nothing more), and a hash from the 64-bit id at offset 0
- * of a slot to its index. The index is the handle: it survives the
- * array moving, a pointer does not. The owner counts what it holds (its
- * count means blocks pending, entries remembered, ...).
+ * of a slot to its index. Slots never used are handed out in index order
+ * after the freed ones, so growing writes nothing into the new part of
+ * the array: its pages stay untouched (not resident) until slots there
+ * are taken, and a table just past a doubling costs what it holds, not
+ * twice that. The index is the handle: it survives the array moving, a
+ * pointer does not. The owner counts what it holds (its count means
+ * blocks pending, entries remembered, ...).
  *
  * An owner keeps a typed view of the array in a union with the table
  * (union { struct gd_slab slab; struct gd_pend *e; }): base comes first
@@ -21,17 +25,17 @@
 struct gd_slab {
 	void *base;		/* first: an owner's typed view reads it */
 	uint32_t size;		/* bytes a slot */
-	uint32_t link;		/* offset of the free chain's uint32_t */
 	uint32_t cap, free_head;
+	uint32_t used;		/* slots [used, cap) were never taken */
 	uint32_t first;		/* slots of the first allocation */
 	uint32_t max;		/* the cap: never more slots than this */
 	struct gd_idmap map;
 };
 
-/* An empty table of slots of size bytes, the free chain at offset link;
- * first slots on the first take, at most max (GD_IDMAP_MAX_SLOTS at
- * most); map_hint sizes the hash. 0, or -1 when out of memory. */
-int gd_slab_init(struct gd_slab *s, size_t size, size_t link, uint32_t first,
+/* An empty table of slots of size bytes; first slots on the first take,
+ * at most max (GD_IDMAP_MAX_SLOTS at most); map_hint sizes the hash. 0,
+ * or -1 when out of memory. */
+int gd_slab_init(struct gd_slab *s, size_t size, uint32_t first,
     uint32_t max, uint32_t map_hint);
 void gd_slab_free(struct gd_slab *s);
 /* Double the array (up to max); 0, or -1 at the cap or out of memory. */
@@ -39,20 +43,23 @@ int gd_slab_grow(struct gd_slab *s);
 
 /* An owner's take and put, for its slot type and free-chain field:
  * GD_SLAB_TYPED(pend, struct gd_pend, next) defines pend_take(s), a free
- * slot (contents undefined, not in the map) or GD_NONE at the cap or out
- * of memory, and pend_put(s, i), slot i free again (the caller took it
- * out of the map). Typed so that the hot path indexes with a constant
+ * slot (contents undefined, not in the map; a freed one first, the
+ * lowest never used one next) or GD_NONE at the cap or out of memory,
+ * and pend_put(s, i), slot i free again (the caller took it out of the
+ * map). Typed so that the hot path indexes with a constant
  * stride, as a hand-written free list would. */
 #define GD_SLAB_TYPED(name, type, link)					\
 static inline uint32_t name##_take(struct gd_slab *s)			\
 {									\
-	uint32_t i;							\
+	uint32_t i = s->free_head;					\
 									\
-	if (s->free_head == GD_NONE && gd_slab_grow(s) != 0)		\
+	if (i != GD_NONE) {						\
+		s->free_head = ((type *)s->base)[i].link;		\
+		return i;						\
+	}								\
+	if (s->used == s->cap && gd_slab_grow(s) != 0)			\
 		return GD_NONE;						\
-	i = s->free_head;						\
-	s->free_head = ((type *)s->base)[i].link;			\
-	return i;							\
+	return s->used++;						\
 }									\
 static inline void name##_put(struct gd_slab *s, uint32_t i)		\
 {									\
