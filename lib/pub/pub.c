@@ -569,6 +569,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	p->epoch = pub_real_ns();
 	p->t_start = p->now = uv_hrtime();
 	gd_slots_init(&p->slots, p->needed);
+	pub_send_init(p);
 	{
 		struct gd_qos_conf qc = {
 			(uint64_t)(conf->discard_interval * 1e9),
@@ -601,6 +602,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	}
 	if (p->cur)
 		gd_bcast_unref(p->cur);
+	gd_bpool_free(&p->bpool);
 	gd_input_free(&p->in);
 	gd_auth_clear(&p->key);
 	free(p->abuf);

@@ -179,6 +179,7 @@ struct pub {
 	uint64_t n_tls_refused;		/* TLS handshakes failed */
 	uint64_t conn_refused_logged;	/* when the last such line was said */
 	struct gd_bcast *cur;
+	struct gd_bpool bpool;		/* pub_send.c: batches of BCAST_SIZE */
 	int paused_backlog;
 	uint64_t floor_sent;
 
@@ -311,6 +312,7 @@ void pub_conn_send(struct sconn *c, struct gd_bcast *b);
 void pub_pump(struct sconn *c);
 void pub_queue_free(struct sconn *c);
 void pub_backlog_recheck(struct pub *p);
+void pub_send_init(struct pub *p);	/* the batch pool */
 void pub_tcp_flush(struct pub *p);
 void pub_send_end(struct sconn *c);
 /* Bytes as they are, past TLS (its handshake's, an alert, a plain

@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BCAST_SIZE (256 * 1024)
+#define BCAST_SIZE (256 * 1024)	/* a pooled batch, header and data */
+#define BCAST_KEEP 4	/* pooled batches kept once every backlog drained */
 
 static void pub_conn_shut(uv_shutdown_t *req, int status);
 
@@ -78,6 +79,24 @@ void pub_backlog_recheck(struct pub *p)
 	pub_kick(p);
 }
 
+void pub_send_init(struct pub *p)
+{
+	gd_bpool_init(&p->bpool, BCAST_SIZE - sizeof(struct gd_bcast),
+	    BCAST_KEEP);
+}
+
+/* A burst is over once no connection has a backlog: the batches it
+ * freed go back to the system (bcast.h), all but a few. */
+static void trim_when_drained(struct pub *p)
+{
+	struct sconn *c;
+
+	for (c = p->conns; c; c = c->next)
+		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > 0)
+			return;
+	gd_bpool_trim(&p->bpool);
+}
+
 static void on_bwritten(uv_write_t *req, int status)
 {
 	struct bwrite *w = (struct bwrite *)req;
@@ -97,6 +116,8 @@ static void on_bwritten(uv_write_t *req, int status)
 	free(w->own);
 	free(w);
 	pub_backlog_recheck(p);
+	if (p->bpool.nfree > p->bpool.keep && conn_backlog(c) == 0)
+		trim_when_drained(p);
 }
 
 /* w's buffer to the socket: 0 or a libuv error (w then freed). */
@@ -437,7 +458,8 @@ static uint8_t *room(struct pub *p, size_t need)
 {
 	if (p->cur == NULL || p->cur->cap - p->cur->len < need) {
 		pub_tcp_flush(p);
-		p->cur = gd_bcast_new(need > BCAST_SIZE ? need : BCAST_SIZE);
+		p->cur = need > BCAST_SIZE - sizeof(struct gd_bcast) ?
+		    gd_bcast_new(need) : gd_bpool_get(&p->bpool);
 		if (p->cur == NULL) {
 			gd_err("out of memory for the send buffer");
 			return NULL;
