@@ -40,7 +40,9 @@
 #                      would keep the adaptive window at its start, 64),
 #                      whose one subscriber never acks (gdsub > /dev/null).
 #                      VmRSS of gdpub at READY and once stats show pending == N
-#                      and its send queue to the subscriber has drained:
+#                      and its send queue to the subscriber has drained (the
+#                      median of three samples 0.1 s apart; a queue that does
+#                      not drain within 10 s fails the row):
 #                      bytes_per_block = (rss_full - rss_ready - N*(SIZE+1)) / N.
 #                      Seconds/rate: from the go until pending == N (fill rate).
 #   gdkit.sh pending   STUCK (default N) blocks whose payload contains STUCK,
@@ -481,7 +483,11 @@ run_memory() {
             grep -q '"queue":0[,}]' && break
         sleep 0.01
     done
-    rss1=$(rss_kb "$pub")
+    (( i < 1000 )) || bench_fail "gdpub's send queue to the subscriber did not drain within 10 s"
+    # the median of three samples 0.1 s apart: one sample taken while
+    # gdpub was still handing back a drained burst would count it
+    rss1=$( { rss_kb "$pub"; sleep 0.1; rss_kb "$pub"; sleep 0.1; rss_kb "$pub"; } | sort -n | sed -n 2p)
+    [[ "$rss1" =~ ^[0-9]+$ ]] || bench_fail "no VmRSS of gdpub (PID $pub) with $N pending"
     local bpb secs
     bpb=$(awk -v a="$rss0" -v b="$rss1" -v n="$N" -v s="$SIZE" \
         'BEGIN { printf "%.1f", ((b - a) * 1024 - n * (s + 1)) / n }')
