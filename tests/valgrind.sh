@@ -32,8 +32,22 @@ vg() { # vg NAME PROG ARGS...: PROG under valgrind, its report in NAME.vg
 		--errors-for-leak-kinds=definite --track-fds=no \
 		--log-file="$work/$n.vg" "$bin/$p" "$@"
 }
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+# hold_port: set port to a port of 127.0.0.1 the kernel chose, which a
+# sleep keeps bound (SO_REUSEADDR, not listening) until cleanup, for a
+# scenario whose subscriber starts before gdpub: gdpub (libuv sets
+# SO_REUSEADDR) binds it and listens, and no connect(2) on the machine
+# takes it as its own port meanwhile, as it could a port bound, closed
+# and bound again
+hold_port() {
+	held=$(python3 -c 'import socket, subprocess
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", 0))
+p = subprocess.Popen(["sleep", "3600"], pass_fds=[s.fileno()],
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(s.getsockname()[1], p.pid)') || { echo "valgrind: cannot hold a port"; exit 1; }
+	port=${held% *}
+	pids="$pids ${held#* }"
 }
 # wait_for SECONDS CMD...: run CMD every 100 ms until it succeeds
 wait_for() {
@@ -69,7 +83,7 @@ check() { # check SCENARIO EXPECTED-STATUS... : compare rc files, logs
 }
 
 # 1. publish -> two subscribers -> ack
-port=$(free_port)
+hold_port
 for s in a b; do
 	( vg sub-$s gdsub -P 127.0.0.1:$port --name $s --retry-interval 0.2 \
 		--max-retries 300 2> sub-$s.err | vg ack-$s gdack -P 127.0.0.1:$port \
@@ -84,7 +98,7 @@ wait_for 120 test -s rc.3ack-b
 check pubsub 0 0 0
 
 # 2. stream mode
-port=$(free_port)
+hold_port
 seq 1 20 | vg pub gdpub -p $port -n 1 -t 120 -o - 2> pub.err |
 	vg sub gdsub -i - -P 127.0.0.1:$port --name s --linger 5 2> sub.err |
 	vg ack gdack -P 127.0.0.1:$port --name s --wait 60 > /dev/null 2> ack.err
@@ -94,12 +108,13 @@ check stream 0
 
 # 3. gdinspect at a gdpub with a pending block, and at its gdsub; then
 # the block is acknowledged and everything ends cleanly
-port=$(free_port)
 mkfifo in
-( vg pub gdpub -p $port -n 1 -t 300 --wait-ready=120 < in > pub.out \
-	2> pub.err; echo $? > rc.9pub ) &
+( vg pub gdpub -p 0 --port-file pub.port -n 1 -t 300 --wait-ready=120 < in \
+	> pub.out 2> pub.err; echo $? > rc.9pub ) &
 pids="$pids $!"
 exec 7> in
+wait_for 120 test -s pub.port
+port=$(cat pub.port)
 wait_for 120 test -S "$XDG_RUNTIME_DIR/gdkit/pub-$port.sock"
 ( vg sub gdsub -P 127.0.0.1:$port --name s --ctl "$work/s.sock" \
 	--retry-interval 0.2 --max-retries 300 > sub.out 2> sub.err 7>&-
@@ -123,7 +138,7 @@ grep -q '^ACK 1$' pub.out || echo 1 > rc.7acked
 check inspect 0 0 0 0 0 0 0
 
 # 4. gdack with keys given as arguments
-port=$(free_port)
+hold_port
 ( vg sub gdsub -P 127.0.0.1:$port --name k --retry-interval 0.2 \
 	--max-retries 300 > sub.out 2> sub.err; echo $? > rc.9sub ) &
 pids="$pids $!"

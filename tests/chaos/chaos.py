@@ -103,12 +103,17 @@ def env(name, default, conv=int):
     return conv(v) if v != "" else default
 
 
-def free_port():
+def hold_port():
+    """A socket bound to a port of 127.0.0.1 the kernel chose, with
+    SO_REUSEADDR and not listening: each gdpub of a recipe (libuv sets
+    SO_REUSEADDR) binds that port and listens while the harness keeps it,
+    so between a killed gdpub and the next no other bind or connect on the
+    machine gets it (as one could a port bound, closed and bound again).
+    Not inherited by the programs the harness starts (PEP 446)."""
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
+    return s
 
 
 def journal_max_id(path):
@@ -204,7 +209,8 @@ class Recipe:
         self.mode = RECIPES[name]
         self.dir = os.path.join(h.work, name)
         os.makedirs(self.dir)
-        self.port = free_port()
+        self.held = hold_port()	# closed once the recipe's programs are gone
+        self.port = self.held.getsockname()[1]
         self.rng = random.Random("%d/%s" % (h.seed, name))
         self.pub = None
         self.feeder = None
@@ -482,6 +488,7 @@ class Recipe:
         self.stop_pipe()
         self.relay.kill()
         self.relay.wait()
+        self.held.close()
         self.elapsed = time.monotonic() - self.t0
         if faults:
             self.unexpected.append("%d faults not injected: the run ended first" % len(faults))

@@ -151,7 +151,9 @@ setup_file() {
 }
 
 @test "the end lost and the subscriber not back: gdpub waits 3 s for it, says so at -v, exits 0; SIGTERM ends that wait at once" {
-	pub_bg --separate-stderr timeout 30 bash -c "seq 1 5 | gdpub -p 0 --port-file pub.port -n 1 -v --wait-ready=20"
+	# held to the end: the second gdpub below binds it again
+	hold_port port
+	pub_bg --separate-stderr timeout 30 bash -c "seq 1 5 | gdpub -p $port --port-file pub.port -n 1 -v --wait-ready=20"
 	relay --drop-before-type 6 --dir down --conns 0
 	# a subscriber that would try again only after 10 s
 	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 10 2> sub.err | gdack -P 127.0.0.1:$rport > /dev/null 2> ack.err"

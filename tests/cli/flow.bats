@@ -161,7 +161,8 @@ throttled() {
 	assert_success
 	assert_output --partial '"window":64'
 	feed_close
-	run --separate-stderr gdpub -p "$port" -n 1 --window 0
+	# refused before it binds: port 0, not the port of the run above
+	run --separate-stderr gdpub -p 0 -n 1 --window 0
 	[ "$status" -eq 64 ]
 	[[ "$stderr" == *"--window"*"expected an integer from 1 to 16777216 or 'auto'"* ]]
 }

@@ -20,11 +20,13 @@ for l in sys.stdin:
 }
 
 @test "kill -9 with blocks pending: the restarted gdpub sends them again (same id and index, resent) before new input; ids go on; the journal empties" {
+	# held to the end: the restart below binds it again, the subscriber
+	# reconnects
+	hold_port port
 	touch cmds
-	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
-	# the restart below takes the same port: the subscriber reconnects
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	spawn "python $BATS_TEST_DIRNAME/fakesub.py 127.0.0.1 $port fake cmds ev 2> fake.err"
 	wait_until 10 has_line ev '^block 3 3 0 3$'
 	assert_equal "$(jrows j.gdj)" "$(seq 1 3)"
@@ -58,9 +60,11 @@ for l in sys.stdin:
 }
 
 @test "a torn tail (a crash mid-write) is cut with a warning naming the offset; the records before it are replayed" {
-	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	# held to the end: the restart below binds it again (the same origin)
+	hold_port port
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 2 ]"
 	kill -KILL "$pid"
 	size=$(stat -c %s j.gdj)
@@ -103,9 +107,11 @@ for l in sys.stdin:
 }
 
 @test "a gdpub that cannot listen (port in use, 69) has not cut the journal's torn tail nor announced its replay" {
-	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
+	# held to the end: the gdpubs below bind it again
+	hold_port port
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 2; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 2 ]"
 	kill -KILL "$pid"
 	truncate -s $(($(stat -c %s j.gdj) - 3)) j.gdj
@@ -118,9 +124,11 @@ for l in sys.stdin:
 }
 
 @test "corruption before the end of the journal: exit 74, nothing replayed or changed" {
-	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	# held to the end: the restart below binds it again (the same origin)
+	hold_port port
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
 	pid=$SPAWNED
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	wait_until 10 bash -c "[ \"\$(gdinspect --json journal j.gdj 2>/dev/null | grep -vc highest_id)\" -eq 3 ]"
 	kill -KILL "$pid"
 	# flip the payload byte of the first record (offset 32 + 32)
@@ -184,11 +192,14 @@ for l in sys.stdin:
 
 @test "kill -9 while the last status lines wait to be written (stdout not read): after the restart every block has its ACK line, none is written twice" {
 	seq 1 200000 > in.txt
+	# held to the end: the restart below binds it again, the subscriber
+	# reconnects
+	hold_port port
 	# gdpub's stdout: a pipe whose reader is stopped, so that some 2 MB of
 	# ACK lines outgrow it and wait inside gdpub
-	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < in.txt 2> p1.err' |
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 < in.txt 2> p1.err' |
 		{ echo \$BASHPID > cat.pid; kill -STOP \$BASHPID; exec cat > st1; }"
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	sub_conf s.ini "$port" "GDsub_state=s.state"
 	spawn "gdsub -c s.ini 2> s1.err | gdack -c s.ini --tee > s.out 2> a1.err; echo \${PIPESTATUS[*]} > s1.rc"
 	wait_until 10 test -s pub.pid
@@ -217,7 +228,9 @@ for l in sys.stdin:
 }
 
 @test "status output broken (| head -3) with a journal: no more input, exit 74, one line; the outcomes not written stay in the journal and the next start says them" {
-	pub_bg --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p 0 --port-file pub.port -n 1 -t 5 --wait-ready=20 --journal j.gdj 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
+	# held to the end: the next start below binds it again
+	hold_port port
+	pub_bg --separate-stderr timeout 60 bash -c "seq 1 100000 | gdpub -p $port --port-file pub.port -n 1 -t 5 --wait-ready=20 --journal j.gdj 2> p.err | head -3; echo \${PIPESTATUS[*]} > ps"
 	sub_conf s.ini "$port" "GDsub_state=s.state"
 	ack_pipeline s
 	pub_wait
@@ -257,9 +270,11 @@ for l in sys.stdin:
 }
 
 @test "input ended, every block resolved, standard output not read: gdpub says so after 5 s, its control socket answers to the end; SIGTERM ends the wait, exit 74, the outcomes not written in the journal" {
+	# held to the end: the next start below binds it again
+	hold_port port
 	# some 2 MB of ACK lines, a pipe of 1 MiB that nobody reads
-	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
-	port=$(port_of pub.port)
+	spawn "{ seq 1 200000 | sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj --wait-ready=20 2> p.err'; echo \$? > p.rc; } | sleep 600"
+	[ "$(port_of pub.port)" = "$port" ]
 	sub_conf s.ini "$port" "GDsub_state=s.state"
 	ack_pipeline s
 	wait_until 10 test -s pub.pid

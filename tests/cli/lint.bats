@@ -93,29 +93,51 @@ PY
 }
 
 # A port found free, released and bound again later can be taken in
-# between by another test (make check runs two files at once): a listener
-# the test starts binds port 0 and tells its port (gdpub -p 0 --port-file,
-# read with port_of or pub_bg), or the test keeps the port bound from the
-# moment the kernel chose it (hold_port). free_port, which found a port
-# free and let it go, is gone; this keeps it and its kind from coming
-# back under that name. Comments may still tell its history.
-@test "no test of tests/cli takes a port from free_port: ports come from -p 0 and --port-file, or from hold_port" {
+# between by another test (make check runs two files at once), or by any
+# connect(2) on the machine: a listener the test starts binds port 0 and
+# tells its port (gdpub -p 0 --port-file, read with port_of or pub_bg), or
+# the test keeps the port bound from the moment the kernel chose it
+# (hold_port). free_port, which found a port free and let it go, is gone;
+# this keeps it and its kind from coming back under that name, here and in
+# the scripts beside the bats files that had copies of it (tests/valgrind.sh,
+# tests/chaos/chaos.py, the bench's bench_free_port: each now holds its
+# ports the same way, or has gdpub bind port 0). Comments may still tell
+# its history.
+@test "no test or script of tests/ or mk/ takes a port from free_port: ports come from -p 0 and --port-file, or are held" {
 	run python3 - "$BATS_TEST_DIRNAME" <<'PY'
-import glob, os, re, sys
-d = sys.argv[1]
-paths = sorted(glob.glob(d + "/*.bats") + glob.glob(d + "/*.py")) + [d + "/helpers.bash"]
+import os, re, sys
+cli = os.path.abspath(sys.argv[1])
+top = os.path.dirname(os.path.dirname(cli))
+paths = []
+for root in ("tests", "mk"):
+    for d, dirs, files in os.walk(os.path.join(top, root)):
+        dirs[:] = sorted(x for x in dirs if x != "__pycache__")
+        paths += [os.path.join(d, f) for f in sorted(files)
+                  if f.endswith((".bats", ".bash", ".sh", ".py", ".c", ".h"))]
+# free_port, free_ports and the same with a prefix (bench_free_port)
+name = re.compile(r"free_ports?\b")
 bad = []
 for path in paths:
-    if os.path.basename(path) == "lint.bats":
+    if path == os.path.join(cli, "lint.bats"):
         continue
-    for n, line in enumerate(open(path), 1):
-        if not line.lstrip().startswith("#") and re.search(r"\bfree_ports?\b", line):
-            bad.append("%s:%d: %s" % (os.path.basename(path), n, line.strip()))
-print("files: %d" % len(paths))
+    c = path.endswith((".c", ".h"))
+    for n, line in enumerate(open(path, errors="replace"), 1):
+        s = line.lstrip()
+        if s.startswith(("/*", "*", "//") if c else "#"):
+            continue
+        if name.search(line):
+            bad.append("%s:%d: %s" % (os.path.relpath(path, top), n, line.strip()))
+ncli = sum(1 for p in paths if os.path.dirname(p) == cli)
+rel = set(os.path.relpath(p, top) for p in paths)
+# the walk reached the places the copies were
+must = {"tests/cli/helpers.bash", "tests/valgrind.sh", "tests/chaos/chaos.py",
+        "tests/bench/peers/lib.sh", "tests/bench/gdkit.sh"}
+print("files: %d (tests/cli: %d)" % (len(paths), ncli))
 print("\n".join(bad))
-sys.exit(1 if bad or len(paths) < 10 else 0)
+print("\n".join("not scanned: " + m for m in sorted(must - rel)))
+sys.exit(1 if bad or ncli < 10 or must - rel else 0)
 PY
 	echo "$output"
 	assert_success
-	assert_output --regexp '^files: [0-9]+$'
+	assert_output --regexp '^files: [0-9]+ \(tests/cli: [0-9]+\)$'
 }

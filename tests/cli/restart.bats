@@ -9,10 +9,12 @@ has_lines() {
 }
 
 @test "a restarted publisher's new blocks are written, not taken for duplicates" {
-	spawn "(seq 1 3; sleep 60) | gdpub -p 0 --port-file pub.port -n 1 -t 60 --wait-ready > st1.txt 2> pub1.err"
+	# held to the end: the restart below binds it again, the subscriber
+	# reconnects
+	hold_port port
+	spawn "(seq 1 3; sleep 60) | gdpub -p $port --port-file pub.port -n 1 -t 60 --wait-ready > st1.txt 2> pub1.err"
 	pub1=$SPAWNED
-	# the restart below takes the same port: the subscriber reconnects
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	spawn "gdsub -P 127.0.0.1:$port --max-retries -1 --retry-interval 0.05 > out.txt 2> sub.err"
 	wait_until 10 has_lines out.txt 3
 	run gdack -P "127.0.0.1:$port" "127.0.0.1:$port/1" "127.0.0.1:$port/2" "127.0.0.1:$port/3"

@@ -86,11 +86,13 @@ make_state() {
 # not said, all below the floor the gdsub holds. Each must come back
 # ACKed, acknowledged again, not written again, and gdsub run throughout.
 below_floor() {
+	# held to the end: the restart below binds it again, the subscriber
+	# reconnects
+	hold_port port
 	feed_open in.fifo
-	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p 0 --port-file pub.port -n 1 -t 60 --resend 255 --journal j.gdj --fsync never --wait-ready=20 < in.fifo 2> p1.err' |
+	spawn "sh -c 'echo \$\$ > pub.pid; exec gdpub -p $port --port-file pub.port -n 1 -t 60 --resend 255 --journal j.gdj --fsync never --wait-ready=20 < in.fifo 2> p1.err' |
 		{ echo \$BASHPID > cat.pid; kill -STOP \$BASHPID; exec cat > st1; }" 7>&-
-	# a restart below takes the same port: the subscriber reconnects
-	port=$(port_of pub.port)
+	[ "$(port_of pub.port)" = "$port" ]
 	sub_conf s.ini "$port" "GDsub_maxRetries=-1" "$@"
 	spawn "gdsub -c s.ini 2> s.err | gdack -c s.ini --tee > s.out 2> a.err; echo \${PIPESTATUS[*]} > s.rc" 7>&-
 	wait_until 10 test -s pub.pid

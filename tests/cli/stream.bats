@@ -795,8 +795,8 @@ for l in open(sys.argv[1], "rb"):
 
 @test "armor: gdpub -o FILE --armor --armor-batch 1 writes one GDK1:base64 line per frame, no header; gdsub -i and gdinspect decode read it as they read the binary stream" {
 	printf 'a\nb b\n\nlast\n' > in.txt
-	gdpub -p 0 --port-file pub.port -o pub.txt --armor --armor-batch 1 < in.txt
-	port=$(cat pub.port)	# the same origin again
+	hold_port port	# the same origin for both runs
+	gdpub -p "$port" -o pub.txt --armor --armor-batch 1 < in.txt
 	gdpub -p "$port" -o pub.gds < in.txt
 	run grep -cvE '^GDK1:[A-Za-z0-9+/]+={0,2}$' pub.txt
 	assert_output 0
@@ -880,8 +880,8 @@ longest_line() {
 }
 
 @test "armor: the frames ready at once share lines of at most --armor-batch bytes (default 65536); every line decodes alone; a frame longer than the batch has a line of its own" {
-	seq 1000 | gdpub -p 0 --port-file pub.port -o b4k.txt --armor --armor-batch 4096
-	port=$(cat pub.port)	# the same origin again
+	hold_port port	# the same origin for the three runs
+	seq 1000 | gdpub -p "$port" -o b4k.txt --armor --armor-batch 4096
 	seq 1000 | gdpub -p "$port" -o bdef.txt --armor
 	# 1000 frames of 63 to 66 bytes: at most 48 a line of 4096 bytes
 	[ "$(longest_line b4k.txt)" -le 4096 ]

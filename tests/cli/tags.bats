@@ -87,8 +87,8 @@ sub_in() {
 @test "frames of another run replayed into this one are not written, and do not make gdsub forget this run: its frames replayed after them stay duplicates" {
 	mkkey k
 	# the other run on the same port: the same origin HOST:PORT
-	printf 'old-1\nold-2\nold-3\n' | gdpub -p 0 --port-file run1.port -o - --armor --auth-key-file k > run1.txt
-	port=$(cat run1.port)
+	hold_port port
+	printf 'old-1\nold-2\nold-3\n' | gdpub -p "$port" -o - --armor --auth-key-file k > run1.txt
 	feed_open in.fifo
 	spawn "printf 'new-1\nnew-2\nnew-3\n' | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
 		python $BATS_TEST_DIRNAME/tagforge.py replay run1.txt 2 > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
@@ -114,8 +114,9 @@ sub_in() {
 # and made gdsub forget this one's).
 @test "after the publisher ended its run, an old run's frames and then this run's, replayed, are not written: no block twice" {
 	mkkey k
-	printf 'old-1\nold-2\nold-3\n' | gdpub -p 0 --port-file run1.port -o - --armor --auth-key-file k > run1.txt
-	port=$(cat run1.port)
+	# the old run on the same port: the same origin HOST:PORT
+	hold_port port
+	printf 'old-1\nold-2\nold-3\n' | gdpub -p "$port" -o - --armor --auth-key-file k > run1.txt
 	feed_open in.fifo
 	spawn "printf 'new-1\nnew-2\nnew-3\n' | gdpub -p $port -n 1 -o - --armor --auth-key-file k --status pub.st --wait-ready=30 2> pub.err |
 		tee run2.txt > in.fifo; echo \${PIPESTATUS[*]} > pub.rc" 7>&-
@@ -158,8 +159,8 @@ sub_in() {
 
 @test "a tagged stream, binary or armored, into a gdsub without a key is refused with 65: it could not verify them" {
 	mkkey k
-	seq 3 | gdpub -p 0 --port-file pub.port -o - --auth-key-file k > tagged.gds
-	port=$(cat pub.port)
+	hold_port port	# the same origin for both runs
+	seq 3 | gdpub -p "$port" -o - --auth-key-file k > tagged.gds
 	seq 3 | gdpub -p "$port" -o - --armor --auth-key-file k > tagged.txt
 	for f in tagged.gds tagged.txt; do
 		run --separate-stderr timeout 20 gdsub -i "$f" -P "127.0.0.1:$port" --no-gd

@@ -106,35 +106,42 @@ bench_port_listening() {  # true if something listens on TCP PORT
     ss -Hltn "sport = :$1" 2> /dev/null | grep -q .
 }
 
-# bench_free_port: a TCP port on 127.0.0.1 that nothing listens on now.
-bench_free_port() {
-    local p i
-    if command -v python3 > /dev/null 2>&1; then
-        p=$(python3 -c 'import socket
+# bench_hold_port VAR: set VAR to a TCP port of 127.0.0.1 that the kernel
+# chose and that a sleep of this script keeps bound, with SO_REUSEADDR and
+# without listening, until cleanup (a server, stopped after the clients).
+# The listener binds it and listens anyway: gdpub (libuv), mosquitto,
+# nats-server and redis-server all set SO_REUSEADDR, and Linux lets such
+# sockets share a port while neither listens. No other bind or connect on
+# the machine is given the port meanwhile, as it could be a port bound,
+# closed and bound again: here a subscriber started before its publisher,
+# or a server started after other work, would find its port taken. The
+# sleep stays in this script's process group (run.sh's timeout(1) ends
+# the group) and ends by itself after TMO + 600 s, should nothing stop it.
+bench_hold_port() {
+    local held
+    bench_need python3
+    held=$(python3 -c 'import socket, subprocess, sys
 s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()' 2> /dev/null) && [[ -n "$p" ]] && { printf '%s\n' "$p"; return 0; }
-    fi
-    for i in $(seq 1 100); do
-        p=$(( 20000 + (RANDOM * 32768 + RANDOM + i) % 40000 ))
-        bench_port_listening "$p" || { printf '%s\n' "$p"; return 0; }
-    done
-    return 1
+p = subprocess.Popen(["sleep", sys.argv[1]], pass_fds=[s.fileno()],
+    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(s.getsockname()[1], p.pid)' "$(( TMO + 600 ))") || bench_fail "cannot hold a TCP port of 127.0.0.1"
+    bench_track_server "${held#* }"
+    printf -v "$1" '%s' "${held% *}"
 }
 
-# bench_port VAR: keep $VAR if the environment set it (it must be free), else
-# set VAR to a free port.
+# bench_port VAR: keep $VAR if the environment set it (nothing may listen
+# on it), else set VAR to a held port (bench_hold_port).
 bench_port() {
     local var=$1 p
     p=${!var:-}
     if [[ -z "$p" ]]; then
-        p=$(bench_free_port) || bench_fail "no free TCP port found"
-    else
-        [[ "$p" =~ ^[1-9][0-9]*$ ]] || bench_fail "$var must be a port number (got '$p')"
-        ! bench_port_listening "$p" || bench_fail "$var=$p is already in use"
+        bench_hold_port "$var"
+        return 0
     fi
-    printf -v "$var" '%s' "$p"
+    [[ "$p" =~ ^[1-9][0-9]*$ ]] || bench_fail "$var must be a port number (got '$p')"
+    ! bench_port_listening "$p" || bench_fail "$var=$p is already in use"
 }
 
 # bench_wait_listen PORT PID [SECONDS=10]: wait (bounded) until something

@@ -55,7 +55,7 @@ HERE_BENCH="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 
 bench_payload_file
 bench_port MQTT_PORT
-GD_PORT=$(bench_free_port) || bench_fail "no free port for gdpub"
+bench_hold_port GD_PORT	# gdsub is started before gdpub
 
 dir="$WORK/mosquitto_gdkit"
 rm -rf "$dir"

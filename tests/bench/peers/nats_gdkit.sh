@@ -35,7 +35,7 @@ natsline="$PEERS_DIR/../../engines/natsline.py"
 
 bench_payload_file
 bench_port NATS_PORT
-GD_PORT=$(bench_free_port) || bench_fail "no free port for gdpub"
+bench_hold_port GD_PORT	# gdsub is started before gdpub
 
 dir="$WORK/nats_gdkit"
 rm -rf "$dir"
