@@ -16,18 +16,18 @@ has_lines() {
 	pub1=$SPAWNED
 	[ "$(port_of pub.port)" = "$port" ]
 	spawn "gdsub -P 127.0.0.1:$port --max-retries -1 --retry-interval 0.05 > out.txt 2> sub.err"
-	wait_until 10 has_lines out.txt 3
+	wait_until 30 has_lines out.txt 3
 	run gdack -P "127.0.0.1:$port" "127.0.0.1:$port/1" "127.0.0.1:$port/2" "127.0.0.1:$port/3"
 	assert_success
-	wait_until 10 has_lines st1.txt 4	# READY and 3 ACKs
+	wait_until 30 has_lines st1.txt 4	# READY and 3 ACKs
 	kill -KILL -- "-$pub1"
 	printf 'new1\nnew2\nnew3\n' > in2.txt
 	spawn "gdpub -p $port -n 1 -t 20 --wait-ready=10 < in2.txt > st2.txt 2> pub2.err; echo \$? > pub2.rc"
-	wait_until 10 has_lines out.txt 6
+	wait_until 30 has_lines out.txt 6
 	tail -n 3 out.txt | cut -f2 | cmp - in2.txt
 	run gdack -P "127.0.0.1:$port" "127.0.0.1:$port/1" "127.0.0.1:$port/2" "127.0.0.1:$port/3"
 	assert_success
-	wait_until 10 test -s pub2.rc
+	wait_until 30 test -s pub2.rc
 	[ "$(cat pub2.rc)" -eq 0 ]
 	[ "$(grep -c '^ACK' st2.txt)" -eq 3 ]
 	grep -q "publisher 127.0.0.1:$port restarted; forgetting its earlier blocks" sub.err
