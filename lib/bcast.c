@@ -5,6 +5,26 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+/* A pooled buffer is never freed, so the address sanitizer would not see
+ * a use after its last unref: its data is poisoned while it waits in
+ * the pool, as free() would have made it. */
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GD_BPOOL_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define GD_BPOOL_ASAN 1
+#endif
+#ifdef GD_BPOOL_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(b, n) ASAN_POISON_MEMORY_REGION((b)->data, (n))
+#define UNPOISON(b, n) ASAN_UNPOISON_MEMORY_REGION((b)->data, (n))
+#else
+#define POISON(b, n) ((void)(b), (void)(n))
+#define UNPOISON(b, n) ((void)(b), (void)(n))
+#endif
+
 void gd_bpool_init(struct gd_bpool *p, size_t cap, uint32_t keep)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -22,6 +42,7 @@ struct gd_bcast *gd_bpool_get(struct gd_bpool *p)
 	if (b != NULL) {
 		p->free = b->next;
 		p->nfree--;
+		UNPOISON(b, b->cap);
 	} else {
 		void *m = mmap(NULL, p->bytes, PROT_READ | PROT_WRITE,
 		    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -39,6 +60,7 @@ struct gd_bcast *gd_bpool_get(struct gd_bpool *p)
 
 void gd_bpool_put(struct gd_bpool *p, struct gd_bcast *b)
 {
+	POISON(b, b->cap);
 	b->next = p->free;
 	p->free = b;
 	p->nfree++;
@@ -50,6 +72,7 @@ void gd_bpool_trim(struct gd_bpool *p)
 		struct gd_bcast *b = p->free;
 		p->free = b->next;
 		p->nfree--;
+		UNPOISON(b, b->cap);
 		munmap(b, p->bytes);
 	}
 }

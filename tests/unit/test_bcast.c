@@ -11,6 +11,18 @@
 
 #define CAP (256 * 1024 - 64)
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define ASAN 1
+#endif
+#ifdef ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 TEST(test_pool_sizes)
 {
 	struct gd_bpool p;
@@ -112,11 +124,42 @@ TEST(test_heap_buffer)
 	gd_bcast_unref(b);		/* freed (the sanitizer build checks) */
 }
 
+/* A buffer back in the pool is poisoned for the address sanitizer (a
+ * use after its last unref is reported, as after free()), and whole
+ * again when handed out. */
+TEST(test_pool_poison)
+{
+	struct gd_bpool p;
+	struct gd_bcast *b, *b2;
+
+	gd_bpool_init(&p, CAP, 1);
+	b = gd_bpool_get(&p);
+	ASSERT(b != NULL);
+	b->data[0] = 1;
+	gd_bcast_unref(b);
+#ifdef ASAN
+	ASSERT(__asan_address_is_poisoned(b->data));
+	ASSERT(__asan_address_is_poisoned(b->data + b->cap - 1));
+#endif
+	b2 = gd_bpool_get(&p);
+	ASSERT(b2 == b);
+#ifdef ASAN
+	ASSERT(!__asan_address_is_poisoned(b2->data));
+	ASSERT(!__asan_address_is_poisoned(b2->data + b2->cap - 1));
+#endif
+	b2->data[b2->cap - 1] = 2;	/* all of it writable again */
+	ASSERT_EQ(b2->data[b2->cap - 1], 2);
+	gd_bcast_unref(b2);
+	gd_bpool_free(&p);
+	ASSERT_EQ(p.nfree, 0);
+}
+
 int main(void)
 {
 	RUN(test_pool_sizes);
 	RUN(test_pool_reuse);
 	RUN(test_pool_trim);
 	RUN(test_heap_buffer);
+	RUN(test_pool_poison);
 	return UNIT_DONE();
 }
