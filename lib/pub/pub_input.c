@@ -79,11 +79,22 @@ void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
 	if (pub_gd(p) && p->ngd < p->needed && !p->warned_few &&
 	    p->sink == &pub_tcp_sink) {
 		p->warned_few = 1;
-		gd_warn("block %" PRIu64 " published while %u of %u GD subscribers "
-		    "are connected: it is NACKed unless %s within %g seconds "
-		    "(--wait-ready holds input until READY)", b.id, p->ngd,
-		    p->needed, p->needed - p->ngd == 1 ? "one connects" :
-		    "they connect", p->conf->timeout);
+		/* a subscriber that connects later is not sent it: only a
+		 * resend can reach one */
+		if (p->conf->resend > 0)
+			gd_warn("block %" PRIu64 " published while %u of %u GD "
+			    "subscribers are connected: it is sent again after "
+			    "%g seconds to those connected then, and NACKed if "
+			    "still short when its resends run out (--wait-ready "
+			    "holds input until READY)", b.id, p->ngd, p->needed,
+			    p->conf->timeout);
+		else
+			gd_warn("block %" PRIu64 " published while %u of %u GD "
+			    "subscribers are connected: it is NACKed after %g "
+			    "seconds, since a subscriber that connects later is "
+			    "not sent it (--wait-ready holds input until READY; "
+			    "--resend sends it again)", b.id, p->ngd, p->needed,
+			    p->conf->timeout);
 	}
 	snap_push(p, &b, c);
 	p->n_bytes += plen;

@@ -76,6 +76,15 @@ static int read_welcome(struct sub *s, struct sub_pub *pc,
 		sub_finish(s, GD_EX_UNAVAILABLE);
 		return SUB_FR_STOP;
 	}
+	/* a subscriber of our name still holds the slot there: most often
+	 * the gdsub this one replaced (a restart, a takeover), whose close
+	 * the publisher has not read yet. A later attempt takes the slot;
+	 * staying, this connection would get blocks it cannot acknowledge
+	 * until the end */
+	if (s->conf->gd && w.ack_status == GD_ACK_NAME) {
+		*why = gd_ack_status_str((int)w.ack_status);
+		return SUB_FR_FAILED;
+	}
 	if (gd_ack_refused_conn((int)w.ack_status)) {
 		*why = gd_ack_status_str((int)w.ack_status);
 		return gd_ack_auth_refused((int)w.ack_status) ? SUB_FR_DENIED :

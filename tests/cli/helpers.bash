@@ -238,6 +238,14 @@ sub_sock() {
 	[ "$(wc -l <<<"$s")" -eq 1 ] && [ -S "$s" ] && echo "$s"
 }
 
+# sub_accepted SOCK: the gdsub serving control socket SOCK is connected to
+# its publisher with its acknowledgement connection accepted (a GD slot
+# there): blocks read by gdpub from now on are sent to it. A block read
+# before that goes to the subscribers connected then (gdpub(1)).
+sub_accepted() {
+	gdinspect --ctl "$1" subs 2>/dev/null | grep -Eq ' connected +[0-9]+ +accepted '
+}
+
 # has_lines FILE N: true when FILE has exactly N lines
 has_lines() {
 	[ -f "$1" ] && [ "$(wc -l <"$1")" -eq "$2" ]

@@ -33,6 +33,29 @@ has_lines() {
 	grep -q "publisher 127.0.0.1:$port restarted; forgetting its earlier blocks" sub.err
 }
 
+@test "a gdsub whose name a departing connection still holds at the publisher tries again and takes the slot (a restart racing the old close)" {
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	spawn "gdsub -P 127.0.0.1:$port --name x --ctl a.sock > a.out 2> a.err" 7>&-
+	a=$SPAWNED
+	wait_until 30 test -S a.sock
+	# the second one, own socket (no takeover): refused while a holds x
+	spawn "gdsub -P 127.0.0.1:$port --name x --ctl b.sock --retry-interval 0.1 --max-retries -1 2> b.err | gdack --ctl b.sock --tee > b.out 2> g.err" 7>&-
+	wait_until 30 has_line b.err "^gdsub: cannot connect to 127\.0\.0\.1:$port: refused: a subscriber with this name is already connected \(attempt 1\)$"
+	kill -TERM -- "-$a"
+	wait_until 30 bash -c "! kill -0 $a 2>/dev/null"
+	wait_until 30 sub_accepted b.sock
+	echo one >&7
+	wait_until 30 lines_at_least b.out 1
+	wait_until 30 has_line st '^ACK 1$'
+	[ "$(cut -f2 b.out)" = one ]
+	# before: b stayed connected without a slot, wrote the block, and
+	# could not acknowledge it
+	run ! grep -q "cannot be acknowledged" b.err
+	feed_close
+}
+
 @test "--dedup none: resent copies are written too and each needs its acknowledgement" {
 	seq 1 3 > in.txt
 	pub_bg gdpub -p 0 --port-file pub.port -n 1 -t 0.3 --resend 5 --wait-ready=30 < in.txt
@@ -82,7 +105,9 @@ clients_at_least() {
 	grep -q "^gdsub: warning: a new gdsub of the same name takes over control socket $sock: finishing now; 0 blocks written and not acknowledged" a.err
 	wait_until 20 has_line b.err "^gdsub: warning: took over control socket $sock from the gdsub \(pid [0-9]+\) that served it: it has finished$"
 	# a block through the new gdsub, acknowledged by the gdack that had
-	# connected to the old one
+	# connected to the old one; fed once the new gdsub holds the slot (a
+	# block read before goes to nobody and is NACKed at the timeout)
+	wait_until 20 sub_accepted "$sock"
 	echo one >&7
 	wait_until 20 lines_at_least b.out 1
 	cut -f1 b.out > keys

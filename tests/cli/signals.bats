@@ -96,8 +96,13 @@ pending_at_least() {
 	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub.port -n 1 -t 0.3 < <(seq 1 3)
 	assert_failure 1
 	assert_output "$(statuses NACK 1 2 3)"
-	assert_equal "$(stderr_before_summary)" "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is NACKed unless one connects within 0.3 seconds (--wait-ready holds input until READY)"
+	assert_equal "$(stderr_before_summary)" "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is NACKed after 0.3 seconds, since a subscriber that connects later is not sent it (--wait-ready holds input until READY; --resend sends it again)"
 	summary_is 0 3 0
+	# with --resend a subscriber connected by then gets it: said so
+	run --separate-stderr timeout 20 gdpub -p 0 --port-file pub2.port -n 1 -t 0.3 --resend 1 < <(seq 1 3)
+	assert_failure 1
+	assert_output "$(statuses NACK 1 2 3)"
+	[ "${stderr_lines[0]}" = "gdpub: warning: block 1 published while 0 of 1 GD subscribers are connected: it is sent again after 0.3 seconds to those connected then, and NACKed if still short when its resends run out (--wait-ready holds input until READY)" ]
 }
 
 @test "a GD subscriber that disconnects mid-stream is reported without -v" {
