@@ -371,7 +371,15 @@ pub_bg() {
 }
 
 pub_wait() {
-	wait_until "${1:-300}" test -s pub.run.rc || return 1
+	if ! wait_until "${1:-300}" test -s pub.run.rc; then
+		# what a run that never ended was doing, for the failure's
+		# report: its processes, its counters, its last words
+		ps -eo pid,pgid,stat,wchan:20,etime,args 2>/dev/null |
+			grep -E ' (gd(pub|sub|ack)|timeout|python3?) ' | grep -v grep >&2
+		[ -z "${port:-}" ] || timeout 5 gdinspect -p "$port" stats >&2
+		tail -n 5 pub.run.err pub.run.out >&2 2>/dev/null
+		return 1
+	fi
 	status=$(cat pub.run.rc)
 	output=$(cat pub.run.out)
 	IFS=$'\n' read -d '' -r -a lines <<<"$output" || true
