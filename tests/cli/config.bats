@@ -319,7 +319,7 @@ padded() {
 	run --separate-stderr timeout 30 gdpub -c p.ini <<<"x"
 	assert_failure 1
 	assert_output 'NACK 1'
-	[[ "$stderr" == *"within 0.25 seconds"* ]]
+	[[ "$stderr" == *"NACKed after 0.25 seconds"* ]]
 }
 
 @test "gdsub and gdack: every key at its default value, comments, fractional durations are accepted" {
