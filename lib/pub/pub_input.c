@@ -81,20 +81,21 @@ void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
 		p->warned_few = 1;
 		/* a subscriber that connects later is not sent it: only a
 		 * resend can reach one */
+		char fate[200];
+		double t = p->conf->timeout;
 		if (p->conf->resend > 0)
-			gd_warn("block %" PRIu64 " published while %u of %u GD "
-			    "subscribers are connected: it is sent again after "
-			    "%g seconds to those connected then, and NACKed if "
-			    "still short when its resends run out (--wait-ready "
-			    "holds input until READY)", b.id, p->ngd, p->needed,
-			    p->conf->timeout);
+			snprintf(fate, sizeof(fate), "sent again after %g seconds "
+			    "to those connected then, and NACKed if still short "
+			    "when its resends run out (--wait-ready holds input "
+			    "until READY)", t);
 		else
-			gd_warn("block %" PRIu64 " published while %u of %u GD "
-			    "subscribers are connected: it is NACKed after %g "
-			    "seconds, since a subscriber that connects later is "
-			    "not sent it (--wait-ready holds input until READY; "
-			    "--resend sends it again)", b.id, p->ngd, p->needed,
-			    p->conf->timeout);
+			snprintf(fate, sizeof(fate), "NACKed after %g seconds, "
+			    "since a subscriber that connects later is not sent "
+			    "it (--wait-ready holds input until READY; --resend "
+			    "sends it again)", t);
+		gd_warn("block %" PRIu64 " published while %u of %u GD "
+		    "subscribers are connected: it is %s", b.id, p->ngd,
+		    p->needed, fate);
 	}
 	snap_push(p, &b, c);
 	p->n_bytes += plen;
