@@ -390,7 +390,6 @@ static uint8_t *room(struct gd_journal *j, size_t n)
 	    GD_JOURNAL_FLUSH) {
 		if (write_out(j) != 0)
 			return NULL;
-		j->flushed = 1;
 	}
 	if ((rc = gd_dbuf_reserve(&j->buf, n)) == GD_DBUF_OK)
 		return (uint8_t *)gd_dbuf_end(&j->buf);
@@ -469,7 +468,6 @@ int gd_journal_commit(struct gd_journal *j, uint64_t now_ns)
 {
 	if (gd_dbuf_len(&j->buf) > 0 && write_out(j) != 0)
 		return -1;
-	j->flushed = 0;
 	if (j->fsync == GD_FSYNC_ALWAYS ||
 	    (j->fsync == GD_FSYNC_BATCH && now_ns - j->synced_ns >=
 	    GD_JOURNAL_BATCH_NS))
@@ -538,7 +536,6 @@ int gd_journal_compact(struct gd_journal *j,
 	j->size = t.size;
 	j->live = t.live;
 	gd_dbuf_reset(&j->buf);	/* what was recorded since is in the new file */
-	j->flushed = 0;
 	j->unsynced = 0;
 	return 0;
 }

@@ -55,7 +55,6 @@ struct gd_journal {
 	uint64_t live;		/* bytes of the records of pending blocks */
 	struct gd_dbuf buf;	/* records not yet written: at most
 				 * GD_JOURNAL_FLUSH and the largest record */
-	int flushed;		/* written early since the last commit */
 	int unsynced;		/* written since the last fsync */
 	uint64_t synced_ns;
 	uint64_t n_sync;	/* fsyncs (group commits) */
@@ -101,12 +100,6 @@ int gd_journal_resolved(struct gd_journal *j, uint64_t id, uint64_t seq,
  * passed). 0, or -1 with err (an I/O error: the file is left as it was
  * last synced or written). */
 int gd_journal_commit(struct gd_journal *j, uint64_t now_ns);
-/* Something recorded but not yet written (fsync=always: blocks must not
- * be sent before commit). */
-static inline int gd_journal_uncommitted(const struct gd_journal *j)
-{
-	return gd_dbuf_len(&j->buf) > 0 || j->flushed;
-}
 /* fsync=batch, from a timer: sync what was written. 0 or -1. */
 int gd_journal_sync(struct gd_journal *j, uint64_t now_ns);
 /* The file is so much larger than what is pending that it should be
