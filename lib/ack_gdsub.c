@@ -3,6 +3,7 @@
  * per batch the "ack N" request of the queued keys and its answer, a line
  * per key gdsub could not acknowledge. The keys are queued by ack_client.c. */
 #include "ack_client_int.h"
+#include "clock.h"
 #include "ctl_client.h"
 #include "fileio.h"
 #include "key.h"
@@ -17,27 +18,20 @@
 
 #define NOTE_POLL 0.1		/* look for gdsub's end note this often */
 
-static double mono_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 int gd_ack_gdsub_connect(struct ack *a, double most, int note)
 {
-	double t0 = mono_s(), left = a->o->wait - a->waited, spent;
+	double t0 = gd_clock_mono_s(), left = a->o->wait - a->waited, spent;
 	int e;
 
 	if (left > most)
 		left = most;
 	for (;;) {
-		double slice = left - (mono_s() - t0);
+		double slice = left - (gd_clock_mono_s() - t0);
 		if (note && slice > NOTE_POLL)
 			slice = NOTE_POLL;
 		a->fd = gd_ctl_connect(a->path, slice > 0 ? slice : 0);
 		e = errno;
-		spent = mono_s() - t0;
+		spent = gd_clock_mono_s() - t0;
 		/* gd_ctl_connect waits only while nothing listens */
 		if (a->fd >= 0 || !note ||
 		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN))

@@ -6,6 +6,7 @@
  * calls the other. See ctl.h for the protocol. */
 #define _GNU_SOURCE	/* struct ucred */
 #include "ctlproto.h"
+#include "clock.h"
 #include "hash.h"
 #include "log.h"
 #include "parse.h"
@@ -253,7 +254,8 @@ int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid)
 int gd_ctl_connect(const char *path, double wait_s)
 {
 	struct sockaddr_un sa;
-	struct timespec t0, now, nap = { 0, 20 * 1000 * 1000 };
+	struct timespec nap = { 0, 20 * 1000 * 1000 };
+	double t0;
 	int fd;
 
 	if (strlen(path) >= sizeof(sa.sun_path)) {
@@ -263,7 +265,7 @@ int gd_ctl_connect(const char *path, double wait_s)
 	memset(&sa, 0, sizeof(sa));
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path, path, strlen(path));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t0 = gd_clock_mono_s();
 	for (;;) {
 		int e;
 		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -273,9 +275,7 @@ int gd_ctl_connect(const char *path, double wait_s)
 			return fd;
 		e = errno;
 		close(fd);
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		if ((double)(now.tv_sec - t0.tv_sec) +
-		    (double)(now.tv_nsec - t0.tv_nsec) / 1e9 >= wait_s ||
+		if (gd_clock_mono_s() - t0 >= wait_s ||
 		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN)) {
 			errno = e;
 			return -1;

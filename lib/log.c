@@ -10,6 +10,7 @@
  * which journald reads and strips, and carries no timestamp: journald
  * stamps every line itself. */
 #include "log.h"
+#include "clock.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,13 +67,13 @@ static void emit(const char *tag, const char *fmt, va_list ap)
 		    tag == NULL ? '3' : tag[0] == 'W' ? '4' : tag[0] == 'I' ?
 		    '6' : '7');
 	else if (log_level > 0) {
-		struct timespec ts;
+		uint64_t real = gd_clock_real_ns();
+		time_t secs = (time_t)(real / 1000000000u);
 		struct tm tm;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		localtime_r(&ts.tv_sec, &tm);
+		localtime_r(&secs, &tm);
 		n += (int)strftime(line + n, sizeof(line) - (size_t)n, "%H:%M:%S", &tm);
-		n += snprintf(line + n, sizeof(line) - (size_t)n, ".%06ld ",
-		    ts.tv_nsec / 1000);
+		n += snprintf(line + n, sizeof(line) - (size_t)n, ".%06lu ",
+		    (unsigned long)(real % 1000000000u / 1000));
 	}
 	n += snprintf(line + n, sizeof(line) - (size_t)n, "%s: ", prog_name);
 	if (tag != NULL && tag[0] == 'W')

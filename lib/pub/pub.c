@@ -6,6 +6,7 @@
  * lifecycle steps have the same names as gdsub's (sub.c): start,
  * on_prepare, maybe_done, finish, on_signal, outcome, gd_pub_run. */
 #include "pub_int.h"
+#include "clock.h"
 #include "fileio.h"
 #include "log.h"
 #include "loop.h"
@@ -22,19 +23,12 @@
 
 #define TICK_MS 250		/* --progress redraws at most 4 times a second */
 
-uint64_t pub_real_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* ---- what the delivery rules decide ---- */
 
 static void on_resend(void *ctx, const struct gd_pend *e, uint64_t seq)
 {
 	struct pub *p = ctx;
-	struct gd_block b = { e->id, seq, pub_real_ns(), GD_FL_RESENT, e->len,
+	struct gd_block b = { e->id, seq, gd_clock_real_ns(), GD_FL_RESENT, e->len,
 		pub_payload(p, e) };
 
 	gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
@@ -62,7 +56,7 @@ static void on_timer(uv_timer_t *t)
 {
 	struct pub *p = t->data;
 
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	gd_deliver_expire(&p->dv, p->now);
 	pub_arm_timer(p);
 	pub_kick(p);
@@ -82,11 +76,11 @@ void pub_arm_timer(struct pub *p)
 static void on_tick(uv_timer_t *t)
 {
 	struct pub *p = t->data;
-	uint64_t now = uv_hrtime();
+	uint64_t now = gd_clock_mono_ns();
 
 	gd_deliver_tick(&p->dv, now);
 	if (p->sink == &pub_tcp_sink)
-		pub_send_tick(p, uv_now(&p->loop) * 1000000);
+		pub_send_tick(p, gd_clock_mono_ns());
 	pub_journal_commit(p);	/* fsync=batch: what waits to be synced */
 	pub_kick(p);
 	pub_tick(p, now);
@@ -319,7 +313,7 @@ static void stop_now(struct pub *p, const char *signame, int code)
 	gd_err("second %s: reporting the %u pending blocks as NACK and exiting",
 	    signame, gd_deliver_pending_count(&p->dv));
 	p->stop_code = code;
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	pub_drop_input(p);
 	pub_cluster_nack_held(p);
 	gd_deliver_nack_all(&p->dv, p->now);
@@ -497,7 +491,7 @@ static void nack_summary(const struct pub *p)
 {
 	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	uint64_t a = d.nack_absent, ps = d.nack_passed, sl = d.nack_slow, o;
-	double secs = (double)(uv_hrtime() - p->t_start) / 1e9;
+	double secs = (double)(gd_clock_mono_ns() - p->t_start) / 1e9;
 	char head[256];
 	const char *why;
 
@@ -566,8 +560,8 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	p->needed = (unsigned)conf->num_subs;
 	p->next_id = 1;
 	p->floor_sent = 1;
-	p->epoch = pub_real_ns();
-	p->t_start = p->now = uv_hrtime();
+	p->epoch = gd_clock_real_ns();
+	p->t_start = p->now = gd_clock_mono_ns();
 	gd_slots_init(&p->slots, p->needed);
 	pub_send_init(p);
 	{

@@ -9,6 +9,7 @@
  * PREACK ID when a block is dropped on a pre-ack, FORWARD ID when a held
  * block goes out (its ACK or NACK follows). */
 #include "pub_int.h"
+#include "clock.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -35,7 +36,7 @@ static void forward(struct pub *p, const struct gd_cheld *h)
 	struct gd_chunk *c = gd_input_chunk(&p->in, h->owner);
 
 	pub_status_word(p, "FORWARD", h->id);
-	pub_input_send(p, c, h->id, c->data + h->off, h->len, pub_real_ns());
+	pub_input_send(p, c, h->id, c->data + h->off, h->len, gd_clock_real_ns());
 	gd_chunk_unref(&p->in, c);	/* the hold's reference */
 }
 
@@ -86,7 +87,7 @@ static void on_cl_timer(uv_timer_t *t)
 	struct gd_cheld h;
 	uint64_t n = 0, first = 0;
 
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	gd_cluster_expire(&p->cl, p->now);
 	if (!synced(p)) {
 		if (gd_cluster_next_due(&p->cl) != 0 &&

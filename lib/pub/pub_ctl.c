@@ -2,6 +2,7 @@
  * hello, pending, stats and subs, each by its handler from one table.
  * Replies are rows of typed, TAB-separated cells. */
 #include "pub_int.h"
+#include "clock.h"
 #include "hist.h"
 #include "log.h"
 #include "rank.h"
@@ -73,7 +74,7 @@ static int ctl_pending(void *user, struct gd_ctl_client *cl,
 {
 	struct pub *p = user;
 	const struct gd_pending *pd = gd_deliver_pending(&p->dv);
-	uint64_t now = uv_hrtime();
+	uint64_t now = gd_clock_mono_ns();
 	struct gd_ctl_pending_req q;
 	struct gd_rank rk;
 	char why[128];
@@ -126,10 +127,10 @@ static int ctl_pending(void *user, struct gd_ctl_client *cl,
 
 /* A subscription's state: subscribed, online, offline until a wall-clock
  * time, or removed and why. */
-static void qsub_state(struct pub *p, const struct gd_qsub *s, char *buf,
+static void qsub_state(const struct gd_qsub *s, char *buf,
     size_t sz)
 {
-	uint64_t now = uv_now(&p->loop) * 1000000, real = pub_real_ns(), at;
+	uint64_t now = gd_clock_mono_ns(), real = gd_clock_real_ns(), at;
 	time_t t;
 	struct tm tm;
 	char hms[16] = "?";
@@ -151,7 +152,7 @@ static void qsub_state(struct pub *p, const struct gd_qsub *s, char *buf,
 	}
 }
 
-static void conn_state(struct pub *p, const struct sconn *c, char *buf,
+static void conn_state(const struct sconn *c, char *buf,
     size_t sz)
 {
 	const char *st = "refused";
@@ -172,7 +173,7 @@ static void conn_state(struct pub *p, const struct sconn *c, char *buf,
 	/* a refused acknowledgement connection says so first */
 	if (c->qs != NULL && (c->ack_status == GD_ACK_OK ||
 	    c->ack_status == GD_ACK_NONE || c->ack_status == GD_ACK_OFF))
-		qsub_state(p, c->qs, buf, sz);
+		qsub_state(c->qs, buf, sz);
 	else
 		snprintf(buf, sz, "%s", st);
 }
@@ -234,7 +235,7 @@ static int ctl_subs(void *user, struct gd_ctl_client *cl,
 	    "tls:s\n");
 	for (c = p->conns; c; c = c->next) {
 		gd_ctl_cell(name, sizeof(name), c->name);
-		conn_state(p, c, state, sizeof(state));
+		conn_state(c, state, sizeof(state));
 		gd_ctl_cell(cell, sizeof(cell), state);
 		if (c->qs != NULL)
 			gd_qos_describe(&c->qs->q, qos, sizeof(qos));
@@ -255,7 +256,7 @@ static int ctl_subs(void *user, struct gd_ctl_client *cl,
 		if (qs->attached)
 			continue;
 		gd_ctl_cell(name, sizeof(name), qs->name);
-		qsub_state(p, qs, state, sizeof(state));
+		qsub_state(qs, state, sizeof(state));
 		gd_ctl_cell(cell, sizeof(cell), state);
 		gd_qos_describe(&qs->q, qos, sizeof(qos));
 		gd_ctl_printf(cl, "%s\t-\t-\t%s\t%s\t0\t-\t%u\t0", name, cell,
@@ -269,7 +270,7 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
 	struct pub *p = user;
-	uint64_t now = uv_hrtime();
+	uint64_t now = gd_clock_mono_ns();
 	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	const struct gd_hist *lat = gd_deliver_latency(&p->dv);
 	double up = (double)(now - p->t_start) / 1e9;

@@ -5,6 +5,7 @@
  * in the idle phase, a budget per loop turn, and pauses while the window
  * is full, READY is awaited or the sink has too much queued. */
 #include "pub_int.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 
@@ -274,9 +275,9 @@ int pub_replay_start(struct pub *p)
 static void parse_some(struct pub *p)
 {
 	unsigned budget = PARSE_BUDGET;
-	uint64_t tnow = pub_real_ns();
+	uint64_t tnow = gd_clock_real_ns();
 
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	if (p->replay.n > 0 && !p->eof)
 		replay_some(p, &budget, tnow);
 	while (p->rq && p->replay.n == 0 && budget > 0 && !paused(p)) {

@@ -228,7 +228,6 @@ void pub_end_closed(struct pub *p, const struct sconn *c, int bye);
 /* Close every handle: the run is over. */
 void pub_finish(struct pub *p);
 void pub_arm_timer(struct pub *p);
-uint64_t pub_real_ns(void);
 
 /* pub_journal.c */
 /* Write the journal's records before any block they record is sent:

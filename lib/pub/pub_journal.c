@@ -4,6 +4,7 @@
  * when it has grown; an I/O error stops gdpub, keeping what was recorded.
  * The replay of the journal's pending blocks is pub_input.c's. */
 #include "pub_int.h"
+#include "clock.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -125,7 +126,7 @@ int pub_journal_commit(struct pub *p)
 		return 0;
 	if (p->journal_failed)
 		return -1;
-	if (gd_journal_commit(&p->jn, uv_hrtime()) != 0) {
+	if (gd_journal_commit(&p->jn, gd_clock_mono_ns()) != 0) {
 		pub_journal_failed(p);
 		return -1;
 	}

@@ -6,6 +6,7 @@
  * read, so a connection costs no more than its receive buffer), and
  * closing them. The TCP sink that writes to them is pub_send.c. */
 #include "pub_int.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 
@@ -40,7 +41,7 @@ void pub_conn_close(struct sconn *c, const char *why)
 	if (c->qs != NULL) {
 		/* a connection lost mid-stream is a delivery failure */
 		if (!c->counted && !p->finished &&
-		    gd_qos_failure(&p->qos, c->qs, uv_now(&p->loop) * 1000000,
+		    gd_qos_failure(&p->qos, c->qs, gd_clock_mono_ns(),
 		    why ? why : "connection closed by gdpub") == GD_QS_REMOVED)
 			gd_warn("subscriber %s (%s) removed: %s", c->name,
 			    c->addr, c->qs->why);
@@ -264,7 +265,7 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	}
 	if (c->state == PUB_CS_REFUSED)
 		return;		/* nothing it says counts */
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	if (c->tls != NULL) {
 		if (tls_in(p, c, (size_t)nread) != 0) {
 			pub_maybe_done(p);
@@ -366,7 +367,7 @@ static void on_accept(uv_stream_t *server, int status)
 		gd_err("cannot accept a connection: %s", uv_strerror(status));
 		return;
 	}
-	p->now = uv_hrtime();
+	p->now = gd_clock_mono_ns();
 	if (p->nconns >= (uint64_t)p->conf->max_conns) {
 		refuse_accept(p, server);
 		return;

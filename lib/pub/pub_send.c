@@ -5,6 +5,7 @@
  * (send timeout, drop policy, discard while offline); the floor and end
  * frames; QoS transitions logged at -vv. */
 #include "pub_int.h"
+#include "clock.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -107,7 +108,7 @@ static void on_bwritten(uv_write_t *req, int status)
 	if (status == 0 && c->state != PUB_CS_CLOSING && c->qs != NULL &&
 	    !w->raw) {
 		gd_qos_written(&p->qos, c->qs, w->nblk, c->nwrites > 0 ||
-		    c->qh != NULL, uv_now(&p->loop) * 1000000);
+		    c->qh != NULL, gd_clock_mono_ns());
 		if (c->queued)
 			pub_pump(c);
 	}
@@ -229,7 +230,7 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		return;
 	}
 	if (c->qs != NULL)
-		gd_qos_write_began(c->qs, uv_now(&c->p->loop) * 1000000);
+		gd_qos_write_began(c->qs, gd_clock_mono_ns());
 }
 
 static void seg_pop(struct sconn *c)
@@ -288,8 +289,7 @@ static uint64_t drop_oldest(struct sconn *c, uint64_t k)
  * then waits for the subscriber's confirm. */
 void pub_pump(struct sconn *c)
 {
-	struct pub *p = c->p;
-	uint64_t now = uv_now(&p->loop) * 1000000;
+	uint64_t now = gd_clock_mono_ns();
 
 	if (c->state == PUB_CS_CLOSING)
 		return;
@@ -349,7 +349,7 @@ void pub_pump(struct sconn *c)
 void pub_conn_send(struct sconn *c, struct gd_bcast *b)
 {
 	struct pub *p = c->p;
-	uint64_t now = uv_now(&p->loop) * 1000000;
+	uint64_t now = gd_clock_mono_ns();
 	struct cseg *g;
 	int64_t k;
 
@@ -439,12 +439,12 @@ void pub_tcp_flush(struct pub *p)
 			 * the end still go */
 			if (c->qs != NULL && b->nblk > 0 && c->qs->state !=
 			    GD_QS_ONLINE && !gd_qos_accepts(&p->qos, c->qs,
-			    b->nblk, uv_now(&p->loop) * 1000000))
+			    b->nblk, gd_clock_mono_ns()))
 				continue;
 			pub_conn_send(c, b);
 		}
 	if (b->nblk > 0)
-		gd_qos_published(&p->qos, b->nblk, uv_now(&p->loop) * 1000000);
+		gd_qos_published(&p->qos, b->nblk, gd_clock_mono_ns());
 	gd_bcast_unref(b);
 	for (c = p->conns; c; c = c->next)
 		if (c->state != PUB_CS_CLOSING && conn_backlog(c) > PUB_BACKLOG_HIGH)

@@ -4,6 +4,7 @@
  * phase. Lifecycle steps as gdpub's (pub.c): start, on_prepare,
  * maybe_done, finish, on_signal, outcome, gd_sub_run. */
 #include "sub_int.h"
+#include "clock.h"
 #include "log.h"
 #include "loop.h"
 #include "parse.h"
@@ -93,7 +94,7 @@ static int can_receive(const struct sub *s)
 static void on_idle(uv_timer_t *t)
 {
 	struct sub *s = t->data;
-	uint64_t n = arrivals(s), now = uv_now(&s->loop);
+	uint64_t n = arrivals(s), now = gd_clock_mono_ns() / 1000000;
 
 	if (n != s->idle_seen || !can_receive(s)) {
 		s->idle_seen = n;
@@ -266,7 +267,7 @@ static int start(struct sub *s)
 		double every = s->opt.idle_timeout * 1000 / 4;
 		uint64_t ms = every > 1000 ? 1000 : every < 10 ? 10 :
 		    (uint64_t)every;
-		s->idle_since = uv_now(&s->loop);
+		s->idle_since = gd_clock_mono_ns() / 1000000;
 		if ((rc = uv_timer_start(&s->idle, on_idle, ms, ms)) != 0)
 			goto uv_failed;
 	}
@@ -341,7 +342,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 			return GD_EX_CONFIG;
 		}
 	}
-	s->run = uv_hrtime() ^ ((uint64_t)getpid() << 32);
+	s->run = gd_clock_mono_ns() ^ ((uint64_t)getpid() << 32);
 	if ((rc = uv_loop_init(&s->loop)) != 0) {
 		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
 		free(s);

@@ -7,6 +7,7 @@
  * end within SUB_HANDSHAKE_MS is a failed attempt, counted against
  * maxRetries. */
 #include "sub_int.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 #include "qos.h"
@@ -505,7 +506,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int status, struct addrinfo *res)
 	/* kept for the next attempts (GDsub_locatorCacheTimeout) */
 	if (res->ai_addrlen <= sizeof(pc->addr_cache)) {
 		memcpy(&pc->addr_cache, res->ai_addr, res->ai_addrlen);
-		pc->addr_time = uv_now(&s->loop) + 1;
+		pc->addr_time = gd_clock_mono_ns() / 1000000 + 1;
 	}
 	connect_to(pc, res->ai_addr);
 	uv_freeaddrinfo(res);
@@ -523,7 +524,7 @@ static int addr_cached(struct sub_pub *pc)
 
 	if (pc->addr_time == 0 || !c->conn_cached || c->locator_timeout == 0)
 		return 0;
-	age = uv_now(&pc->s->loop) + 1 - pc->addr_time;
+	age = gd_clock_mono_ns() / 1000000 + 1 - pc->addr_time;
 	return c->locator_timeout < 0 || (double)age < c->locator_timeout * 1000;
 }
 
@@ -547,7 +548,7 @@ void sub_net_start(struct sub_pub *pc)
 	    pc->attempts + 1);
 	if (addr_cached(pc)) {
 		gd_trace(2, "publisher %s: reusing the address resolved %.3fs "
-		    "ago", pc->addr, (double)(uv_now(&pc->s->loop) + 1 -
+		    "ago", pc->addr, (double)(gd_clock_mono_ns() / 1000000 + 1 -
 		    pc->addr_time) / 1000);
 		connect_to(pc, (const struct sockaddr *)&pc->addr_cache);
 		return;

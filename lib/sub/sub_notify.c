@@ -3,6 +3,7 @@
  * STATUS= every few seconds, WATCHDOG=1 from the loop's own timer, and
  * STOPPING=1 when it drains. */
 #include "sub_int.h"
+#include "clock.h"
 #include "log.h"
 
 #include <inttypes.h>
@@ -13,7 +14,7 @@
 static void on_ntick(uv_timer_t *t)
 {
 	struct sub *s = t->data;
-	uint64_t now = uv_hrtime(), recv = 0, acked = 0;
+	uint64_t now = gd_clock_mono_ns(), recv = 0, acked = 0;
 	char msg[256];
 	size_t i, up = 0;
 

@@ -2,6 +2,7 @@
  * frame; -0 ends records with NUL), and the backpressure that stops the
  * sources while stdout is behind. */
 #include "sub_int.h"
+#include "clock.h"
 #include "log.h"
 #include "parse.h"
 
@@ -119,10 +120,10 @@ static size_t template_put(uint8_t *d, const char *t,
 			d[n++] = strchr(flags, 'r') ? '1' : '0';
 			break;
 		case 't': {
-			struct timespec ts;
-			clock_gettime(CLOCK_REALTIME, &ts);
-			n += (size_t)snprintf((char *)d + n, 40, "%lld.%06ld",
-			    (long long)ts.tv_sec, ts.tv_nsec / 1000);
+			uint64_t real = gd_clock_real_ns();
+			n += (size_t)snprintf((char *)d + n, 40, "%llu.%06lu",
+			    (unsigned long long)(real / 1000000000u),
+			    (unsigned long)(real % 1000000000u / 1000));
 			break;
 		}
 		default:	/* %% */

@@ -3,6 +3,7 @@
  * its rules, written before the acknowledgements leave, synced by a timer
  * and closed last. */
 #include "sub_int.h"
+#include "clock.h"
 #include "idmap.h"
 #include "log.h"
 
@@ -19,7 +20,7 @@ int sub_state_open(struct sub *s)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if (gd_state_open(st, s->conf->state, uv_hrtime()) != 0) {
+	if (gd_state_open(st, s->conf->state, gd_clock_mono_ns()) != 0) {
 		gd_err("cannot use state file '%s': %s", s->conf->state, st->err);
 		free(st);
 		return GD_EX_IOERR;
@@ -69,7 +70,7 @@ static void on_state_sync(uv_timer_t *t)
 {
 	struct sub *s = t->data;
 
-	if (gd_state_sync(s->state, uv_hrtime()) != 0)
+	if (gd_state_sync(s->state, gd_clock_mono_ns()) != 0)
 		state_failed(s);
 }
 
@@ -78,7 +79,7 @@ static void on_state_sync(uv_timer_t *t)
  * (a machine crash may lose that much: those blocks are written again). */
 void sub_state_commit(struct sub *s)
 {
-	uint64_t now = uv_hrtime(), due;
+	uint64_t now = gd_clock_mono_ns(), due;
 	size_t i;
 
 	if (s->state_err)
@@ -106,7 +107,7 @@ void sub_state_commit(struct sub *s)
  * before they are sent; a failure makes the exit code 74. */
 int sub_state_last_commit(struct sub *s, int code)
 {
-	if (s->state_err || gd_state_commit(s->state, uv_hrtime()) == 0)
+	if (s->state_err || gd_state_commit(s->state, gd_clock_mono_ns()) == 0)
 		return code;
 	gd_err("state file '%s': %s", s->conf->state, s->state->err);
 	s->state_err = 1;
@@ -116,7 +117,7 @@ int sub_state_last_commit(struct sub *s, int code)
 /* After the loop: the last sync; returns the exit code. */
 int sub_state_close(struct sub *s, int rc)
 {
-	if (gd_state_close(s->state, uv_hrtime()) != 0 && !s->state_err) {
+	if (gd_state_close(s->state, gd_clock_mono_ns()) != 0 && !s->state_err) {
 		gd_err("state file '%s': %s", s->conf->state, s->state->err);
 		if (rc == GD_EX_OK || rc == GD_EX_FAIL)
 			rc = GD_EX_IOERR;

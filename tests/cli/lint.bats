@@ -62,6 +62,20 @@ PY
 	[[ "$output" != *":0"* ]]
 }
 
+# Time comes from one place (lib/clock.c): the rules take it as an
+# argument, the engines read it there, so no file mixes libuv's cached
+# millisecond clock with another's nanoseconds.
+@test "lib/: only clock.c reads a clock (uv_hrtime, uv_now, clock_gettime, time())" {
+	top="$BATS_TEST_DIRNAME/../.."
+	run sh -c "cd '$top' && grep -rnE 'uv_hrtime|uv_now|clock_gettime|gettimeofday|[^_a-z]time\\(' --include='*.c' --include='*.h' lib src | grep -v '^lib/clock\\.[ch]:'"
+	echo "$output"
+	[ "$status" -eq 1 ]	# grep found none
+	[ -z "$output" ]
+	run grep -c 'clock_gettime(' "$top/lib/clock.c"
+	[ "$status" -eq 0 ]
+	[ "$output" -ge 1 ]
+}
+
 # A function only its own file calls is static: the header then lists what
 # a module offers, nothing more (mk/exports.py names any that is not).
 @test "lib/: every exported function is called outside its file (or by a test)" {
