@@ -28,7 +28,6 @@ static int read_proof(struct pub *p, struct sconn *c,
 static int read_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
 	uint32_t i, n = f->len / GD_ACK_SIZE;
-	uint32_t before = gd_deliver_pending_count(&p->dv);
 
 	if (c->state != PUB_CS_ACTIVE)
 		return PUB_FR_BAD;
@@ -40,7 +39,7 @@ static int read_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		c->acks++;
 		gd_deliver_ack(&p->dv, (unsigned)c->slot, id, seq, p->now);
 	}
-	gd_deliver_acks_done(&p->dv, before, p->now);
+	gd_deliver_acks_done(&p->dv, p->now);
 	pub_kick(p);	/* resolved, or passed over: room in the window */
 	return PUB_FR_NEXT;
 }
