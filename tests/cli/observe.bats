@@ -477,7 +477,7 @@ data = open(sys.argv[1], "rb").read().decode()
 assert data.endswith("\r\x1b[K"), repr(data[-80:])
 parts = [p for p in data.split("\r\x1b[K") if p]
 for p in parts:
-    assert re.fullmatch(r"gdpub: \d+ read, \d+ ACK, \d+ NACK, \d+ pending, \d+ blocks/s", p), repr(p)
+    assert re.fullmatch(r"gdpub: \d+ read, \d+ ACK, \d+ NACK, \d+ pending, \d+ read/s, \d+ ACK/s", p), repr(p)
 print(len(parts))
 ' "$1"
 }
@@ -488,7 +488,7 @@ print(len(parts))
 	spawn "gdpub -p 0 --port-file pub.port -q --progress < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	port=$(port_of pub.port)
 	printf '%s\n' 1 2 3 >&7
-	wait_until 10 has_line pub.err 'gdpub: 3 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ blocks/s'
+	wait_until 10 has_line pub.err 'gdpub: 3 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ read/s, [0-9]+ ACK/s'
 	wait_until 10 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["uptime"] > 1.2'
 	feed_close
 	wait_until 10 test -s pub.rc
@@ -515,7 +515,7 @@ print(len(parts))
 	python -c '
 import re, sys
 lines = open("pub.err").read().splitlines()
-pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ blocks/s")
+pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ read/s, \d+ ACK/s")
 ts = []
 for l in lines:
     m = pat.fullmatch(l)
@@ -571,12 +571,12 @@ EOF
 		wait_until 10 test -s pub.rc
 		assert_equal "$(cat pub.rc)" 0
 		if [ "$mode" = tty ]; then
-			has_line pub.err 'gdpub: 2 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ blocks/s'
+			has_line pub.err 'gdpub: 2 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ read/s, [0-9]+ ACK/s'
 			# erased at exit: the terminal is left with the warning alone
 			# (the pty ends lines with \r\n; $(...) drops the \n)
 			[[ "$(cat pub.err)" == *$'\r\e[Kgdpub: warning: 2 of 2 blocks were published while no subscriber was connected\r' ]]
 		else
-			if grep -q $'blocks/s\|\r\e' pub.err; then
+			if grep -q $'ACK/s\|\r\e' pub.err; then
 				echo "$mode: a status line on stderr"; return 1
 			fi
 		fi
