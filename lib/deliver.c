@@ -152,6 +152,7 @@ int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
 	    len, owner, now) == GD_NONE)
 		return GD_DV_NOMEM;
 	d->n_resent++;
+	d->n_restored++;
 	return GD_DV_OK;
 }
 

@@ -53,6 +53,7 @@ struct gd_deliver {
 	unsigned resend;	/* GDpub_resend */
 	uint64_t next_seq;	/* the next sequence index, from 1 */
 	uint64_t n_pub, n_ack, n_nack, n_resent, n_late;
+	uint64_t n_restored;	/* of an earlier process (gd_deliver_restore) */
 	/* why blocks were NACKed at their deadline */
 	uint64_t n_nack_absent, n_nack_passed, n_nack_held, n_nack_slow;
 	struct gd_hist lat;	/* last send -> ACK, microseconds */
@@ -187,7 +188,7 @@ static inline void gd_deliver_set_next_seq(struct gd_deliver *d,
 }
 /* The counts stats, --progress and the outcome report. */
 struct gd_deliver_counts {
-	uint64_t pub, ack, nack, resent, late;
+	uint64_t pub, ack, nack, resent, late, restored;
 	uint64_t nack_absent, nack_passed, nack_held, nack_slow;
 	uint32_t pending, passed;
 };
@@ -195,8 +196,9 @@ static inline struct gd_deliver_counts gd_deliver_counts(
     const struct gd_deliver *d)
 {
 	struct gd_deliver_counts n = { d->n_pub, d->n_ack, d->n_nack,
-	    d->n_resent, d->n_late, d->n_nack_absent, d->n_nack_passed,
-	    d->n_nack_held, d->n_nack_slow, d->pend.count, d->pend.npassed };
+	    d->n_resent, d->n_late, d->n_restored, d->n_nack_absent,
+	    d->n_nack_passed, d->n_nack_held, d->n_nack_slow, d->pend.count,
+	    d->pend.npassed };
 	return n;
 }
 /* Last send -> ACK, microseconds. */

@@ -493,15 +493,19 @@ static void nack_summary(const struct pub *p)
 	uint64_t a = d.nack_absent, ps = d.nack_passed, h = d.nack_held;
 	uint64_t sl = d.nack_slow, o;
 	double secs = (double)(gd_clock_mono_ns() - p->t_start) / 1e9;
-	char head[256];
+	char head[256], journal[64] = "";
 	const char *why;
 
 	if (d.nack == 0 && p->n_reject == 0)
 		return;
+	if (d.restored > 0)
+		snprintf(journal, sizeof(journal), " (%" PRIu64 " from the "
+		    "journal)", d.restored);
 	if (pub_gd(p))
-		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
+		snprintf(head, sizeof(head), "%" PRIu64 " blocks%s in %.1f s: %"
 		    PRIu64 " ACK, %" PRIu64 " NACK, %" PRIu64 " REJECT",
-		    d.pub + p->n_reject, secs, d.ack, d.nack, p->n_reject);
+		    d.pub + p->n_reject + d.restored, journal, secs, d.ack,
+		    d.nack, p->n_reject);
 	else	/* nothing is ACKed or NACKed with GD off */
 		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
 		    PRIu64 " published (GD off), %" PRIu64 " REJECT",

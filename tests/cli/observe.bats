@@ -530,6 +530,27 @@ assert "3 read" in lines[-1], lines
 	expect_usage gdpub "invalid value 'x' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=x
 }
 
+# The ACK rate beside the read rate (issue 32): with all the input read
+# and the window full, the one rate it showed (blocks published per
+# second) read 0 while the ACKs flowed.
+@test "gdpub --progress=SECONDS shows ACK/s: ACKs flowing while nothing more is read" {
+	seq 1 2000 > in.txt
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 1 --window 2000 --progress=0.25 --wait-ready=10 < in.txt
+	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 2> s.err |
+		$(python_bin) $BATS_TEST_DIRNAME/throttle.py 400 |
+		gdack -P 127.0.0.1:$port --name s > /dev/null 2> a.err"
+	pub_wait
+	assert_success
+	# a line after the input was all read (2000 read, 0 read/s), while
+	# the 2,000 were still being ACKed at 400/s
+	python -c '
+import re, sys
+pat = re.compile(r"gdpub: progress: [\d.]+ s, 2000 read, (\d+) ACK, 0 NACK, 0 REJECT, (\d+) pending, 0 read/s, (\d+) ACK/s")
+seen = [m for m in map(pat.fullmatch, sys.stdin.read().splitlines()) if m]
+assert any(0 < int(m.group(1)) < 2000 and int(m.group(3)) >= 100 for m in seen), seen
+' <<<"$stderr"
+}
+
 # ontty.py OUT CMD: run the shell command CMD with its stderr on a new
 # terminal; what it writes there goes to OUT
 write_ontty_py() {
