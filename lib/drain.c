@@ -6,7 +6,7 @@
 void gd_drain_init(struct gd_drain *d)
 {
 	d->m = NULL;
-	d->head = d->n = 0;
+	d->head = d->n = d->tail = 0;
 	d->from = d->read = 0;
 }
 
@@ -16,30 +16,22 @@ void gd_drain_free(struct gd_drain *d)
 	gd_drain_init(d);
 }
 
-int gd_drain_mark(struct gd_drain *d, uint64_t end, uint32_t who,
+int gd_drain_add(struct gd_drain *d, uint64_t end, uint32_t who,
     uint64_t seq)
 {
-	struct gd_drain_mark *last;
+	struct gd_drain_mark *m;
 
 	if (d->m == NULL &&
 	    (d->m = malloc(GD_DRAIN_MARKS * sizeof(*d->m))) == NULL)
 		return -1;
-	last = d->n > 0 ? &d->m[(d->head + d->n - 1) % GD_DRAIN_MARKS] : NULL;
-	if (last != NULL && last->who == who &&
-	    (end - d->from <= GD_DRAIN_QUANTUM || d->n == GD_DRAIN_MARKS)) {
-		last->end = end;
-		if (seq > last->seq)
-			last->seq = seq;
-		return 0;
-	}
 	if (d->n == GD_DRAIN_MARKS)
 		return 0;	/* a later mark of who tells of this block */
-	last = &d->m[(d->head + d->n) % GD_DRAIN_MARKS];
-	d->from = d->n > 0 ? d->m[(d->head + d->n - 1) % GD_DRAIN_MARKS].end :
-	    d->read;
-	last->end = end;
-	last->seq = seq;
-	last->who = who;
+	d->from = d->n > 0 ? d->m[d->tail].end : d->read;
+	d->tail = (d->head + d->n) % GD_DRAIN_MARKS;
+	m = &d->m[d->tail];
+	m->end = end;
+	m->seq = seq;
+	m->who = who;
 	d->n++;
 	return 0;
 }

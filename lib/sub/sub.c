@@ -38,6 +38,7 @@ static void on_prepare(uv_prepare_t *h)
 
 	if (s->state)
 		sub_state_commit(s);
+	sub_out_marks(s);
 	sub_acks_flush(s);
 	sub_cluster_flush(s);
 	gd_out_flush(&s->out);
@@ -274,6 +275,7 @@ static int start(struct sub *s)
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;
+		pc->idx = (uint32_t)i;
 		pc->cl = -1;
 		pc->hp = conf->pubs[i];
 		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),

@@ -88,6 +88,9 @@ struct sub_pub {
 	 * next acks; blocks written before run_from are of an earlier run */
 	int cons_ok, cons_due;
 	uint64_t cons_seq, run_from;
+	uint64_t mark_seq;	/* its last block written since the last
+				 * mark, 0 none (sub_out_marks) */
+	uint32_t idx;		/* its place in s->pc */
 	/* with a key, -i: the tag keys of its frames (sub_input.c), the run
 	 * its welcome named and one other; the other run last said */
 	struct gd_tagkey tk[2];
@@ -141,7 +144,7 @@ struct sub {
 	struct gd_out out;
 	/* stdout is a pipe: what its reader read is looked at every
 	 * SUB_DRAIN_MS while blocks wait in it (sub_output.c) */
-	int drain_on;
+	int drain_on, drain_armed;	/* ... and its timer runs */
 	struct gd_drain drain;
 	uv_timer_t drain_timer;
 	struct sub_pub *pc;
@@ -234,8 +237,14 @@ void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
     const struct gd_block *b);
 void sub_out_check(struct sub *s);
 /* The block of pc with sequence index seq was just written: report when
- * the first stage has read it (a publisher that takes reports). */
-void sub_out_mark(struct sub *s, struct sub_pub *pc, uint64_t seq);
+ * the first stage has read it (a publisher that takes reports). Noted
+ * here, marked once a loop turn by sub_out_marks. */
+static inline void sub_out_mark(struct sub_pub *pc, uint64_t seq)
+{
+	if (pc->cons_ok)
+		pc->mark_seq = seq;
+}
+void sub_out_marks(struct sub *s);
 void sub_out_close(struct sub *s);
 void sub_out_abort(struct sub *s);
 

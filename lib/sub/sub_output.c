@@ -218,7 +218,7 @@ static void on_mark_read(void *ctx, const struct gd_drain_mark *m)
 
 static void drain_off(struct sub *s)
 {
-	s->drain_on = 0;
+	s->drain_on = s->drain_armed = 0;
 	uv_timer_stop(&s->drain_timer);
 	gd_drain_free(&s->drain);
 }
@@ -240,24 +240,39 @@ static void on_drain_tick(uv_timer_t *t)
 		return;
 	}
 	gd_drain_read(&s->drain, s->out.total - unread, on_mark_read, s);
-	if (gd_drain_waiting(&s->drain) == 0)
+	if (gd_drain_waiting(&s->drain) == 0) {
+		s->drain_armed = 0;
 		uv_timer_stop(t);
+	}
 }
 
-void sub_out_mark(struct sub *s, struct sub_pub *pc, uint64_t seq)
+/* Once a loop turn (the prepare phase): the last block written of each
+ * publisher since, marked at the end of what was written (a block is
+ * taken as read when the turn's output is: late by at most one turn). */
+void sub_out_marks(struct sub *s)
 {
-	if (!s->drain_on || !pc->cons_ok)
-		return;
-	if (gd_drain_mark(&s->drain, s->out.total, (uint32_t)(pc - s->pc),
-	    seq) != 0) {
-		gd_warn("out of memory: what the first stage of the pipeline "
-		    "read is no more reported to the publishers");
-		drain_off(s);
-		return;
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->mark_seq == 0)
+			continue;
+		if (s->drain_on && gd_drain_mark(&s->drain, s->out.total,
+		    pc->idx, pc->mark_seq) != 0) {
+			gd_warn("out of memory: what the first stage of the "
+			    "pipeline read is no more reported to the "
+			    "publishers");
+			drain_off(s);
+		}
+		pc->mark_seq = 0;
+		any = 1;
 	}
-	if (!uv_is_active((uv_handle_t *)&s->drain_timer))
+	if (any && s->drain_on && !s->drain_armed) {
+		s->drain_armed = 1;
 		(void)uv_timer_start(&s->drain_timer, on_drain_tick,
 		    SUB_DRAIN_MS, SUB_DRAIN_MS);
+	}
 }
 
 /* After a batch of blocks: stop the sources while stdout is behind. */
@@ -336,7 +351,7 @@ static void out_closed(uv_handle_t *h)
 /* The end: no more looks at the pipe. */
 static void drain_close(struct sub *s)
 {
-	s->drain_on = 0;
+	s->drain_on = s->drain_armed = 0;
 	if (!uv_is_closing((uv_handle_t *)&s->drain_timer))
 		uv_close((uv_handle_t *)&s->drain_timer, NULL);
 }
