@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
-"""throttle.py RATE [--read BYTES] [--sleep SECONDS]: copy lines from stdin
-to stdout at RATE lines per second at most (line i leaves no earlier than
-t0 + i/RATE, t0 the first line's arrival), flushing each: a pipeline stage
-of a known steady speed. RATE 0: no pace.
+"""throttle.py RATE [READY] [--read BYTES] [--sleep SECONDS]: copy lines
+from stdin to stdout at RATE lines per second at most (line i leaves no
+earlier than t0 + i/RATE, t0 the first line's arrival), flushing each: a
+pipeline stage of a known steady speed. RATE 0: no pace.
 
+READY: a file created once it runs (a python can take seconds to start on
+a busy machine, longer than a short GDpub_timeout).
 --read BYTES: read the input BYTES at a time (os.read), as a program that
 reads fixed chunks and then handles their lines does, instead of a line at
 a time from Python's buffered reader.
@@ -11,9 +13,10 @@ a time from Python's buffered reader.
 work takes that long per line, whatever the pace)."""
 import os, sys, time
 
+USAGE = "usage: throttle.py RATE [READY] [--read BYTES] [--sleep SECONDS]"
 args = sys.argv[1:]
 chunk = sleep = 0
-rate = None
+rate = ready = None
 while args:
     a = args.pop(0)
     if a == "--read" and args:
@@ -22,10 +25,14 @@ while args:
         sleep = float(args.pop(0))
     elif rate is None:
         rate = float(a)
+    elif ready is None:
+        ready = a
     else:
-        sys.exit("usage: throttle.py RATE [--read BYTES] [--sleep SECONDS]")
+        sys.exit(USAGE)
 if rate is None or rate < 0 or chunk < 0 or sleep < 0:
-    sys.exit("usage: throttle.py RATE [--read BYTES] [--sleep SECONDS]")
+    sys.exit(USAGE)
+if ready is not None:
+    open(ready, "w").close()
 out = sys.stdout.buffer
 
 
