@@ -239,7 +239,10 @@ static void on_drain_tick(uv_timer_t *t)
 		drain_off(s);
 		return;
 	}
-	gd_drain_read(&s->drain, s->out.total - unread, on_mark_read, s);
+	/* another writer of the pipe (a shell block around gdsub) would
+	 * only make it look less read */
+	gd_drain_read(&s->drain, unread < s->out.total ? s->out.total - unread :
+	    0, on_mark_read, s);
 	if (gd_drain_waiting(&s->drain) == 0) {
 		s->drain_armed = 0;
 		uv_timer_stop(t);
