@@ -368,6 +368,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if (s->pc)
 		sub_cluster_free(s);
 	free(s->pc);
+	gd_drain_free(&s->drain);
 	sub_in_free(s);
 	if (s->state)
 		rc = sub_state_close(s, rc);
