@@ -71,8 +71,10 @@
 #                                     20,000 it passes, -t 600: seconds until
 #                                     the 20,000 are ACKed (then gdpub stopped)
 #                        filter_100k  1,000,000 lines, 1 in 100,000 matching,
-#                                     the default timeout (MAXP: --max-pending,
-#                                     default the default)
+#                                     the default timeout, --max-pending MAXP
+#                                     (1048576: each dropped line is pending
+#                                     until its timeout; MAXP=65536, gdpub's
+#                                     default, reads 65,536 a timeout)
 #                        pass_1m      1,000,000 lines through grep --line-buffered
 #                                     that passes all: the transfer time of
 #                                     filter_100k's pipeline
@@ -572,7 +574,7 @@ run_flow() {
         LC_ALL=C awk 'BEGIN { for (i = 1; i <= 21000; i++) print (i <= 1000 ? "STUCK " : "ok ") i }' > "$in"
         stage=(grep --line-buffered -v STUCK); topts=(-t 600); until='ack>=20000' ;;
     filter_100k) gen 1000000 100000; stage=(grep --line-buffered MATCH)
-        [[ -n "${MAXP:-}" ]] && topts=(--max-pending "$MAXP") ;;
+        topts=(--max-pending "${MAXP:-1048576}") ;;
     pass_1m) gen 1000000 0; stage=(grep --line-buffered -v MATCH) ;;
     sed2) gen 200000 0; stage=(sed -u s/line/LINE/); subs=2 ;;
     sleep_1ms) gen 5000 0; stage=(python3 "$thr" 0 --sleep 0.001) ;;
