@@ -24,6 +24,66 @@ static unsigned nlive(const struct gd_deliver *d)
 	return (unsigned)__builtin_popcount(d->live);
 }
 
+/* The first stages of the connected GD slots that have not acknowledged
+ * e all read it (their gdsubs report it). */
+static int read_by_stages(const struct gd_deliver *d, const struct gd_pend *e)
+{
+	uint64_t seq = gd_pending_seq(&d->pend, e);
+	uint32_t l = d->live & ~e->acked;
+
+	if (l == 0 || nlive(d) < d->needed)
+		return 0;
+	while (l != 0) {
+		unsigned b = (unsigned)__builtin_ctz(l);
+		l &= l - 1;
+		if (!(d->reports >> b & 1) || d->cons[b] < seq)
+			return 0;
+	}
+	return 1;
+}
+
+/* ... and none of those slots acknowledged a first copy in the last
+ * quarter of the timeout: the stage dropped e, or holds it. */
+static int held_by_stages(const struct gd_deliver *d, const struct gd_pend *e,
+    uint64_t now)
+{
+	uint64_t quarter = d->pend.timeout_ns / 4;
+	uint32_t l = d->live & ~e->acked;
+
+	if (!read_by_stages(d, e))
+		return 0;
+	while (l != 0) {
+		unsigned b = (unsigned)__builtin_ctz(l);
+		l &= l - 1;
+		if (now - d->t_ack[b] < quarter)
+			return 0;
+	}
+	return 1;
+}
+
+/* Every connected GD slot's first stage read every block published. */
+static int all_read(const struct gd_deliver *d)
+{
+	uint32_t l = d->live;
+
+	if (d->next_seq <= 1 || nlive(d) < d->needed)
+		return 0;
+	while (l != 0) {
+		unsigned b = (unsigned)__builtin_ctz(l);
+		l &= l - 1;
+		if (!(d->reports >> b & 1) || d->cons[b] + 1 < d->next_seq)
+			return 0;
+	}
+	return 1;
+}
+
+/* The oldest block a connected pipeline owes: its send, 0 when none. */
+static uint64_t oldest_owed(const struct gd_deliver *d)
+{
+	return d->pend.pcur == GD_NONE ? 0 :
+	    d->pend.e[d->pend.pcur].sent_ns;
+}
+
 int gd_deliver_init(struct gd_deliver *d, unsigned needed,
     uint64_t timeout_ns, unsigned resend, uint32_t max_pending,
     uint32_t window, uint64_t now, const struct gd_deliver_ops *ops,
@@ -92,6 +152,7 @@ int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
 	    len, owner, now) == GD_NONE)
 		return GD_DV_NOMEM;
 	d->n_resent++;
+	d->n_restored++;
 	return GD_DV_OK;
 }
 
@@ -104,6 +165,10 @@ int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
 	 * was published again) does not count for this one */
 	struct gd_pend *e;
 
+	if (!d->b_open) {
+		d->b_open = 1;
+		d->b_inflight = gd_deliver_inflight(d);
+	}
 	if (s == GD_NONE || gd_pending_seq(&d->pend,
 	    (e = gd_pending_at(&d->pend, s))) != seq) {
 		d->n_late++;
@@ -116,34 +181,71 @@ int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
 			d->hi[bit] = e->ord;
 		if (now - e->sent_ns > d->b_delay && now > e->sent_ns)
 			d->b_delay = now - e->sent_ns;
+		d->t_ack[bit] = now;
+		d->b_firsts++;
 	}
 	if (gd_pending_ack(&d->pend, s, bit) < d->needed)
 		return 0;
+	if (!gd_pending_passed(&d->pend, e))
+		d->b_unpassed++;
 	resolve(d, s, 1, now);
 	return 1;
 }
 
-void gd_deliver_acks_done(struct gd_deliver *d, uint32_t before,
-    uint64_t now)
+void gd_deliver_acks_done(struct gd_deliver *d, uint64_t now)
 {
-	uint32_t inflight = gd_deliver_inflight(d);
+	struct gd_window_acks a = { 0, 0, 0, 0, 0 };
+	uint32_t inflight;
 
 	mark(d);
-	if (d->pend.count < before)
-		gd_window_acked(&d->win, now, before - d->pend.count,
-		    inflight + (before - d->pend.count), d->b_delay);
+	if (!d->b_open)
+		return;
+	/* out of the window: acknowledged, or passed over by this batch */
+	inflight = gd_deliver_inflight(d);
+	a.n = d->b_inflight > inflight ? d->b_inflight - inflight : 0;
+	a.passed = a.n > d->b_unpassed ? a.n - d->b_unpassed : 0;
+	a.inflight = d->b_inflight;
+	a.firsts = d->b_firsts;
+	a.delay_ns = d->b_delay;
+	if (a.n > 0 || a.firsts > 0)
+		gd_window_acked(&d->win, now, &a);
+	d->b_open = 0;
+	d->b_unpassed = d->b_firsts = 0;
 	d->b_delay = 0;
+}
+
+void gd_deliver_consumed(struct gd_deliver *d, unsigned bit, uint64_t seq,
+    uint64_t now)
+{
+	if (bit >= GD_DV_SLOTS || !(d->live >> bit & 1) || d->needed == 0)
+		return;
+	d->reports |= (uint32_t)1 << bit;
+	if (seq > d->cons[bit])
+		d->cons[bit] = seq;
+	if (all_read(d))
+		gd_window_probe(&d->win, now, oldest_owed(d),
+		    gd_deliver_inflight(d));
 }
 
 void gd_deliver_slot_up(struct gd_deliver *d, unsigned bit, int takeover)
 {
+	uint32_t m;
+
 	if (bit >= GD_DV_SLOTS)
 		return;
+	m = (uint32_t)1 << bit;
 	if (takeover) {
 		gd_pending_clear_bit(&d->pend, bit);
 		d->hi[bit] = 0;
 	}
-	d->live |= (uint32_t)1 << bit;
+	/* what this connection's stage reads it says anew */
+	d->reports &= ~m;
+	d->cons[bit] = 0;
+	/* the blocks sent so far went to fewer than numSubs, or to the
+	 * subscriber this one took over from */
+	if ((!(d->live & m) && nlive(d) + 1 >= d->needed) || takeover)
+		d->full_ord = d->pend.ords;
+	d->live |= m;
 	mark(d);
 }
 
@@ -152,6 +254,7 @@ void gd_deliver_slot_down(struct gd_deliver *d, unsigned bit)
 	if (bit >= GD_DV_SLOTS)
 		return;
 	d->live &= ~((uint32_t)1 << bit);
+	d->reports &= ~((uint32_t)1 << bit);
 	mark(d);
 }
 
@@ -162,10 +265,13 @@ void gd_deliver_expire(struct gd_deliver *d, uint64_t now)
 	while ((s = gd_pending_expired(&d->pend, now)) != GD_NONE) {
 		struct gd_pend *e = gd_pending_at(&d->pend, s);
 		/* congestion only when a connected pipeline owed it and all
-		 * numSubs are there to be measured */
-		int absent = nlive(d) < d->needed;
+		 * numSubs were there to be measured since it was sent */
+		int absent = nlive(d) < d->needed || e->ord < d->full_ord;
 		int passed = gd_pending_passed(&d->pend, e);
-		if (!absent && !passed)
+		int held = !absent && !passed && held_by_stages(d, e, now);
+		if (held)
+			gd_window_held(&d->win, now);
+		else if (!absent && !passed)
 			gd_window_expired(&d->win, now);
 		if (gd_pend_resends(e) < d->resend) {
 			gd_pend_resent(e);
@@ -178,6 +284,8 @@ void gd_deliver_expire(struct gd_deliver *d, uint64_t now)
 				d->n_nack_absent++;
 			else if (passed)
 				d->n_nack_passed++;
+			else if (held)
+				d->n_nack_held++;
 			else
 				d->n_nack_slow++;
 			resolve(d, s, 0, now);
@@ -190,9 +298,12 @@ void gd_deliver_tick(struct gd_deliver *d, uint64_t now)
 	if (d->needed == 0)
 		return;
 	/* the oldest block a connected pipeline still owes */
-	gd_window_check(&d->win, now, d->pend.pcur == GD_NONE ? 0 :
-	    gd_pending_at(&d->pend, d->pend.pcur)->sent_ns,
-	    gd_deliver_inflight(d));
+	gd_window_check(&d->win, now, oldest_owed(d), gd_deliver_inflight(d),
+	    d->pend.pcur != GD_NONE &&
+	    read_by_stages(d, &d->pend.e[d->pend.pcur]));
+	if (all_read(d))
+		gd_window_probe(&d->win, now, oldest_owed(d),
+		    gd_deliver_inflight(d));
 }
 
 uint64_t gd_deliver_floor(struct gd_deliver *d)

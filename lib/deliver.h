@@ -14,7 +14,17 @@
  * was away) is no sign of congestion: it holds no place in the window and
  * its expiry does not shrink it; it waits for its deadline like any
  * other, then is sent again or NACKed. Only first copies move the mark: a
- * copy sent again may be acknowledged at once by a gdsub that had it. */
+ * copy sent again may be acknowledged at once by a gdsub that had it.
+ *
+ * A GD subscriber may also say how far the first stage of its pipeline
+ * has read (the sequence index of the last block it wrote that the stage
+ * took, gdsub's consumption report): the window (window.h) then tells a
+ * stage that drops or holds blocks from a slow one. At its deadline a
+ * block is counted under one cause: a subscriber missing (fewer than
+ * numSubs connected then, or since it was sent: it was sent before the
+ * last of them connected), passed over, dropped or held by a stage (the
+ * stages of the subscribers that owe it read it, and none of them
+ * acknowledged anything in the last quarter of the timeout), or late. */
 #ifndef GD_DELIVER_H
 #define GD_DELIVER_H
 
@@ -43,13 +53,27 @@ struct gd_deliver {
 	unsigned resend;	/* GDpub_resend */
 	uint64_t next_seq;	/* the next sequence index, from 1 */
 	uint64_t n_pub, n_ack, n_nack, n_resent, n_late;
+	uint64_t n_restored;	/* of an earlier process (gd_deliver_restore) */
 	/* why blocks were NACKed at their deadline */
-	uint64_t n_nack_absent, n_nack_passed, n_nack_slow;
+	uint64_t n_nack_absent, n_nack_passed, n_nack_held, n_nack_slow;
 	struct gd_hist lat;	/* last send -> ACK, microseconds */
 	uint32_t live;		/* connected GD slots, one bit each */
+	uint32_t reports;	/* slots whose gdsub reports what its first
+				 * stage read (since they connected) */
+	uint64_t full_ord;	/* sends numbered before all numSubs were
+				 * last connected: owed by a missing one */
 	uint64_t hi[GD_DV_SLOTS];	/* per slot: the last first copy it
 					 * acknowledged was sent then */
-	uint64_t b_delay;	/* longest send -> ACK in this ack batch */
+	uint64_t cons[GD_DV_SLOTS];	/* per slot: its first stage read
+					 * every block up to this seq */
+	uint64_t t_ack[GD_DV_SLOTS];	/* per slot: its last first-copy
+					 * acknowledgement came then */
+	/* this ack batch */
+	int b_open;
+	uint32_t b_inflight;	/* in flight before it */
+	uint32_t b_unpassed;	/* resolved by it, not passed over before */
+	uint32_t b_firsts;	/* first copies acknowledged */
+	uint64_t b_delay;	/* longest send -> ACK of those */
 };
 
 enum { GD_DV_OK = 0, GD_DV_NOMEM = -1, GD_DV_PENDING = -2 };
@@ -79,8 +103,11 @@ int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
  * pending block is that copy (a late or stale ack, counted). */
 int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
     uint64_t seq, uint64_t now);
-/* After a batch of acks: feed the window (before: pending count then). */
-void gd_deliver_acks_done(struct gd_deliver *d, uint32_t before,
+/* After a batch of acks: the pass mark moves, the window is fed. */
+void gd_deliver_acks_done(struct gd_deliver *d, uint64_t now);
+/* The first stage of GD slot bit's pipeline has read every block up to
+ * sequence index seq that its gdsub wrote (a consumption report). */
+void gd_deliver_consumed(struct gd_deliver *d, unsigned bit, uint64_t seq,
     uint64_t now);
 /* Deadlines passed at now: resend or NACK. */
 void gd_deliver_expire(struct gd_deliver *d, uint64_t now);
@@ -161,16 +188,17 @@ static inline void gd_deliver_set_next_seq(struct gd_deliver *d,
 }
 /* The counts stats, --progress and the outcome report. */
 struct gd_deliver_counts {
-	uint64_t pub, ack, nack, resent, late;
-	uint64_t nack_absent, nack_passed, nack_slow;
+	uint64_t pub, ack, nack, resent, late, restored;
+	uint64_t nack_absent, nack_passed, nack_held, nack_slow;
 	uint32_t pending, passed;
 };
 static inline struct gd_deliver_counts gd_deliver_counts(
     const struct gd_deliver *d)
 {
 	struct gd_deliver_counts n = { d->n_pub, d->n_ack, d->n_nack,
-	    d->n_resent, d->n_late, d->n_nack_absent, d->n_nack_passed,
-	    d->n_nack_slow, d->pend.count, d->pend.npassed };
+	    d->n_resent, d->n_late, d->n_restored, d->n_nack_absent,
+	    d->n_nack_passed, d->n_nack_held, d->n_nack_slow, d->pend.count,
+	    d->pend.npassed };
 	return n;
 }
 /* Last send -> ACK, microseconds. */

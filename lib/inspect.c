@@ -19,7 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_COLS 32
+/* columns a reply may have: gdpub's stats has 37 at a cluster member; a
+ * row past this keeps the rest in its last cell */
+#define MAX_COLS 64
 
 /* The reply's rows, held as they came: every cell NUL-terminated in
  * text, found by its offset (text moves as it grows). Both are capped by

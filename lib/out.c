@@ -9,6 +9,8 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define OUT_CHUNK (256 * 1024)
@@ -38,9 +40,11 @@ void gd_pipe_grow(int fd)
 
 int gd_out_open(struct gd_out *o, uv_loop_t *loop, int fd)
 {
+	struct stat st;
 	int rc = 0;
 
 	memset(o, 0, sizeof(*o));
+	o->fifo = fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
 	gd_dbuf_init_sized(&o->buf, OUT_CHUNK, OUT_MAX);
 	o->loop = loop;
 	o->fd = fd;
@@ -229,4 +233,16 @@ void gd_out_abort(struct gd_out *o, uv_close_cb cb)
 	o->closing = 1;
 	gd_dbuf_free(&o->buf);
 	do_close(o);	/* pending writes end with UV_ECANCELED */
+}
+
+int gd_out_unread(const struct gd_out *o, uint64_t *n)
+{
+	int inpipe = 0;
+
+	if (!o->fifo || o->closed || o->err || ioctl(o->fd, FIONREAD,
+	    &inpipe) != 0 || inpipe < 0)
+		return -1;
+	*n = (uint64_t)inpipe + gd_dbuf_len(&o->buf) + (o->async ?
+	    uv_stream_get_write_queue_size((const uv_stream_t *)&o->h) : 0);
+	return 0;
 }

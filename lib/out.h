@@ -25,6 +25,8 @@ struct gd_out {
 	} h;
 	struct gd_dbuf buf;	/* bytes appended since the last flush */
 	size_t queued;		/* bytes handed to libuv, not yet written */
+	uint64_t total;		/* bytes appended since it was opened */
+	int fifo;		/* fd is a pipe: gd_out_unread can tell */
 	int err;		/* first write error (libuv code), sticky */
 	int closing, closed, close_started;
 	gd_out_cb on_error;	/* first write error */
@@ -46,6 +48,7 @@ uint8_t *gd_out_reserve(struct gd_out *o, size_t n);
 static inline void gd_out_commit(struct gd_out *o, size_t n)
 {
 	gd_dbuf_commit(&o->buf, n);
+	o->total += n;
 }
 int gd_out_write(struct gd_out *o, const void *p, size_t n);
 void gd_out_flush(struct gd_out *o);
@@ -59,5 +62,10 @@ static inline size_t gd_out_backlog(const struct gd_out *o)
 {
 	return o->queued + gd_dbuf_len(&o->buf);
 }
+/* Of the gd_out total bytes appended, how many the reader has not read
+ * yet: still buffered here, queued in libuv, or in the pipe (FIONREAD,
+ * which Linux answers on a pipe's write end too). 0, or -1 when fd is
+ * not a pipe or the pipe does not say. */
+int gd_out_unread(const struct gd_out *o, uint64_t *n);
 
 #endif

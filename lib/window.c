@@ -25,9 +25,13 @@ void gd_window_init(struct gd_window *w, uint64_t timeout_ns, uint32_t max,
 	w->r_acks = 0;
 	w->r_delay = 0;
 	w->r_inflight = 0;
+	w->r_gap = 0;
 	w->last_cut = 0;
 	w->rate = 0;
 	w->delay = 0;
+	w->last_ack = 0;
+	w->probe_at = 0;
+	w->held = 0;
 }
 
 /* End the round: move toward rate x target. */
@@ -51,6 +55,10 @@ static void round_end(struct gd_window *w, uint64_t now, uint32_t inflight)
 		want = 2 * w->w;
 	if (want < w->w / 2 && !late)
 		want = w->w / 2;
+	/* the pipeline acknowledged nothing of a run of r_gap blocks it
+	 * passed over: with fewer in flight it would acknowledge nothing */
+	if (!late && want < 2 * (double)w->r_gap)
+		want = 2 * (double)w->r_gap;
 	if (want > w->max)
 		want = w->max;
 	if (want < 1)
@@ -62,24 +70,31 @@ static void round_end(struct gd_window *w, uint64_t now, uint32_t inflight)
 	w->r_start = now;
 	w->r_acks = 0;
 	w->r_delay = 0;
+	w->r_gap = 0;
 	w->r_inflight = inflight;
 }
 
-void gd_window_acked(struct gd_window *w, uint64_t now, uint32_t n,
-    uint32_t inflight, uint64_t delay_ns)
+void gd_window_acked(struct gd_window *w, uint64_t now,
+    const struct gd_window_acks *a)
 {
 	uint64_t el;
 
-	w->r_acks += n;
-	if (inflight > w->r_inflight)
-		w->r_inflight = inflight;
-	if (delay_ns > w->r_delay)
-		w->r_delay = delay_ns;
+	if (a->firsts > 0) {
+		w->last_ack = now;
+		w->held = 0;
+	}
+	w->r_acks += a->n;
+	if (a->inflight > w->r_inflight)
+		w->r_inflight = a->inflight;
+	if (a->delay_ns > w->r_delay)
+		w->r_delay = a->delay_ns;
+	if (a->passed > w->r_gap)
+		w->r_gap = a->passed;
 	el = now - w->r_start;
 	if (el < GD_WINDOW_ROUND_NS || (w->r_acks < GD_WINDOW_ROUND_ACKS &&
 	    el < w->target_ns && w->r_delay <= 2 * w->target_ns))
 		return;
-	round_end(w, now, inflight > n ? inflight - n : 0);
+	round_end(w, now, a->inflight > a->n ? a->inflight - a->n : 0);
 }
 
 void gd_window_expired(struct gd_window *w, uint64_t now)
@@ -89,8 +104,20 @@ void gd_window_expired(struct gd_window *w, uint64_t now)
 		cut(w, w->w / 2, now);
 }
 
+void gd_window_held(struct gd_window *w, uint64_t now)
+{
+	(void)now;
+	w->held = 1;
+}
+
+/* No first copy acknowledged for this long: silence, not a slow ACK. */
+static int quiet(const struct gd_window *w, uint64_t now, uint64_t span)
+{
+	return now - w->last_ack >= span;
+}
+
 void gd_window_check(struct gd_window *w, uint64_t now, uint64_t oldest_ns,
-    uint32_t inflight)
+    uint32_t inflight, int oldest_read)
 {
 	/* acknowledgements that stopped before the round could end (the
 	 * window is full of blocks the pipelines have not reached) */
@@ -99,8 +126,40 @@ void gd_window_check(struct gd_window *w, uint64_t now, uint64_t oldest_ns,
 			w->r_inflight = inflight;
 		round_end(w, now, inflight);
 	}
+	/* a stage read the oldest and nothing at all came back since: no
+	 * queue to shorten, the probe decides */
+	if (oldest_read && quiet(w, now, 2 * w->target_ns))
+		return;
 	if (oldest_ns != 0 && now > oldest_ns &&
 	    now - oldest_ns > 2 * w->target_ns &&
 	    now - w->last_cut >= w->target_ns)
 		cut(w, w->w / 2, now);
+}
+
+int gd_window_probe(struct gd_window *w, uint64_t now, uint64_t oldest_ns,
+    uint32_t inflight)
+{
+	uint64_t p = w->timeout_ns / 4, since = w->last_ack;
+
+	if (w->fixed || inflight < gd_window_size(w) || w->w >= w->max)
+		return 0;
+	if (p > GD_WINDOW_PROBE_NS)
+		p = GD_WINDOW_PROBE_NS;
+	if (w->held)
+		p = GD_WINDOW_ROUND_NS;
+	if (oldest_ns > since)
+		since = oldest_ns;
+	if (w->probe_at > since)
+		since = w->probe_at;
+	if (now < since || now - since < p)
+		return 0;
+	w->w = 2 * w->w < w->max ? 2 * w->w : w->max;
+	w->probe_at = now;
+	/* a new measure: the rounds before the probe saw a smaller window */
+	w->r_start = now;
+	w->r_acks = 0;
+	w->r_delay = 0;
+	w->r_gap = 0;
+	w->r_inflight = inflight;
+	return 1;
 }

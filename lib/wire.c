@@ -46,7 +46,8 @@ int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
 	    (type == GD_F_PREACK && blen % GD_PREACK_SIZE != 0))
 		return -1;
 	if ((type == GD_F_CHALLENGE && blen != GD_CHALLENGE_LEN) ||
-	    (type == GD_F_PROOF && blen != GD_PROOF_LEN))
+	    (type == GD_F_PROOF && blen != GD_PROOF_LEN) ||
+	    (type == GD_F_CONSUMED && blen != 8))
 		return -1;
 	if (len - GD_WIRE_HDR < blen)
 		return 0;

@@ -38,7 +38,11 @@ enum gd_ftype {
 	GD_F_CONFIRM = 10,	/* sub -> pub: u64 seq of the last block it wrote
 				 * out (reliability=ordered) */
 	GD_F_REFUSE = 11,	/* pub -> sub: the subscription is refused, why */
-	GD_F_MAX = 11,
+	GD_F_CONSUMED = 12,	/* sub -> pub: u64 seq: the first stage of the
+				 * pipeline has read every block up to it that
+				 * gdsub wrote (sent only to a publisher whose
+				 * welcome has GD_WF_CONSUMED) */
+	GD_F_MAX = 12,
 	/* a number apart from the handshake's: multisend clusters (cluster.h) */
 	GD_F_PREACK = 32,	/* sub -> cluster member: n x u64 id, the keys
 				 * @CLUSTER/ID acknowledged from another member */
@@ -127,6 +131,12 @@ struct gd_hello {
 #define GD_WF_STREAM 0x01	/* blocks go out as a framed stream (gdpub -o) */
 #define GD_WF_TAGS 0x02		/* and every frame carries a tag (tag.h); a
 				 * reader of version 3 without it ignores it */
+#define GD_WF_CONSUMED 0x04	/* the publisher reads GD_F_CONSUMED: a
+				 * subscriber reports what its first stage
+				 * read, along with its acks (a publisher
+				 * without it would take the frame for a
+				 * malformed one; a subscriber that never
+				 * sends it leaves the window to the ACKs) */
 
 struct gd_welcome {
 	unsigned version, ack_status, flags;

@@ -490,17 +490,22 @@ static int start(struct pub *p)
 static void nack_summary(const struct pub *p)
 {
 	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
-	uint64_t a = d.nack_absent, ps = d.nack_passed, sl = d.nack_slow, o;
+	uint64_t a = d.nack_absent, ps = d.nack_passed, h = d.nack_held;
+	uint64_t sl = d.nack_slow, o;
 	double secs = (double)(gd_clock_mono_ns() - p->t_start) / 1e9;
-	char head[256];
+	char head[256], journal[64] = "";
 	const char *why;
 
 	if (d.nack == 0 && p->n_reject == 0)
 		return;
+	if (d.restored > 0)
+		snprintf(journal, sizeof(journal), " (%" PRIu64 " from the "
+		    "journal)", d.restored);
 	if (pub_gd(p))
-		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
+		snprintf(head, sizeof(head), "%" PRIu64 " blocks%s in %.1f s: %"
 		    PRIu64 " ACK, %" PRIu64 " NACK, %" PRIu64 " REJECT",
-		    d.pub + p->n_reject, secs, d.ack, d.nack, p->n_reject);
+		    d.pub + p->n_reject + d.restored, journal, secs, d.ack,
+		    d.nack, p->n_reject);
 	else	/* nothing is ACKed or NACKed with GD off */
 		snprintf(head, sizeof(head), "%" PRIu64 " blocks in %.1f s: %"
 		    PRIu64 " published (GD off), %" PRIu64 " REJECT",
@@ -509,22 +514,27 @@ static void nack_summary(const struct pub *p)
 		gd_warn("%s (each REJECT line says why)", head);
 		return;
 	}
-	o = d.nack - a - ps - sl;	/* at a stop, or by the cluster */
-	if (ps >= a && ps >= sl && ps >= o)
+	o = d.nack - a - ps - h - sl;	/* at a stop, or by the cluster */
+	if (ps >= a && ps >= h && ps >= sl && ps >= o)
 		why = "the pipelines passed them over (a later block was "
 		    "acknowledged: a stage dropped them; a stage must write a "
 		    "line for each line it reads, see gdpub(1) FLOW CONTROL)";
+	else if (h >= a && h >= sl && h >= o)
+		why = "a stage dropped them or holds them (the first stage read "
+		    "them and nothing came back; a stage must write a line for "
+		    "each line it reads, see gdpub(1) FLOW CONTROL)";
 	else if (a >= sl && a >= o)
-		why = "fewer than numSubs GD subscribers were connected";
+		why = "fewer than numSubs GD subscribers were connected when "
+		    "they were sent";
 	else if (sl >= o)
 		why = "the pipelines did not acknowledge them within "
 		    "GDpub_timeout (slower than the timeout allows)";
 	else
 		why = "gdpub was stopped, or the cluster gave them up";
 	gd_warn("%s; NACKed most because %s: %" PRIu64 " passed over, %"
-	    PRIu64 " with subscribers missing, %" PRIu64 " late "
-	    "(GDpub_timeout=%gs), %" PRIu64 " otherwise", head, why, ps, a, sl,
-	    p->conf->timeout, o);
+	    PRIu64 " dropped or held by a stage, %" PRIu64 " with subscribers "
+	    "missing, %" PRIu64 " late (GDpub_timeout=%gs), %" PRIu64
+	    " otherwise", head, why, ps, h, a, sl, p->conf->timeout, o);
 }
 
 static int outcome(struct pub *p)

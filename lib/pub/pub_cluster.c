@@ -197,7 +197,7 @@ void pub_cluster_preacks(struct pub *p, struct sconn *c,
     const struct gd_frame *f)
 {
 	uint32_t i, n = f->len / GD_PREACK_SIZE;
-	uint32_t s, before = gd_deliver_pending_count(&p->dv);
+	uint32_t s;
 	struct gd_cheld h;
 
 	if (c->slot < 0 || !p->cluster)
@@ -231,7 +231,7 @@ void pub_cluster_preacks(struct pub *p, struct sconn *c,
 			break;
 		}
 	}
-	gd_deliver_acks_done(&p->dv, before, p->now);
+	gd_deliver_acks_done(&p->dv, p->now);
 	pub_kick(p);
 }
 

@@ -288,7 +288,8 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	    "lat_p90_us:n\tlat_p99_us:n\tlat_max_us:n\tlate_acks:n\twindow:n\t"
 	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
 	    "handshake_timeouts:n\tpassed_over:n\tnack_passed:n\t"
-	    "nack_absent:n\tnack_late:n\ttls_refused:n%s\n",
+	    "nack_absent:n\tnack_late:n\ttls_refused:n\tnack_held:n\t"
+	    "ack_rate:n%s\n",
 	    p->cluster ? "\theld:n\theld_max:n\t"
 	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
@@ -308,6 +309,8 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64, d.passed, d.nack_passed, d.nack_absent, d.nack_slow,
 	    p->n_tls_refused);
+	gd_ctl_printf(cl, "\t%" PRIu64 "\t%.1f", d.nack_held,
+	    pub_ack_rate(p, now));
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,

@@ -1,10 +1,11 @@
 /* gdpub's handlers of a subscriber's wire frames, one per frame type
- * (hello, proof, ack, preack, confirm, bye), read by pub_net.c's read
- * loop. A handler checks the frame belongs in the connection's state,
- * hands what it carries on (a hello or a proof to pub_hs.c, acks to the
- * delivery rules, pre-acks to pub_cluster.c, a confirmation to qos.c) and
- * returns what the loop does next: the connection's life (malformed,
- * unsubscribed, closed) stays pub_net.c's. */
+ * (hello, proof, ack, consumed, preack, confirm, bye), read by
+ * pub_net.c's read loop. A handler checks the frame belongs in the
+ * connection's state, hands what it carries on (a hello or a proof to
+ * pub_hs.c, acks and consumption reports to the delivery rules, pre-acks
+ * to pub_cluster.c, a confirmation to qos.c) and returns what the loop
+ * does next: the connection's life (malformed, unsubscribed, closed)
+ * stays pub_net.c's. */
 #include "pub_int.h"
 
 static int read_hello(struct pub *p, struct sconn *c,
@@ -28,7 +29,6 @@ static int read_proof(struct pub *p, struct sconn *c,
 static int read_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 {
 	uint32_t i, n = f->len / GD_ACK_SIZE;
-	uint32_t before = gd_deliver_pending_count(&p->dv);
 
 	if (c->state != PUB_CS_ACTIVE)
 		return PUB_FR_BAD;
@@ -40,8 +40,23 @@ static int read_acks(struct pub *p, struct sconn *c, const struct gd_frame *f)
 		c->acks++;
 		gd_deliver_ack(&p->dv, (unsigned)c->slot, id, seq, p->now);
 	}
-	gd_deliver_acks_done(&p->dv, before, p->now);
+	gd_deliver_acks_done(&p->dv, p->now);
 	pub_kick(p);	/* resolved, or passed over: room in the window */
+	return PUB_FR_NEXT;
+}
+
+/* How far the first stage of its pipeline has read (sent with its acks):
+ * the window tells a stage that drops or holds blocks from a slow one. */
+static int read_consumed(struct pub *p, struct sconn *c,
+    const struct gd_frame *f)
+{
+	if (c->state != PUB_CS_ACTIVE)
+		return PUB_FR_BAD;
+	if (c->slot < 0)
+		return PUB_FR_NEXT;
+	gd_deliver_consumed(&p->dv, (unsigned)c->slot, gd_get64(f->body),
+	    p->now);
+	pub_kick(p);	/* the window may have grown */
 	return PUB_FR_NEXT;
 }
 
@@ -86,6 +101,7 @@ int pub_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 	case GD_F_ACK: return read_acks(p, c, f);
 	case GD_F_PREACK: return read_preacks(p, c, f);
 	case GD_F_CONFIRM: return read_confirm(p, c, f);
+	case GD_F_CONSUMED: return read_consumed(p, c, f);
 	case GD_F_BYE: return read_bye(p, c);
 	}
 	return PUB_FR_BAD;

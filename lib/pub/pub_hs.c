@@ -38,6 +38,8 @@ static void send_welcome(struct pub *p, struct sconn *c)
 	w.flags = p->sink == &pub_stream_sink ? GD_WF_STREAM : 0;
 	if (p->tags)
 		w.flags |= GD_WF_TAGS;
+	/* its reports of what the first stage read steer the window */
+	w.flags |= GD_WF_CONSUMED;
 	snprintf(w.origin, sizeof(w.origin), "%s", p->korigin);
 	b->len = gd_wire_welcome(b->data, &w);
 	for (i = 0; c->want_data && i < p->snap.n; i++) {

@@ -211,7 +211,8 @@ struct pub {
 
 	/* counters and rate (pub_status.c) */
 	uint64_t n_reject, n_bytes, n_nosub;
-	struct { uint64_t t, n; } rate_s[PUB_RATE_SAMPLES];
+	struct { uint64_t t, n, a; } rate_s[PUB_RATE_SAMPLES];	/* n read,
+							 * a ACKed */
 	unsigned rate_head, rate_n;
 };
 
@@ -379,7 +380,9 @@ void pub_ready(struct pub *p);
 void pub_notify_open(struct pub *p);
 void pub_notify_tick(struct pub *p, uint64_t now);
 void pub_tick(struct pub *p, uint64_t now);
+/* blocks read (published), and ACKed, per second over the last second */
 double pub_rate(const struct pub *p, uint64_t now);
+double pub_ack_rate(const struct pub *p, uint64_t now);
 
 /* pub_ctl.c */
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,

@@ -1,7 +1,7 @@
 /* What gdpub says on its status output (READY, ACK, NACK, REJECT, one line
  * each, in order) and on standard error while it runs: the --progress line
- * and the published-per-second rate it and gdinspect stats show; where the
- * status lines and the -o stream go. */
+ * and the rates it and gdinspect stats show (read and ACKed per second);
+ * where the status lines and the -o stream go. */
 #include "pub_int.h"
 #include "log.h"
 #include "parse.h"
@@ -146,30 +146,43 @@ void pub_ready(struct pub *p)
 	pub_kick(p);
 }
 
-/* blocks published per second over the last second or so */
-double pub_rate(const struct pub *p, uint64_t now)
+/* what moved per second over the last second or so: blocks read (acks
+ * 0) or ACKed (acks 1) */
+static double per_second(const struct pub *p, uint64_t now, int acks)
 {
+	const struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 	uint64_t t0 = p->t_start, n0 = 0;
 
 	if (p->rate_n > 0) {
 		unsigned old = (p->rate_head + PUB_RATE_SAMPLES - p->rate_n) %
 		    PUB_RATE_SAMPLES;
 		t0 = p->rate_s[old].t;
-		n0 = p->rate_s[old].n;
+		n0 = acks ? p->rate_s[old].a : p->rate_s[old].n;
 	}
 	if (now <= t0)
 		return 0;
-	return (double)(gd_deliver_counts(&p->dv).pub - n0) * 1e9 /
+	return (double)((acks ? d.ack : d.pub) - n0) * 1e9 /
 	    (double)(now - t0);
 }
 
-/* 4 times a second: sample the rate, draw --progress */
+double pub_rate(const struct pub *p, uint64_t now)
+{
+	return per_second(p, now, 0);
+}
+
+double pub_ack_rate(const struct pub *p, uint64_t now)
+{
+	return per_second(p, now, 1);
+}
+
+/* 4 times a second: sample the rates, draw --progress */
 void pub_tick(struct pub *p, uint64_t now)
 {
 	struct gd_deliver_counts d = gd_deliver_counts(&p->dv);
 
 	p->rate_s[p->rate_head].t = now;
 	p->rate_s[p->rate_head].n = d.pub;
+	p->rate_s[p->rate_head].a = d.ack;
 	p->rate_head = (p->rate_head + 1) % PUB_RATE_SAMPLES;
 	if (p->rate_n < PUB_RATE_SAMPLES)
 		p->rate_n++;
@@ -182,13 +195,14 @@ void pub_tick(struct pub *p, uint64_t now)
 		p->progress_at = now;
 		gd_note("progress: %.1f s, %" PRIu64 " read, %" PRIu64 " ACK, %"
 		    PRIu64 " NACK, %" PRIu64 " REJECT, %u pending, %.0f "
-		    "blocks/s", (double)(now - p->t_start) / 1e9, d.pub +
-		    p->n_reject, d.ack, d.nack, p->n_reject, d.pending,
-		    pub_rate(p, now));
+		    "read/s, %.0f ACK/s", (double)(now - p->t_start) / 1e9,
+		    d.pub + p->n_reject, d.ack, d.nack, p->n_reject, d.pending,
+		    pub_rate(p, now), pub_ack_rate(p, now));
 	} else if (p->opt.progress && !p->finished)
 		gd_status("%" PRIu64 " read, %" PRIu64 " ACK, %" PRIu64 " NACK, %u "
-		    "pending, %.0f blocks/s", d.pub + p->n_reject, d.ack,
-		    d.nack, d.pending, pub_rate(p, now));
+		    "pending, %.0f read/s, %.0f ACK/s", d.pub + p->n_reject,
+		    d.ack, d.nack, d.pending, pub_rate(p, now),
+		    pub_ack_rate(p, now));
 }
 
 /* ---- the service manager ($NOTIFY_SOCKET) ---- */
@@ -221,8 +235,9 @@ void pub_notify_tick(struct pub *p, uint64_t now)
 	if (!gd_notify_status_due(&p->notify, now))
 		return;
 	snprintf(msg, sizeof(msg), "STATUS=%" PRIu64 " published, %" PRIu64
-	    " ACK, %" PRIu64 " NACK, %u pending, %.0f blocks/s", d.pub,
-	    d.ack, d.nack, d.pending, pub_rate(p, now));
+	    " ACK, %" PRIu64 " NACK, %u pending, %.0f read/s, %.0f ACK/s",
+	    d.pub, d.ack, d.nack, d.pending, pub_rate(p, now),
+	    pub_ack_rate(p, now));
 	gd_notify_send(&p->notify, msg);
 }
 

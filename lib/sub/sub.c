@@ -38,6 +38,7 @@ static void on_prepare(uv_prepare_t *h)
 
 	if (s->state)
 		sub_state_commit(s);
+	sub_out_marks(s);
 	sub_acks_flush(s);
 	sub_cluster_flush(s);
 	gd_out_flush(&s->out);
@@ -274,6 +275,7 @@ static int start(struct sub *s)
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
 		pc->s = s;
+		pc->idx = (uint32_t)i;
 		pc->cl = -1;
 		pc->hp = conf->pubs[i];
 		pc->addr_len = (size_t)gd_fmt_hostport(pc->addr, sizeof(pc->addr),
@@ -366,6 +368,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if (s->pc)
 		sub_cluster_free(s);
 	free(s->pc);
+	gd_drain_free(&s->drain);
 	sub_in_free(s);
 	if (s->state)
 		rc = sub_state_close(s, rc);

@@ -95,7 +95,8 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 	}
 }
 
-/* An ack frame on its way: the request, then the frame. */
+/* An ack frame on its way: the request, then the frame (and after the
+ * last of a batch, what the first stage read). */
 struct ack_write {
 	uv_write_t req;
 	struct sub_pub *pc;
@@ -115,60 +116,78 @@ static void ack_written(uv_write_t *req, int status)
 	struct ack_write *w = (struct ack_write *)req;
 
 	/* cancelled at teardown: the exit message counts them */
-	if (status < 0 && !(status == UV_ECANCELED && w->pc->s->done))
+	if (status < 0 && w->n > 0 &&
+	    !(status == UV_ECANCELED && w->pc->s->done))
 		lost_acks(w->pc, w->n, status);
 	free(w);
 }
 
-/* One ack frame of n acknowledgements from ackq[off]; 0 or a libuv error. */
-static int send_frame(struct sub_pub *pc, size_t off, size_t n)
+/* One ack frame of n acknowledgements from ackq[off] (none when n is 0),
+ * then with cons the consumption report, in one write; 0 or a libuv
+ * error. */
+static int send_frame(struct sub_pub *pc, size_t off, size_t n, int cons)
 {
+	size_t len = (n > 0 ? GD_WIRE_HDR + GD_ACK_SIZE * n : 0) +
+	    (cons ? GD_WIRE_HDR + 8 : 0);
 	struct ack_write *w;
 	uint8_t *d;
 	uv_buf_t b;
 	size_t k;
 	int rc;
 
-	w = malloc(sizeof(*w) + GD_WIRE_HDR + GD_ACK_SIZE * n);
+	w = malloc(sizeof(*w) + len);
 	if (w == NULL)
 		return UV_ENOMEM;
 	w->pc = pc;
 	w->n = n;
 	d = (uint8_t *)(w + 1);
-	gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
-	for (k = 0; k < n; k++)
-		gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
-		    pc->ackq[off + k].id, pc->ackq[off + k].seq);
-	b = uv_buf_init((char *)d, (unsigned)(GD_WIRE_HDR + GD_ACK_SIZE * n));
+	if (n > 0) {
+		gd_wire_hdr(d, GD_F_ACK, 0, (uint32_t)(GD_ACK_SIZE * n));
+		for (k = 0; k < n; k++)
+			gd_wire_ack_put(d + GD_WIRE_HDR + GD_ACK_SIZE * k,
+			    pc->ackq[off + k].id, pc->ackq[off + k].seq);
+	}
+	if (cons)
+		(void)gd_wire_u64(d + len - GD_WIRE_HDR - 8, GD_F_CONSUMED,
+		    pc->cons_seq);
+	b = uv_buf_init((char *)d, (unsigned)len);
 	if ((rc = sub_tls_write(pc, &w->req, &b, ack_written)) != 0)
 		free(w);
 	return rc;
 }
 
-/* Many acknowledgements per frame, many frames per write. What cannot be
- * sent is reported and dropped: the publisher resends those blocks, and
- * their copies are acknowledged again (GD_RV_REACK). */
+/* Many acknowledgements per frame, many frames per write, and what the
+ * first stage read after the last: one report a batch, none a block.
+ * What cannot be sent is reported and dropped: the publisher resends
+ * those blocks, and their copies are acknowledged again (GD_RV_REACK). */
 void sub_acks_flush(struct sub *s)
 {
 	size_t i;
 
 	for (i = 0; i < s->npc; i++) {
 		struct sub_pub *pc = &s->pc[i];
+		int cons = pc->cons_due && pc->cons_ok;
 		size_t off = 0;
-		if (pc->nqueued == 0 || pc->state != SUB_PS_ACTIVE)
+		if ((pc->nqueued == 0 && !cons) || pc->state != SUB_PS_ACTIVE)
 			continue;
-		while (off < pc->nqueued) {
+		while (off < pc->nqueued || cons) {
 			size_t n = pc->nqueued - off;
-			int rc;
+			int rc, last;
 			if (n > GD_ACKS_PER_FRAME)
 				n = GD_ACKS_PER_FRAME;
-			if ((rc = send_frame(pc, off, n)) != 0) {
-				lost_acks(pc, pc->nqueued - off, rc);
+			last = cons && off + n == pc->nqueued;
+			if ((rc = send_frame(pc, off, n, last)) != 0) {
+				if (pc->nqueued > off)
+					lost_acks(pc, pc->nqueued - off, rc);
 				break;
 			}
+			if (last)
+				cons = pc->cons_due = 0;
 			off += n;
 		}
-		gd_trace(2, "sent %zu acknowledgements to %s", off, pc->addr);
+		if (off > 0)
+			gd_trace(2, "sent %zu acknowledgements to %s", off,
+			    pc->addr);
 		pc->nqueued = 0;
 	}
 }

@@ -69,6 +69,7 @@ static void one_block(struct sub *s, struct sub_pub *pc,
 		return;
 	case GD_RV_COPY:
 		sub_out_block(s, o, b, flags);
+		sub_out_mark(pc, b->seq);
 		return;
 	case GD_RV_DUP:
 	case GD_RV_CLOSED:	/* stdout is closed: the block stays unacked */
@@ -99,6 +100,7 @@ static void one_block(struct sub *s, struct sub_pub *pc,
 		    "publisher %s %s", (int)o->len, o->s, b->id, pc->addr,
 		    gd_ack_status_str(pc->ack_status));
 	sub_out_block(s, o, b, flags);
+	sub_out_mark(pc, b->seq);
 	s->emitted++;
 	if (s->opt.count && s->emitted >= s->opt.count)
 		sub_begin_close(s, NULL);

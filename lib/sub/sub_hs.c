@@ -37,6 +37,11 @@ void sub_hs_welcome(struct sub *s, struct sub_pub *pc,
 	 * decides that (sub_input.c); only the acks kept while disconnected,
 	 * for the old run's blocks, are dropped here. */
 	if (!first && w->epoch != pc->epoch) {
+		/* what the stage reads of the old run's blocks is not news to
+		 * this one, whose sequence indexes start over */
+		pc->run_from = s->out.total;
+		pc->cons_seq = 0;
+		pc->cons_due = 0;
 		if (!s->stream_in) {
 			sub_forget(s, pc);
 		} else if (pc->nqueued > 0) {
@@ -53,6 +58,10 @@ void sub_hs_welcome(struct sub *s, struct sub_pub *pc,
 	pc->max_block = w->max_block;
 	pc->epoch = w->epoch;
 	pc->ack_status = (int)w->ack_status;
+	/* it reads what the first stage consumed: say it with the acks */
+	pc->cons_ok = (w->flags & GD_WF_CONSUMED) && s->conf->gd &&
+	    pc->ack_status == GD_ACK_OK;
+	pc->cons_due = pc->cons_ok && pc->cons_seq > 0;
 	pc->state = SUB_PS_ACTIVE;
 	pc->attempts = 0;
 	pc->cl_warned = 0;

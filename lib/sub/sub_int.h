@@ -6,6 +6,7 @@
 
 #include "sub.h"
 #include "ctl.h"
+#include "drain.h"
 #include "input.h"
 #include "notify.h"
 #include "out.h"
@@ -16,6 +17,7 @@
 #include "wire.h"
 
 #define SUB_OUT_HIGH (8u << 20)	/* stop reading sources above this backlog */
+#define SUB_DRAIN_MS 10		/* how often the stdout pipe is looked at */
 #define SUB_CIN_SIZE 65536	/* TLS: ciphertext per read */
 #define SUB_READ_MIN 65536	/* room asked for before a read */
 /* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
@@ -81,6 +83,14 @@ struct sub_pub {
 	 * stdout has taken it */
 	int confirm_due;
 	uint64_t confirm_seq;
+	/* what the first stage read of its blocks (sub_output.c): it takes
+	 * reports (its welcome said so), the last block read, sent with the
+	 * next acks; blocks written before run_from are of an earlier run */
+	int cons_ok, cons_due;
+	uint64_t cons_seq, run_from;
+	uint64_t mark_seq;	/* its last block written since the last
+				 * mark, 0 none (sub_out_marks) */
+	uint32_t idx;		/* its place in s->pc */
 	/* with a key, -i: the tag keys of its frames (sub_input.c), the run
 	 * its welcome named and one other; the other run last said */
 	struct gd_tagkey tk[2];
@@ -132,6 +142,11 @@ struct sub {
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
 	struct gd_out out;
+	/* stdout is a pipe: what its reader read is looked at every
+	 * SUB_DRAIN_MS while blocks wait in it (sub_output.c) */
+	int drain_on, drain_armed;	/* ... and its timer runs */
+	struct gd_drain drain;
+	uv_timer_t drain_timer;
 	struct sub_pub *pc;
 	size_t npc, nended;
 	uint64_t emitted;
@@ -221,6 +236,15 @@ void sub_out_block(struct sub *s, const struct sub_origin *o,
 void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
     const struct gd_block *b);
 void sub_out_check(struct sub *s);
+/* The block of pc with sequence index seq was just written: report when
+ * the first stage has read it (a publisher that takes reports). Noted
+ * here, marked once a loop turn by sub_out_marks. */
+static inline void sub_out_mark(struct sub_pub *pc, uint64_t seq)
+{
+	if (pc->cons_ok)
+		pc->mark_seq = seq;
+}
+void sub_out_marks(struct sub *s);
 void sub_out_close(struct sub *s);
 void sub_out_abort(struct sub *s);
 

@@ -199,6 +199,85 @@ void sub_out_unwritable(struct sub *s, const struct sub_origin *o,
 	s->n_unwritable++;
 }
 
+/* ---- what the first stage read ---- */
+
+static void on_mark_read(void *ctx, const struct gd_drain_mark *m)
+{
+	struct sub *s = ctx;
+	struct sub_pub *pc;
+
+	if (m->who >= s->npc)
+		return;
+	pc = &s->pc[m->who];
+	/* a mark of the publisher's earlier run names its sequence indexes */
+	if (m->end <= pc->run_from || m->seq <= pc->cons_seq)
+		return;
+	pc->cons_seq = m->seq;
+	pc->cons_due = 1;	/* sent with the next acks (sub_acks.c) */
+}
+
+static void drain_off(struct sub *s)
+{
+	s->drain_on = s->drain_armed = 0;
+	uv_timer_stop(&s->drain_timer);
+	gd_drain_free(&s->drain);
+}
+
+/* Every SUB_DRAIN_MS while marks wait: how much of stdout is read. */
+static void on_drain_tick(uv_timer_t *t)
+{
+	struct sub *s = t->data;
+	uint64_t unread;
+
+	if (s->out.closed) {
+		drain_off(s);
+		return;
+	}
+	if (gd_out_unread(&s->out, &unread) != 0) {
+		gd_trace(1, "standard output: cannot tell what its reader read "
+		    "any more; no more reports to the publishers");
+		drain_off(s);
+		return;
+	}
+	/* another writer of the pipe (a shell block around gdsub) would
+	 * only make it look less read */
+	gd_drain_read(&s->drain, unread < s->out.total ? s->out.total - unread :
+	    0, on_mark_read, s);
+	if (gd_drain_waiting(&s->drain) == 0) {
+		s->drain_armed = 0;
+		uv_timer_stop(t);
+	}
+}
+
+/* Once a loop turn (the prepare phase): the last block written of each
+ * publisher since, marked at the end of what was written (a block is
+ * taken as read when the turn's output is: late by at most one turn). */
+void sub_out_marks(struct sub *s)
+{
+	size_t i;
+	int any = 0;
+
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		if (pc->mark_seq == 0)
+			continue;
+		if (s->drain_on && gd_drain_mark(&s->drain, s->out.total,
+		    pc->idx, pc->mark_seq) != 0) {
+			gd_warn("out of memory: what the first stage of the "
+			    "pipeline read is no more reported to the "
+			    "publishers");
+			drain_off(s);
+		}
+		pc->mark_seq = 0;
+		any = 1;
+	}
+	if (any && s->drain_on && !s->drain_armed) {
+		s->drain_armed = 1;
+		(void)uv_timer_start(&s->drain_timer, on_drain_tick,
+		    SUB_DRAIN_MS, SUB_DRAIN_MS);
+	}
+}
+
 /* After a batch of blocks: stop the sources while stdout is behind. */
 void sub_out_check(struct sub *s)
 {
@@ -246,6 +325,16 @@ int sub_out_open(struct sub *s)
 	s->out.on_error = on_out_error;
 	s->out.on_drain = on_out_drain;
 	s->out.on_idle = on_out_idle;
+	/* a pipe tells how much of it its reader has read; a file, a
+	 * terminal or a socket does not, and the publishers' windows then
+	 * follow the acknowledgements alone */
+	gd_drain_init(&s->drain);
+	if ((rc = uv_timer_init(&s->loop, &s->drain_timer)) != 0) {
+		gd_err("cannot set up the event loop: %s", uv_strerror(rc));
+		return GD_EX_FAIL;
+	}
+	s->drain_timer.data = s;
+	s->drain_on = s->conf->gd && s->out.fifo;
 	if (s->opt.format == GD_OUT_FRAME) {
 		uint8_t *d = gd_out_reserve(&s->out, GD_STREAM_HDR);
 		if (d == NULL) {
@@ -262,9 +351,19 @@ static void out_closed(uv_handle_t *h)
 	(void)h;
 }
 
+/* The end: no more looks at the pipe. */
+static void drain_close(struct sub *s)
+{
+	s->drain_on = s->drain_armed = 0;
+	if (!uv_is_closing((uv_handle_t *)&s->drain_timer))
+		uv_close((uv_handle_t *)&s->drain_timer, NULL);
+}
+
 /* Readers see EOF once every byte written so far has gone out. */
 void sub_out_close(struct sub *s)
 {
+	if (s->done)
+		drain_close(s);
 	gd_out_close(&s->out, out_closed);
 }
 
@@ -272,6 +371,7 @@ void sub_out_close(struct sub *s)
  * yet is dropped (those blocks are not acknowledged, so resent or NACKed). */
 void sub_out_abort(struct sub *s)
 {
+	drain_close(s);
 	if (!s->out.async)
 		gd_out_flush(&s->out);
 	gd_out_abort(&s->out, out_closed);

@@ -59,6 +59,35 @@
 #                      Extra: pending_min/pending_max over the timed polls.
 #                      (The timed span may include the pipeline's tail of stuck
 #                      blocks still on their way to grep when pending hit STUCK.)
+#   gdkit.sh flow      flow control with stages that drop, hold or slow
+#                      blocks, all with the default window; FLOW names the row
+#                      (name gdkit_flow_FLOW), each a gdpub -n 1 (sed2: -n 2)
+#                      and gdsub | STAGE | gdack:
+#                        filter_1k    5,000 lines, 1 in 1,000 matching, -t 2,
+#                                     grep --line-buffered MATCH: 5 ACK, 4,995 NACK
+#                        drop_all     2,000 lines, -t 2, a grep that matches
+#                                     none: 2,000 NACK
+#                        drop_ahead   1,000 lines that grep -v drops ahead of
+#                                     20,000 it passes, -t 600: seconds until
+#                                     the 20,000 are ACKed (then gdpub stopped)
+#                        filter_100k  1,000,000 lines, 1 in 100,000 matching,
+#                                     the default timeout, --max-pending MAXP
+#                                     (1048576: each dropped line is pending
+#                                     until its timeout; MAXP=65536, gdpub's
+#                                     default, reads 65,536 a timeout)
+#                        pass_1m      1,000,000 lines through grep --line-buffered
+#                                     that passes all: the transfer time of
+#                                     filter_100k's pipeline
+#                        sed2         200,000 lines, -n 2: two sed -u pipelines
+#                                     with four `yes > /dev/null` beside
+#                        sleep_1ms    5,000 lines, a stage that sleeps 1 ms a line
+#                        eager        5,000 lines, cat before a stage of 100 lines/s
+#                        py8k         5,000 lines, a stage reading 8 KiB chunks
+#                                     and writing 200 lines/s
+#                      Seconds from the go to gdpub's exit (drop_ahead: to
+#                      ack == 20,000), at most CAP (default 300) s: a row not
+#                      done by then reports CAP with done=0. Extra: ack nack
+#                      done (the healthy rows must end with nack=0).
 #
 # Env: N SIZE WORK TMO (see peers/lib.sh), GDKIT_BIN (directory of the four
 #      programs, required), SUBS (4), LAT_N (10000), LAT_RATE (1000), STUCK (N),
@@ -77,8 +106,9 @@ fanout) BENCH_NAME=gdkit_fanout${SUBS:-4} ;;
 latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
+flow) BENCH_NAME=gdkit_flow_${FLOW:-filter_1k} ;;
 *)
-    echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending" >&2
+    echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending|flow" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -530,6 +560,63 @@ run_pending() {
     stop_pub "$pub"
 }
 
+# --- flow control: stages that drop, hold or slow blocks -----------------------------
+run_flow() {
+    local flow=${FLOW:-filter_1k} cap=${CAP:-300} lines stage topts=() subs=1 until=''
+    local thr="$HERE/../cli/throttle.py" in="$dir/flow.txt" k
+    [[ "$cap" =~ ^[1-9][0-9]*$ ]] || bench_fail "CAP must be a positive integer (got '$cap')"
+    # gen N EVERY: N lines, "MATCH i" every EVERY-th, "line i" otherwise
+    gen() { LC_ALL=C awk -v n="$1" -v e="$2" 'BEGIN { for (i = 1; i <= n; i++) print (e && i % e == 0 ? "MATCH " : "line ") i }' > "$in"; }
+    case "$flow" in
+    filter_1k) gen 5000 1000; stage=(grep --line-buffered MATCH); topts=(-t 2) ;;
+    drop_all) gen 2000 0; stage=(grep --line-buffered MATCH); topts=(-t 2) ;;
+    drop_ahead)
+        LC_ALL=C awk 'BEGIN { for (i = 1; i <= 21000; i++) print (i <= 1000 ? "STUCK " : "ok ") i }' > "$in"
+        stage=(grep --line-buffered -v STUCK); topts=(-t 600); until='ack>=20000' ;;
+    filter_100k) gen 1000000 100000; stage=(grep --line-buffered MATCH)
+        topts=(--max-pending "${MAXP:-1048576}") ;;
+    pass_1m) gen 1000000 0; stage=(grep --line-buffered -v MATCH) ;;
+    sed2) gen 200000 0; stage=(sed -u s/line/LINE/); subs=2 ;;
+    sleep_1ms) gen 5000 0; stage=(python3 "$thr" 0 --sleep 0.001) ;;
+    eager) gen 5000 0; stage=(sh -c "cat | python3 '$thr' 100") ;;
+    py8k) gen 5000 0; stage=(python3 "$thr" 200 --read 8192) ;;
+    *) bench_fail "FLOW must be filter_1k, drop_all, drop_ahead, filter_100k, pass_1m, sed2, sleep_1ms, eager or py8k (got '$flow')" ;;
+    esac
+    lines=$(wc -l < "$in")
+    start_feeder "$in"
+    "$BIN/gdpub" -c "$dir/pub.ini" -n "$subs" "${topts[@]}" --wait-ready=30 \
+        < "$dir/in.fifo" > "$dir/pub.out" 2> "$dir/pub.err" &
+    local pub=$!
+    bench_track "$pub"
+    for (( k = 1; k <= subs; k++ )); do start_pipeline "$k" "${stage[@]}"; done
+    if [[ "$flow" == sed2 ]]; then
+        for k in 1 2 3 4; do ( trap - EXIT INT TERM; exec yes > /dev/null ) & bench_track "$!"; done
+    fi
+    wait_ready "$pub"
+    local t0 t1 done=1 secs ack nack
+    if [[ -n "$until" ]]; then
+        start_poller --interval 0.1 --timeout "$cap" --pid "$pub" --until "$until"
+        t0=$(bench_now_ns)
+        go
+        wait_exit "$POLLER" $(( cap + 10 )) || true
+        (( WAIT_RC == 0 )) || done=0
+        t1=$(bench_now_ns)
+        stop_pub "$pub"
+    else
+        arm_watchdog "$pub" "$cap"
+        t0=$(bench_now_ns)
+        go
+        wait_exit "$pub" "$cap" || done=0
+        t1=$(bench_now_ns)
+        (( done )) || stop_pub "$pub"
+    fi
+    secs=$(bench_secs "$t0" "$t1")
+    ack=$(grep -c '^ACK ' "$dir/pub.out" || true)
+    nack=$(grep -c '^NACK ' "$dir/pub.out" || true)
+    bench_log "$lines lines, $ack ACK, $nack NACK in $secs s (done=$done): $(tail -n 1 "$dir/pub.err")"
+    report "$secs" "$lines" "ack=$ack" "nack=$nack" "done=$done"
+}
+
 # lib.sh's cleanup waits for every tracked PID: forget those the shell has
 # already reaped (bash would complain that it has no record of them).
 # Only this shell cleans up: a child forked for a background command that is
@@ -556,4 +643,5 @@ fanout) run_throughput "$SUBS" ;;
 latency) run_latency ;;
 memory) run_memory ;;
 pending) run_pending ;;
+flow) run_flow ;;
 esac

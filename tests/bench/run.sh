@@ -42,6 +42,10 @@
 #   gdkit_pending_1000     gdsub | grep -v STUCK | gdack: 1,000 stuck blocks stay
 #                          pending, then N blocks flow: their rate
 #   gdkit_pending_<N>      the same with N stuck blocks pending
+#   gdkit_flow_<F>         flow control with a stage that drops, holds or slows
+#                          blocks (F: filter_1k drop_all drop_ahead filter_100k
+#                          pass_1m sed2 sleep_1ms eager py8k; see gdkit.sh flow):
+#                          seconds until the run ended, ACK and NACK counts
 #   mosquitto_qos1, redis_streams, nats_jetstream   (PEERS=1; install.sh first)
 #   gdkit_mqtt_qos0        (PEERS=1) the armored stream through mosquitto at QoS 0:
 #                          gdpub -o - --armor | mosquitto_pub -l -q 0 ->
@@ -155,6 +159,9 @@ repeat gdkit_latency bash "$g" latency
 repeat gdkit_memory bash "$g" memory
 repeat gdkit_pending_1000 env STUCK=1000 bash "$g" pending
 if (( N > 1000 )); then repeat "gdkit_pending_$N" env STUCK="$N" bash "$g" pending; fi
+for f in filter_1k drop_all drop_ahead filter_100k pass_1m sed2 sleep_1ms eager py8k; do
+    repeat "gdkit_flow_$f" env FLOW=$f bash "$g" flow
+done
 
 if (( PEERS )); then
     say "peers: tests/bench/peers/install.sh (log: $WORK/logs/install.log)"

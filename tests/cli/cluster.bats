@@ -125,6 +125,8 @@ words() {
 	[ "${#lines[@]}" -eq 3 ]
 	run gdinspect -p "$p2" --json stats
 	assert_output --regexp '"held":3,"held_max":65536,"preacks_kept":0,"preacks_max":1048576,'
+	# every column its own field (gdinspect split the first 32 only)
+	assert_output --regexp '"forwarded":0,"preacks_expired":0,"preacks_evicted":0\}$'
 }
 
 @test "a cluster needs the producer's IDs: without -I or -f frame gdpub refuses to start; a line without an ID is REJECTed" {

@@ -16,7 +16,7 @@ staged() {
 
 # throttled NAME PORT RATE: spawn gdsub | throttle.py RATE | gdack
 throttled() {
-	staged "$1" "$2" "python $BATS_TEST_DIRNAME/throttle.py $3"
+	staged "$1" "$2" "$(python_bin) $BATS_TEST_DIRNAME/throttle.py $3"
 }
 
 @test "defaults: 20,000 blocks through a pipeline throttled to 2,000 blocks/s are all ACKed" {
@@ -97,7 +97,140 @@ throttled() {
 	[ "$(grep -c '^ACK [0-9]*0$' <<<"$output")" -eq 200 ]
 	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
 	[[ "$stderr" =~ ^"gdpub: warning: 2000 blocks in "[0-9]+\.[0-9]" s: 200 ACK, 1800 NACK, 0 REJECT; NACKed most because the pipelines passed them over " ]]
-	[[ "$stderr" == *": 1800 passed over, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise" ]]
+	[[ "$stderr" == *": 1800 passed over, 0 dropped or held by a stage, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise" ]]
+}
+
+# A filter that rarely matches: its first stage reads every block and
+# nothing comes back, so the window grows by probing instead of waiting
+# for ACKs that a dropped block never gets (before: 129 of 5,000 resolved
+# in 130 s, one block a second once the expiries had cut the window to 1).
+@test "a filter at 1 in 1,000 of 5,000 lines, -t 2: every block resolved within 20 s, 5 ACK and 4,995 NACK" {
+	awk 'BEGIN { for (i = 1; i <= 5000; i++) print (i % 1000 == 0 ? "MATCH " : "line ") i }' > in.txt
+	t0=$SECONDS
+	pub_bg --separate-stderr timeout 120 gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=10 < in.txt
+	staged f "$port" "grep --line-buffered MATCH"
+	pub_wait
+	elapsed=$((SECONDS - t0))
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 5 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 4995 ]
+	[ "$(grep -c '^ACK [0-9]*000$' <<<"$output")" -eq 5 ]
+	echo "elapsed $elapsed s" >&3
+	[ "$elapsed" -le 20 ]
+	# most were passed over (a later block ACKed); the first ones may
+	# expire before the ACK that passes them: read and held by grep
+	[[ "$stderr" =~ ": 5 ACK, 4995 NACK, 0 REJECT; NACKed most because the pipelines passed them over ".*": "([0-9]+)" passed over, "([0-9]+)" dropped or held by a stage, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise"$ ]]
+	[ $((BASH_REMATCH[1] + BASH_REMATCH[2])) -eq 4995 ]
+}
+
+# A stage that drops every block: nothing is ever ACKed, grep reads all
+# (before: one window per timeout, 129 of 2,000 in 130 s).
+@test "a filter that drops everything, 2,000 lines, -t 2: all NACKed within 20 s, each 'dropped or held by a stage'" {
+	seq 1 2000 > in.txt
+	t0=$SECONDS
+	pub_bg --separate-stderr timeout 120 gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=10 < in.txt
+	staged d "$port" "grep --line-buffered NEVER"
+	pub_wait
+	elapsed=$((SECONDS - t0))
+	[ "$status" -eq 1 ]
+	[ "$(grep -c '^NACK ' <<<"$output")" -eq 2000 ]
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 0 ]
+	echo "elapsed $elapsed s" >&3
+	[ "$elapsed" -le 20 ]
+	[ "$(grep -c . <<<"$stderr")" -eq 1 ]
+	[[ "$stderr" =~ ^"gdpub: warning: 2000 blocks in "[0-9]+\.[0-9]" s: 0 ACK, 2000 NACK, 0 REJECT; NACKed most because a stage dropped them or holds them (the first stage read them and nothing came back; a stage must write a line for each line it reads, see gdpub(1) FLOW CONTROL): 0 passed over, 2000 dropped or held by a stage, 0 with subscribers missing, 0 late (GDpub_timeout=2s), 0 otherwise"$ ]]
+}
+
+# Blocks a stage drops ahead of many it passes, with a long timeout: the
+# window grows past the dropped ones instead of holding them until they
+# expire (before: none of the passed ones ACKed in 130 s).
+@test "1,000 dropped blocks ahead of 20,000 passed ones, GDpub_timeout=600: the 20,000 ACKed within 60 s" {
+	awk 'BEGIN { for (i = 1; i <= 21000; i++) print (i <= 1000 ? "STUCK " : "ok ") i }' > in.txt
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_timeout=600\n' > p.ini
+	t0=$SECONDS
+	pub_bg --separate-stderr gdpub -c p.ini --port-file pub.port --wait-ready=10 < in.txt
+	staged s "$port" "grep --line-buffered -v STUCK"
+	wait_until 90 bash -c "[ \$(grep -c '^ACK ' pub.run.out) -eq 20000 ]"
+	elapsed=$((SECONDS - t0))
+	echo "elapsed $elapsed s" >&3
+	[ "$elapsed" -le 60 ]
+	[ "$(grep -c '^NACK ' pub.run.out)" -eq 0 ]
+	run timeout 10 gdinspect -p "$port" --json stats
+	assert_success
+	assert_output --partial '"pending":1000,'
+	assert_output --partial '"passed_over":1000,'
+}
+
+# Slow healthy pipelines are not sent more than they acknowledge in time:
+# an eager first stage (cat) drains gdsub's pipe but ACKs keep coming,
+# late, and the delay rule bounds the window as before; a stage reading
+# 8 KiB at a time likewise.
+@test "cat before a stage of 100 lines/s, 1,500 blocks (1.5 timeouts), defaults: every block ACKed" {
+	seq 1 1500 > in.txt
+	pub_bg --separate-stderr timeout 120 gdpub -p 0 --port-file pub.port -n 1 --wait-ready=10 < in.txt
+	staged e "$port" "cat | $(python_bin) $BATS_TEST_DIRNAME/throttle.py 100"
+	pub_wait
+	assert_success
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1500 ]
+	[ -z "$stderr" ]
+}
+
+@test "a stage reading 8 KiB chunks and writing 200 lines/s, 1,500 blocks, -t 2: every block ACKed" {
+	seq 1 1500 > in.txt
+	pub_bg --separate-stderr timeout 120 gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=10 < in.txt
+	staged c "$port" "$(python_bin) $BATS_TEST_DIRNAME/throttle.py 200 --read 8192"
+	pub_wait
+	assert_success
+	[ "$(grep -c '^ACK ' <<<"$output")" -eq 1500 ]
+	[ -z "$stderr" ]
+}
+
+# The summary's causes: a block sent while fewer than numSubs GD
+# subscribers were connected is theirs, even when all of them are there
+# at its deadline (before: counted late).
+@test "blocks sent before the second of numSubs=2 connected: NACKed 'with subscribers missing', not late" {
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 2 -t 3 < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	port=$(port_of pub.port)
+	sub_conf a.ini "$port" GDsub_name=a
+	sub_conf b.ini "$port" GDsub_name=b
+	ack_pipeline a 7>&-
+	wait_until 20 bash -c "gdinspect -p $port --json stats | grep -q '\"connections\":[1-9]'"
+	wait_until 20 bash -c "gdinspect -p $port subs | grep -q '^a '"
+	seq 1 5 >&7
+	wait_until 20 has_lines a.out 5
+	ack_pipeline b 7>&-
+	wait_until 20 bash -c "gdinspect -p $port subs | grep -q '^b '"
+	seq 6 10 >&7
+	wait_until 20 has_lines b.out 5
+	feed_close
+	wait_until 30 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 1
+	assert_equal "$(grep -c '^ACK ' st)" 5
+	assert_equal "$(grep -c '^NACK ' st)" 5
+	run cat pub.err
+	assert_output --partial ": 5 ACK, 5 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected when they were sent: 0 passed over, 0 dropped or held by a stage, 5 with subscribers missing, 0 late (GDpub_timeout=3s), 0 otherwise"
+}
+
+# A gdpub restarted on its journal while its pipeline was down sends the
+# pending blocks again to nobody; the pipeline that connects afterwards
+# never had them (before: NACKed late, as if it had been too slow).
+@test "a restarted gdpub whose pipeline was down: the blocks it sent again before the pipeline connected are NACKed 'with subscribers missing', not late" {
+	hold_port port
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --journal j.gdj < <(seq 1 3; sleep 60) > st1 2> p1.err"
+	pid=$SPAWNED
+	[ "$(port_of pub.port)" = "$port" ]
+	wait_until 10 bash -c "gdinspect journal j.gdj 2>/dev/null | grep -q '; 3 pending$'"
+	kill -KILL "$pid"
+	pub_bg --separate-stderr gdpub -p "$port" --port-file pub.port -n 1 -t 5 --journal j.gdj < /dev/null
+	wait_until 10 grep -q 'sending them again first' pub.run.err
+	sub_conf s.ini "$port" GDsub_name=s
+	ack_pipeline s
+	wait_until 20 bash -c "gdinspect -p $port subs | grep -q '^s '"
+	pub_wait 30
+	[ "$status" -eq 1 ]
+	assert_equal "$output" "$(printf 'READY\nNACK 1\nNACK 2\nNACK 3')"
+	[[ "$(tail -n 1 <<<"$stderr")" =~ ^"gdpub: warning: 3 blocks (3 from the journal) in "[0-9.]+" s: 0 ACK, 3 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected when they were sent: 0 passed over, 0 dropped or held by a stage, 3 with subscribers missing, 0 late (GDpub_timeout=5s), 0 otherwise"$ ]]
 }
 
 # Nobody owes a block while no GD subscriber is connected: input is read
@@ -111,7 +244,7 @@ throttled() {
 	run --separate-stderr timeout 60 bash -c "seq 1 1000 | gdpub -p 0 --port-file run.port -n 1 -t 0.5"
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^NACK ' <<<"$output")" -eq 1000 ]
-	[[ "$stderr" == *" s: 0 ACK, 1000 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected: 0 passed over, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
+	[[ "$stderr" == *" s: 0 ACK, 1000 NACK, 0 REJECT; NACKed most because fewer than numSubs GD subscribers were connected when they were sent: 0 passed over, 0 dropped or held by a stage, 1000 with subscribers missing, 0 late (GDpub_timeout=0.5s), 0 otherwise" ]]
 	[[ "$stderr" == *"gdpub: warning: 1000 blocks in "* ]]
 	# gdinspect stats: owed by nobody, outside the window
 	feed_open in.fifo
@@ -135,7 +268,7 @@ throttled() {
 @test "stuck blocks beside flowing ones: the flowing ones are all ACKed before the stuck ones expire" {
 	awk 'BEGIN { for (i = 1; i <= 21000; i++) print (i % 3 == 0 ? "STUCK " : "ok ") i }' > in.txt
 	pub_bg --separate-stderr timeout 180 gdpub -p 0 --port-file pub.port -n 1 -t 20 --wait-ready=10 < in.txt
-	staged s "$port" "grep --line-buffered -v STUCK | python $BATS_TEST_DIRNAME/throttle.py 1000"
+	staged s "$port" "grep --line-buffered -v STUCK | $(python_bin) $BATS_TEST_DIRNAME/throttle.py 1000"
 	pub_wait
 	[ "$status" -eq 1 ]
 	[ "$(grep -c '^ACK ' <<<"$output")" -eq 14000 ]

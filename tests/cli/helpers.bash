@@ -40,11 +40,16 @@ teardown() {
 }
 
 # python: the real interpreter, found once per run (a pyenv shim in front
-# of python3 takes a second to start)
-python() {
+# of python3 takes a second to start, two on a busy machine); python_bin
+# prints its path, for the command lines of spawn (a new bash, which has
+# not this function)
+python_bin() {
 	local cache="${BATS_RUN_TMPDIR:-/tmp}/gdkit-python"
 	[ -s "$cache" ] || python3 -c 'import sys; print(sys.executable)' > "$cache"
-	"$(cat "$cache")" "$@"
+	cat "$cache"
+}
+python() {
+	"$(python_bin)" "$@"
 }
 
 # hold_port VAR: set VAR to a TCP port of 127.0.0.1 that the kernel chose

@@ -213,8 +213,8 @@ for f in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us"):
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini stats
 	assert_success
-	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE +TLS_REFUSED$'
-	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0 +0\$"
+	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE +TLS_REFUSED +NACK_HELD +ACK_RATE$'
+	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0 +0 +0 +[0-9.]+\$"
 	timeout 20 gdack -c s.ini < s.out
 	wait_until 10 has_lines pub.out 3	# READY, ACK 1, ACK 2
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
@@ -477,7 +477,7 @@ data = open(sys.argv[1], "rb").read().decode()
 assert data.endswith("\r\x1b[K"), repr(data[-80:])
 parts = [p for p in data.split("\r\x1b[K") if p]
 for p in parts:
-    assert re.fullmatch(r"gdpub: \d+ read, \d+ ACK, \d+ NACK, \d+ pending, \d+ blocks/s", p), repr(p)
+    assert re.fullmatch(r"gdpub: \d+ read, \d+ ACK, \d+ NACK, \d+ pending, \d+ read/s, \d+ ACK/s", p), repr(p)
 print(len(parts))
 ' "$1"
 }
@@ -488,7 +488,7 @@ print(len(parts))
 	spawn "gdpub -p 0 --port-file pub.port -q --progress < in.fifo > pub.out 2> pub.err; echo \$? > pub.rc" 7>&-
 	port=$(port_of pub.port)
 	printf '%s\n' 1 2 3 >&7
-	wait_until 10 has_line pub.err 'gdpub: 3 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ blocks/s'
+	wait_until 10 has_line pub.err 'gdpub: 3 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ read/s, [0-9]+ ACK/s'
 	wait_until 10 jcheck --ctl "$(pub_sock "$port")" stats -- 'rows[0]["uptime"] > 1.2'
 	feed_close
 	wait_until 10 test -s pub.rc
@@ -515,7 +515,7 @@ print(len(parts))
 	python -c '
 import re, sys
 lines = open("pub.err").read().splitlines()
-pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ blocks/s")
+pat = re.compile(r"gdpub: progress: (\d+\.\d) s, (\d+) read, (\d+) ACK, (\d+) NACK, (\d+) REJECT, (\d+) pending, \d+ read/s, \d+ ACK/s")
 ts = []
 for l in lines:
     m = pat.fullmatch(l)
@@ -528,6 +528,27 @@ assert "3 read" in lines[-1], lines
 '
 	expect_usage gdpub "invalid value '0.1' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=0.1
 	expect_usage gdpub "invalid value 'x' for --progress: expected seconds from 0.25" -- gdpub -p 1 --progress=x
+}
+
+# The ACK rate beside the read rate (issue 32): with all the input read
+# and the window full, the one rate it showed (blocks published per
+# second) read 0 while the ACKs flowed.
+@test "gdpub --progress=SECONDS shows ACK/s: ACKs flowing while nothing more is read" {
+	seq 1 2000 > in.txt
+	pub_bg --separate-stderr timeout 60 gdpub -p 0 --port-file pub.port -n 1 --window 2000 --progress=0.25 --wait-ready=10 < in.txt
+	spawn "gdsub -P 127.0.0.1:$port --name s --retry-interval 0.05 --max-retries 200 2> s.err |
+		$(python_bin) $BATS_TEST_DIRNAME/throttle.py 400 |
+		gdack -P 127.0.0.1:$port --name s > /dev/null 2> a.err"
+	pub_wait
+	assert_success
+	# a line after the input was all read (2000 read, 0 read/s), while
+	# the 2,000 were still being ACKed at 400/s
+	python -c '
+import re, sys
+pat = re.compile(r"gdpub: progress: [\d.]+ s, 2000 read, (\d+) ACK, 0 NACK, 0 REJECT, (\d+) pending, 0 read/s, (\d+) ACK/s")
+seen = [m for m in map(pat.fullmatch, sys.stdin.read().splitlines()) if m]
+assert any(0 < int(m.group(1)) < 2000 and int(m.group(3)) >= 100 for m in seen), seen
+' <<<"$stderr"
 }
 
 # ontty.py OUT CMD: run the shell command CMD with its stderr on a new
@@ -571,12 +592,12 @@ EOF
 		wait_until 10 test -s pub.rc
 		assert_equal "$(cat pub.rc)" 0
 		if [ "$mode" = tty ]; then
-			has_line pub.err 'gdpub: 2 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ blocks/s'
+			has_line pub.err 'gdpub: 2 read, 0 ACK, 0 NACK, 0 pending, [0-9]+ read/s, [0-9]+ ACK/s'
 			# erased at exit: the terminal is left with the warning alone
 			# (the pty ends lines with \r\n; $(...) drops the \n)
 			[[ "$(cat pub.err)" == *$'\r\e[Kgdpub: warning: 2 of 2 blocks were published while no subscriber was connected\r' ]]
 		else
-			if grep -q $'blocks/s\|\r\e' pub.err; then
+			if grep -q $'ACK/s\|\r\e' pub.err; then
 				echo "$mode: a status line on stderr"; return 1
 			fi
 		fi

@@ -2,8 +2,8 @@
  * come off a TCP connection, in pieces, through the receive buffer both
  * ends use. The first 4 bytes are the reader's max_block. Every frame
  * accepted is decoded as what its type says (block, hello, welcome, ack
- * pairs, pre-ack ids) and the control frames encoded again must decode the
- * same. */
+ * pairs, pre-ack ids, a consumption report) and the control frames
+ * encoded again must decode the same. */
 #include "fuzz.h"
 #include "wire.h"
 
@@ -62,6 +62,12 @@ static void check_frame(const struct gd_frame *f, uint32_t max_block)
 			abort();
 		for (i = 0; i < f->len / GD_PREACK_SIZE; i++)
 			sum += gd_get64(f->body + (size_t)i * GD_PREACK_SIZE);
+		(void)sum;
+		break;
+	case GD_F_CONSUMED:	/* one u64: the last block the stage read */
+		if (f->len != 8)
+			abort();
+		sum += gd_get64(f->body);
 		(void)sum;
 		break;
 	default:

@@ -181,7 +181,7 @@ TEST(window_holds_input)
 	/* ACKs arriving fast grow it */
 	for (i = 1; i <= 64; i++)
 		gd_deliver_ack(&d, 0, i, i, 20 * MS);
-	gd_deliver_acks_done(&d, 64, 20 * MS);
+	gd_deliver_acks_done(&d, 20 * MS);
 	ASSERT(!gd_deliver_full(&d));
 	ASSERT_EQ(gd_window_size(&d.win), 2 * GD_WINDOW_INIT);
 	ASSERT_EQ(gd_deliver_publish(&d, 1000, 1, 0, 0, 1, 0, &seq), GD_DV_OK);
@@ -205,7 +205,7 @@ TEST(passed_over_blocks_leave_the_window)
 	/* the pipeline let through 10, 20, ..., 60 only */
 	for (i = 10; i <= 60; i += 10)
 		ASSERT_EQ(gd_deliver_ack(&d, 0, i, i, 1 * MS), 1);
-	gd_deliver_acks_done(&d, GD_WINDOW_INIT, 1 * MS);
+	gd_deliver_acks_done(&d, 1 * MS);
 	ASSERT_EQ(d.pend.npassed, 54);	/* 1..59 less the 5 ACKed */
 	ASSERT_EQ(gd_deliver_inflight(&d), 4);	/* 61..64 */
 	ASSERT(!gd_deliver_full(&d));
@@ -247,6 +247,105 @@ TEST(absent_subscribers_do_not_hold_the_window)
 	gd_deliver_free(&d);
 }
 
+/* A block sent while fewer than numSubs were connected is NACKed for a
+ * subscriber missing even when they are all there at its deadline (a
+ * restarted gdpub whose pipeline was down), and its expiry does not
+ * shrink the window; so is one sent before a reconnect. */
+TEST(missing_when_sent_counts_as_missing)
+{
+	struct gd_deliver d;
+	uint32_t w;
+
+	fresh(&d, 2, 0);
+	pub(&d, 1, 0);
+	gd_deliver_slot_up(&d, 0, 0);
+	pub(&d, 2, 0);
+	gd_deliver_slot_up(&d, 1, 0);	/* all there from here on */
+	pub(&d, 3, 0);
+	w = gd_window_size(&d.win);
+	gd_deliver_expire(&d, 10 * S);
+	ASSERT_U64(d.n_nack_absent, 2);
+	ASSERT_U64(d.n_nack_slow, 1);
+	ASSERT_EQ(gd_window_size(&d.win), w / 2);
+	/* slot 1 reconnects: what was sent before it is owed by a missing one */
+	pub(&d, 4, 11 * S);
+	gd_deliver_slot_down(&d, 1);
+	gd_deliver_slot_up(&d, 1, 0);
+	pub(&d, 5, 11 * S);
+	gd_deliver_expire(&d, 21 * S);
+	ASSERT_U64(d.n_nack_absent, 3);
+	ASSERT_U64(d.n_nack_slow, 2);
+	gd_deliver_free(&d);
+}
+
+/* A block the first stage read (gdsub's report) and nothing came back
+ * for: "dropped or held by a stage", no cut; one it had not read, or
+ * read while ACKs of earlier blocks kept coming, is late. */
+TEST(read_by_the_stage_and_never_acked_is_held)
+{
+	struct gd_deliver d;
+	uint32_t w;
+
+	fresh(&d, 1, 0);
+	gd_deliver_slot_up(&d, 0, 0);
+	pub(&d, 1, 100 * S);
+	pub(&d, 2, 100 * S);
+	pub(&d, 3, 100 * S);
+	gd_deliver_consumed(&d, 0, 2, 100 * S + 10 * MS);
+	w = gd_window_size(&d.win);
+	gd_deliver_expire(&d, 110 * S);
+	ASSERT_U64(d.n_nack_held, 2);
+	ASSERT_U64(d.n_nack_slow, 1);
+	ASSERT_EQ(gd_window_size(&d.win), w / 2);	/* block 3's wave */
+	ASSERT(d.win.held);
+	/* ACKs keep coming while it waits: a slow pipeline, late */
+	pub(&d, 4, 111 * S);
+	pub(&d, 5, 111 * S);
+	gd_deliver_consumed(&d, 0, 5, 111 * S + 10 * MS);
+	ASSERT_EQ(gd_deliver_ack(&d, 0, 4, 4, 119 * S), 1);
+	gd_deliver_acks_done(&d, 119 * S);
+	ASSERT(!d.win.held);
+	gd_deliver_expire(&d, 121 * S);
+	ASSERT_U64(d.n_nack_held, 2);
+	ASSERT_U64(d.n_nack_slow, 2);
+	/* a report from a slot that is gone, or from a new connection of it
+	 * before it says anything, counts for nothing */
+	gd_deliver_slot_down(&d, 0);
+	gd_deliver_consumed(&d, 0, 100, 122 * S);
+	ASSERT_EQ(d.reports, 0);
+	gd_deliver_slot_up(&d, 0, 0);
+	ASSERT_EQ(d.reports, 0);
+	ASSERT_U64(d.cons[0], 0);
+	gd_deliver_free(&d);
+}
+
+/* Stages that read everything and acknowledge nothing: the window grows
+ * by probing (a quarter of the timeout, at most every 2 s), with the
+ * tick or a report. */
+TEST(window_probes_while_stages_read_everything)
+{
+	struct gd_deliver d;
+	uint64_t i, t = 100 * S;
+
+	fresh(&d, 1, 0);
+	gd_deliver_slot_up(&d, 0, 0);
+	for (i = 1; !gd_deliver_full(&d); i++)
+		pub(&d, i, t);
+	gd_deliver_consumed(&d, 0, i - 1, t + 10 * MS);
+	gd_deliver_tick(&d, t + 1900 * MS);
+	ASSERT_EQ(gd_window_size(&d.win), GD_WINDOW_INIT);
+	gd_deliver_tick(&d, t + 2 * S);
+	ASSERT_EQ(gd_window_size(&d.win), 2 * GD_WINDOW_INIT);
+	/* not read yet: no probe */
+	for (; !gd_deliver_full(&d); i++)
+		pub(&d, i, t + 2500 * MS);
+	gd_deliver_tick(&d, t + 6 * S);
+	ASSERT_EQ(gd_window_size(&d.win), 2 * GD_WINDOW_INIT);
+	gd_deliver_consumed(&d, 0, i - 1, t + 6 * S);
+	ASSERT_EQ(gd_window_size(&d.win), 4 * GD_WINDOW_INIT);
+	gd_deliver_free(&d);
+}
+
 /* A fixed window (GDpub_window=N) never moves. */
 TEST(fixed_window)
 {
@@ -261,7 +360,7 @@ TEST(fixed_window)
 	ASSERT_EQ(d.pend.count, 500);
 	for (i = 1; i <= 500; i++)
 		gd_deliver_ack(&d, 0, i, i, 20 * MS);
-	gd_deliver_acks_done(&d, 500, 20 * MS);
+	gd_deliver_acks_done(&d, 20 * MS);
 	ASSERT_EQ(gd_window_size(&d.win), 500);
 	for (i = 1000; !gd_deliver_full(&d); i++)
 		pub(&d, i, 30 * MS);
@@ -411,6 +510,9 @@ int main(void)
 	RUN(window_holds_input);
 	RUN(passed_over_blocks_leave_the_window);
 	RUN(absent_subscribers_do_not_hold_the_window);
+	RUN(missing_when_sent_counts_as_missing);
+	RUN(read_by_the_stage_and_never_acked_is_held);
+	RUN(window_probes_while_stages_read_everything);
 	RUN(fixed_window);
 	RUN(nack_all);
 	RUN(slots_admission);

@@ -13,6 +13,14 @@
 #define MS 1000000ull
 #define S 1000000000ull
 
+/* n first copies acknowledged at now, inflight in flight before them */
+static void acked(struct gd_window *w, uint64_t now, uint32_t n,
+    uint32_t inflight, uint64_t delay_ns)
+{
+	struct gd_window_acks a = { n, 0, inflight, n, delay_ns };
+	gd_window_acked(w, now, &a);
+}
+
 TEST(starts_small_and_capped)
 {
 	struct gd_window w;
@@ -31,26 +39,26 @@ TEST(round_rules)
 
 	gd_window_init(&w, 8 * S, 1000000, 0, 0);	/* target 1 s */
 	/* fewer than 32 ACKs and under a quarter timeout: round goes on */
-	gd_window_acked(&w, 20 * MS, 10, 64, 0);
+	acked(&w, 20 * MS, 10, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
 	/* 64 ACKs in 20 ms = 3200/s; x 1 s = 3200, but at most doubled */
-	gd_window_acked(&w, 20 * MS, 54, 64, 0);
+	acked(&w, 20 * MS, 54, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
 	/* 40 ACKs in 100 ms = 400/s: 400 wanted, window 128 -> 256 */
-	gd_window_acked(&w, 120 * MS, 40, 128, 0);
+	acked(&w, 120 * MS, 40, 128, 0);
 	ASSERT_EQ(gd_window_size(&w), 256);
 	/* 40 ACKs in 1 s: 40/s, 40 wanted: at most halved, 128 */
-	gd_window_acked(&w, 1120 * MS, 40, 256, 0);
+	acked(&w, 1120 * MS, 40, 256, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_acked(&w, 2120 * MS, 40, 256, 0);
+	acked(&w, 2120 * MS, 40, 256, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
-	gd_window_acked(&w, 3120 * MS, 40, 40, 0);
+	acked(&w, 3120 * MS, 40, 40, 0);
 	ASSERT_EQ(gd_window_size(&w), 40);
 	/* the window was not the limit (at most 10 in flight): no growth */
-	gd_window_acked(&w, 3220 * MS, 400, 10, 0);
+	acked(&w, 3220 * MS, 400, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 40);
 	/* but a slow round still shrinks it */
-	gd_window_acked(&w, 4220 * MS, 10, 10, 0);
+	acked(&w, 4220 * MS, 10, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 20);
 }
 
@@ -61,14 +69,14 @@ TEST(round_ended_by_check)
 	struct gd_window w;
 
 	gd_window_init(&w, 600 * S, 65536, 0, 0);
-	gd_window_acked(&w, 1 * MS, 20, 64, 0);
+	acked(&w, 1 * MS, 20, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
-	gd_window_check(&w, 5 * MS, 0, 64);	/* under 10 ms: not yet */
+	gd_window_check(&w, 5 * MS, 0, 64, 0);	/* under 10 ms: not yet */
 	ASSERT_EQ(gd_window_size(&w), 64);
-	gd_window_check(&w, 250 * MS, 0, 64);
+	gd_window_check(&w, 250 * MS, 0, 64, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
 	/* no ACK since: nothing to measure */
-	gd_window_check(&w, 500 * MS, 0, 128);
+	gd_window_check(&w, 500 * MS, 0, 128, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
 }
 
@@ -85,19 +93,125 @@ TEST(expiry_and_stall_halve)
 	gd_window_expired(&w, 100 * S + 20 * MS);
 	ASSERT_EQ(gd_window_size(&w), 256);
 	/* nothing pending, or the oldest younger than a quarter timeout */
-	gd_window_check(&w, 200 * S, 0, 0);
-	gd_window_check(&w, 200 * S, 198 * S, 10);
+	gd_window_check(&w, 200 * S, 0, 0, 0);
+	gd_window_check(&w, 200 * S, 198 * S, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 256);
 	/* older: halved, then not again within an eighth of the timeout */
-	gd_window_check(&w, 200 * S, 197 * S, 10);
+	gd_window_check(&w, 200 * S, 197 * S, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_check(&w, 201 * S, 197 * S, 10);
+	gd_window_check(&w, 201 * S, 197 * S, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 128);
-	gd_window_check(&w, 201 * S + 300 * MS, 197 * S, 10);
+	gd_window_check(&w, 201 * S + 300 * MS, 197 * S, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 64);
 	for (int i = 0; i < 20; i++)
-		gd_window_check(&w, (202 + 2 * (uint64_t)i) * S, 197 * S, 10);
+		gd_window_check(&w, (202 + 2 * (uint64_t)i) * S, 197 * S, 10, 0);
 	ASSERT_EQ(gd_window_size(&w), 1);
+}
+
+/* The stages read everything sent and nothing is acknowledged: the full
+ * window doubles every probe interval of that silence (a quarter of the
+ * timeout, at most 2 s), never when it is not full, and the first ACK
+ * ends it. */
+TEST(probes_while_stages_drain_in_silence)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 2 * S, 65536, 0, 100 * S);	/* interval 0.5 s */
+	/* the oldest block in flight was sent at 100 s */
+	ASSERT_EQ(gd_window_probe(&w, 100 * S + 400 * MS, 100 * S, 64), 0);
+	ASSERT_EQ(gd_window_probe(&w, 100 * S + 500 * MS, 100 * S, 63), 0);
+	ASSERT_EQ(gd_window_size(&w), 64);		/* not full */
+	ASSERT_EQ(gd_window_probe(&w, 100 * S + 500 * MS, 100 * S, 64), 1);
+	ASSERT_EQ(gd_window_size(&w), 128);
+	/* the next one a whole interval later */
+	ASSERT_EQ(gd_window_probe(&w, 100 * S + 900 * MS, 100 * S, 128), 0);
+	ASSERT_EQ(gd_window_probe(&w, 101 * S, 100 * S, 128), 1);
+	ASSERT_EQ(gd_window_size(&w), 256);
+	/* an ACK: the silence starts again from it */
+	acked(&w, 101 * S + 100 * MS, 1, 256, 1 * MS);
+	ASSERT_EQ(gd_window_probe(&w, 101 * S + 500 * MS, 100 * S, 256), 0);
+	ASSERT_EQ(gd_window_probe(&w, 101 * S + 600 * MS, 100 * S, 256), 1);
+	/* the interval is at most 2 s, whatever the timeout */
+	gd_window_init(&w, 600 * S, 65536, 0, 0);
+	ASSERT_EQ(gd_window_probe(&w, 11 * S + 900 * MS, 10 * S, 64), 0);
+	ASSERT_EQ(gd_window_probe(&w, 12 * S, 10 * S, 64), 1);
+	/* up to max; a fixed window never moves */
+	gd_window_init(&w, 2 * S, 100, 0, 0);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S, 1 * S, 64), 1);
+	ASSERT_EQ(gd_window_size(&w), 100);
+	ASSERT_EQ(gd_window_probe(&w, 20 * S, 1 * S, 100), 0);
+	gd_window_init(&w, 2 * S, 65536, 7, 0);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S, 1 * S, 7), 0);
+	ASSERT_EQ(gd_window_size(&w), 7);
+}
+
+/* Once a block the stages read expired with no ACK (held), the window
+ * doubles every round the stages read all of it, until an ACK. */
+TEST(held_probes_every_round)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 10 * S, 1 << 20, 0, 0);
+	gd_window_held(&w, 10 * S);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S, 1 * S, 64), 1);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S + 5 * MS, 1 * S, 128), 0);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S + 10 * MS, 1 * S, 128), 1);
+	ASSERT_EQ(gd_window_size(&w), 256);
+	acked(&w, 10 * S + 20 * MS, 1, 256, 1 * MS);
+	ASSERT_EQ(w.held, 0);
+	ASSERT_EQ(gd_window_probe(&w, 10 * S + 40 * MS, 1 * S, 256), 0);
+	/* an expiry that is held does not cut */
+	ASSERT_EQ(gd_window_size(&w), 256);
+}
+
+/* An ACK after probing that shows delay cuts the window to what the
+ * measured rate allows, at once. */
+TEST(late_ack_after_probing_cuts_at_once)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 10 * S, 65536, 0, 0);
+	w.w = 4096;
+	w.r_start = 5 * S;
+	/* 40 blocks in 1 s, the first waited 4 s: 40/s x 1.25 s = 50 */
+	acked(&w, 6 * S, 40, 4096, 4 * S);
+	ASSERT_EQ(gd_window_size(&w), 50);
+}
+
+/* An ACK batch that passed over N blocks keeps the window at 2N, unless
+ * its blocks were late; the blocks passed count in the rate. */
+TEST(passed_over_run_keeps_the_window)
+{
+	struct gd_window w;
+	struct gd_window_acks a = { 1000, 999, 1024, 1, 2 * MS };
+
+	gd_window_init(&w, 2 * S, 65536, 0, 0);
+	w.w = 1024;
+	/* one ACK passing 999 in a round of 1 s: rate 1000/s x 0.25 s =
+	 * 250, at most halved (512), but 2 x 999 kept */
+	gd_window_acked(&w, 1 * S, &a);
+	ASSERT_EQ(gd_window_size(&w), 1998);
+	/* late: the rate decides, 1000/s x 0.25 */
+	w.w = 1024;
+	a.delay_ns = 1 * S;
+	gd_window_acked(&w, 2 * S, &a);
+	ASSERT_EQ(gd_window_size(&w), 250);
+}
+
+/* The stall check leaves alone an oldest block the stages read while
+ * nothing at all is acknowledged; with ACKs coming it halves as before. */
+TEST(stall_check_spares_read_blocks_in_silence)
+{
+	struct gd_window w;
+
+	gd_window_init(&w, 10 * S, 1024, 0, 0);
+	w.w = 1024;
+	gd_window_check(&w, 200 * S, 197 * S, 10, 1);
+	ASSERT_EQ(gd_window_size(&w), 1024);
+	acked(&w, 199 * S + 500 * MS, 1, 10, 1 * MS);
+	w.w = 1024;
+	gd_window_check(&w, 200 * S, 197 * S, 10, 1);
+	ASSERT_EQ(gd_window_size(&w), 512);
 }
 
 /* ---- simulation ---- */
@@ -149,10 +263,10 @@ static void simulate(struct sim *r, uint64_t n, uint64_t timeout_ns,
 			r->acked++;
 			k++;
 		}
-		gd_window_acked(&w, t, k, before, delay);
+		acked(&w, t, k, before, delay);
 		if (t >= tick) {	/* gdpub checks 4 times a second */
 			gd_window_check(&w, t, r->acked < r->sent ?
-			    sent_t[r->acked] : 0, (uint32_t)(r->sent - r->acked));
+			    sent_t[r->acked] : 0, (uint32_t)(r->sent - r->acked), 0);
 			tick = t + 250 * MS;
 		}
 	}
@@ -244,6 +358,11 @@ int main(void)
 	RUN(round_rules);
 	RUN(round_ended_by_check);
 	RUN(expiry_and_stall_halve);
+	RUN(probes_while_stages_drain_in_silence);
+	RUN(held_probes_every_round);
+	RUN(late_ack_after_probing_cuts_at_once);
+	RUN(passed_over_run_keeps_the_window);
+	RUN(stall_check_spares_read_blocks_in_silence);
 	RUN(pipeline_2000_per_s);
 	RUN(pipeline_200_per_s_timeout_2);
 	RUN(pipeline_7500_per_s);

@@ -381,6 +381,12 @@ TEST(u64_and_empty_frames)
 	ASSERT_U64(gd_get64(f.body), 0xdeadbeefcafef00dull);
 	ASSERT(all_prefixes_need_more(buf, n, 0));
 
+	/* the first stage's consumption report: one u64 */
+	n = gd_wire_u64(buf, GD_F_CONSUMED, 77);
+	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), 1);
+	ASSERT_EQ(f.type, GD_F_CONSUMED);
+	ASSERT_U64(gd_get64(f.body), 77);
+
 	/* an ack names (id, seq): one u64 alone is malformed */
 	n = gd_wire_u64(buf, GD_F_ACK, 42);
 	ASSERT_EQ(gd_wire_next(buf, n, 0, &f, &used), -1);
@@ -453,7 +459,12 @@ TEST(malformed_headers)
 	/* every known type with an empty body is complete (blocks need 24) */
 	for (t = 1; t <= GD_F_MAX; t++)
 		ASSERT_EQ(hdr_verdict((uint8_t)t, 0, MAXB), t == GD_F_BLOCK ||
-		    t == GD_F_CHALLENGE || t == GD_F_PROOF ? -1 : 1);
+		    t == GD_F_CHALLENGE || t == GD_F_PROOF ||
+		    t == GD_F_CONSUMED ? -1 : 1);
+	/* a consumption report is one u64 */
+	ASSERT_EQ(hdr_verdict(GD_F_CONSUMED, 8, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_CONSUMED, 7, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_CONSUMED, 16, MAXB), -1);
 	/* reserved bytes */
 	gd_wire_hdr(h, GD_F_END, 0, 0);
 	h[6] = 1;
@@ -498,7 +509,7 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
 	for (t = 1; t <= GD_F_MAX; t++) {
 		if (t == GD_F_BLOCK || t == GD_F_ACK || t == GD_F_CHALLENGE ||
-		    t == GD_F_PROOF)
+		    t == GD_F_PROOF || t == GD_F_CONSUMED)
 			continue;
 		if (hdr_verdict((uint8_t)t, GD_CTRL_MAX, MAXB) != 0)
 			FAILF("type %u body GD_CTRL_MAX refused", t);
