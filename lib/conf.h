@@ -124,6 +124,13 @@ int gd_conf_check(const struct gd_conf *c, int family);
  * an option set one of them or takes part. */
 int gd_conf_check_keys(const struct gd_conf *c, int ids, int out);
 
+/* gdpub was passed a socket listening on port (activate.h; what names
+ * it, "fd 3 (NAME)"): GDpub_port, when set, must be that port (0, or the
+ * exit code after saying why, as gd_conf_check_keys does); GDpub_bind,
+ * which it makes moot, is a warning. */
+int gd_conf_check_passed(const struct gd_conf *c, int port, const char *addr,
+    const char *what);
+
 /* Set the key whose command-line option is opt ("--port": the table's
  * option column, so the programs do not restate which option sets which
  * key), for the keys of c's family. value is the option's argument, or

@@ -265,6 +265,28 @@ static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
 	    opt->out != NULL);
 }
 
+/* What the service manager passed (socket activation): the listening
+ * socket instead of binding GDpub_port, which it stands for; the FIFO
+ * instead of stdin. 0, or an exit code after one message. */
+static int take_passed(struct gd_conf *conf, struct gd_pub_opts *opt)
+{
+	struct gd_act a;
+	int rc;
+
+	if ((rc = gd_act_take(&a)) != 0)
+		return rc;
+	if (a.listen_fd >= 0) {
+		if ((rc = gd_conf_check_passed(conf, a.port, a.addr,
+		    a.listen_what)) != 0)
+			return rc;
+		conf->port = a.port;	/* the control socket's path follows */
+		opt->listen_fd = a.listen_fd;
+	}
+	if (a.fifo_fd >= 0)
+		opt->input_fd = a.fifo_fd;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
@@ -282,7 +304,7 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	if ((rc = parse_options(argc, argv, &conf, &opt, &verbose,
-	    &quiet)) == 0 &&
+	    &quiet)) == 0 && (rc = take_passed(&conf, &opt)) == 0 &&
 	    (rc = check_options(&conf, &opt, verbose, quiet)) == 0)
 		rc = gd_pub_run(&conf, &opt);
 	gd_conf_free(&conf);

@@ -192,6 +192,9 @@ struct pub {
 
 	/* lifecycle */
 	int eof, ready, finished, sigs, stop_code, warned_few;
+	/* a signal stopped a FIFO the service manager passed: what was read
+	 * is published, up to the edge of a record (pub_stop_input) */
+	int input_finishing;
 	/* the status output broke, or was given up on: the outcomes not
 	 * written stay in the journal, unrecorded (pub_status_lost) */
 	int status_lost;
@@ -261,6 +264,9 @@ void pub_journal_end(struct pub *p);
 void pub_journal_free(struct pub *p);
 
 /* pub_input.c */
+/* how long a stop waits for the writer of a FIFO to finish the record
+ * gdpub has read the start of */
+#define PUB_FINISH_MS 1000
 int pub_input_start(struct pub *p);
 /* Send a block now (after the cluster's say): sequence index, journal,
  * pending table, sink. */
