@@ -34,6 +34,7 @@ static const char usage[] =
 "      --tls-ca FILE        mutual TLS: subscribers must show a certificate\n"
 "                           signed by this CA\n"
 "      --tls-min-version V  1.3 (the default) or 1.2\n"
+"      --metrics ADDR:PORT  serve GET /metrics (Prometheus) on ADDR:PORT\n"
 "      --cluster NAME       member of multisend cluster NAME: keys @NAME/ID,\n"
 "                           IDs from the input (-I or -f frame)\n"
 "      --role ROLE          primary (sends at once, the default) or secondary\n"
@@ -69,7 +70,7 @@ static const char usage[] =
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
 	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
-	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN };
+	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN, O_METRICS };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -95,6 +96,7 @@ static const struct option longopts[] = {
 	{ "tls-key", required_argument, NULL, O_TLSKEY },
 	{ "tls-ca", required_argument, NULL, O_TLSCA },
 	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "cluster", required_argument, NULL, O_CLUSTER },
 	{ "role", required_argument, NULL, O_ROLE },
 	{ "format", required_argument, NULL, 'f' },

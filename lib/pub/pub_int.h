@@ -18,6 +18,7 @@
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
+#include "metrics.h"
 #include "notify.h"
 #include "qos.h"
 #include "out.h"
@@ -135,6 +136,7 @@ struct pub {
 	uv_prepare_t prep;
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
+	struct gd_metrics metrics;	/* --metrics (pub_ctl.c) */
 
 	struct gd_deliver dv;		/* pending blocks, window, outcomes */
 	struct gd_slots slots;		/* GD subscriber admission */
@@ -390,5 +392,8 @@ double pub_rate(const struct pub *p, uint64_t now);
 /* pub_ctl.c */
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len);
+/* --metrics: serve /metrics, the control replies' exposition; 0 or an
+ * exit code (69: the address cannot be bound) */
+int pub_metrics_open(struct pub *p);
 
 #endif

@@ -7,6 +7,7 @@
 #include "sub.h"
 #include "ctl.h"
 #include "input.h"
+#include "metrics.h"
 #include "notify.h"
 #include "out.h"
 #include "receive.h"
@@ -131,6 +132,7 @@ struct sub {
 	uint64_t idle_since;	/* loop ms: when that count last moved */
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
+	struct gd_metrics metrics;	/* --metrics (sub_ctl.c) */
 	struct gd_out out;
 	struct sub_pub *pc;
 	size_t npc, nended;
@@ -259,7 +261,7 @@ void sub_state_commit(struct sub *s);
 int sub_state_last_commit(struct sub *s, int code);
 int sub_state_close(struct sub *s, int rc);
 
-/* sub_ctl.c: the control socket */
+/* sub_ctl.c: the control socket, and --metrics beside it */
 int sub_ctl_listen(struct sub *s);
 void sub_ctl_close(struct sub *s);
 
