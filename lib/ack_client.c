@@ -213,16 +213,24 @@ static int run_frames(struct ack *a)
 
 /* One record of a batch: its key queued, and with --sink its bytes (and a
  * delimiter, if the input's last record had none) for the sink, unless it
- * is a resend of a record the sink already ends with. */
+ * is a resend of a record the sink already ends with. 0, or an exit
+ * code (the error said). */
 static int take(struct ack *a, const char *rec, size_t len)
 {
 	int resent = 0, rc;
 
 	if (add_record(a, rec, len, &resent) != 0)
-		return -1;
+		return GD_EX_FAIL;
 	if (a->sink == NULL)
 		return 0;
-	if (resent && gd_sink_repeat(a->sink, rec, len)) {
+	if (resent && (rc = gd_sink_repeat(a->sink, rec, len)) != 0) {
+		if (rc < 0) {
+			gd_err("cannot compare line %" PRIu64 " with the end of "
+			    "sink file '%s': %s; this batch is not "
+			    "acknowledged (the publisher resends or NACKs it)",
+			    a->line_no, a->o->sink, a->sink->err);
+			return GD_EX_IOERR;
+		}
 		const char *tab = memchr(rec, '\t', len);
 		size_t klen = tab ? (size_t)(tab - rec) : len;
 		gd_trace(1, "%.*s: resent, already at the end of sink file "
@@ -235,7 +243,7 @@ static int take(struct ack *a, const char *rec, size_t len)
 		gd_err("cannot hold line %" PRIu64 " for sink file '%s': the "
 		    "batch is %s", a->line_no, a->o->sink,
 		    gd_dbuf_strerror(rc));
-		return -1;
+		return GD_EX_FAIL;
 	}
 	return 0;
 }
@@ -280,17 +288,15 @@ static int run_stdin(struct ack *a)
 
 		while (nrec < most && len > 0 && (d = memchr(buf + off,
 		    a->o->delim, len - off)) != NULL) {
-			if (take(a, buf + off, (size_t)(d - (buf + off))) != 0) {
-				rc = GD_EX_FAIL;
+			if ((rc = take(a, buf + off,
+			    (size_t)(d - (buf + off)))) != 0)
 				break;
-			}
 			off = (size_t)(d - buf) + 1;
 			nrec++;
 		}
 		if (rc == 0 && eof && off < len && nrec < most) {
 			/* the last record, without its delimiter */
-			if (take(a, buf + off, len - off) != 0)
-				rc = GD_EX_FAIL;
+			rc = take(a, buf + off, len - off);
 			off = len;
 		}
 		if (rc == 0 && off > 0)

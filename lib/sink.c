@@ -1,6 +1,8 @@
 /* gdack's sink file (see sink.h): append and sync, a torn last record cut
  * at open, and the keys of the last records kept in a small hash table
- * (the keys' bytes in one buffer) for the resends that may follow. */
+ * (the keys' bytes in one buffer) for the resends that may follow; a
+ * resend that matches one by key, length and the hash of its start is
+ * compared with it byte for byte, read back from the file. */
 #define _GNU_SOURCE	/* memrchr */
 #include "sink.h"
 #include "fileio.h"
@@ -22,17 +24,19 @@ struct gd_sink_key {
 	uint64_t hash;
 	uint64_t plen;		/* the record's bytes after its key field */
 	uint64_t phash;		/* and the hash of the first PRINT_BYTES */
+	uint64_t at;		/* where those bytes are in the file */
 	uint32_t off;		/* in keys; a bucket is empty when len == 0 */
 	uint16_t len;		/* origin "/" id, flags aside */
-	uint16_t left;		/* copies at the tail not yet matched */
+	uint16_t used;		/* a resend matched it already */
 };
 
 /* A record as the sink tells records apart: its key (flags aside), and
- * what follows the key field: its length and the hash of its start. A
- * block published again under the same ID with other contents is not
- * taken for the earlier one. */
+ * what follows the key field: its length and the hash of its start, to
+ * find a candidate quickly; then every byte, compared. A block published
+ * again under the same ID with other contents is not taken for the
+ * earlier one, wherever they differ. */
 struct print {
-	size_t klen;
+	size_t klen, kf;	/* the key, flags aside; the whole key field */
 	uint64_t plen, phash;
 	int flags;
 };
@@ -69,6 +73,7 @@ static int record_print(const char *rec, size_t have, uint64_t reclen,
 	/* the ID ends at the next '/' (the flags) or at the key's end */
 	slash = memchr(rec + olen + 1, '/', kf - olen - 1);
 	pr->klen = slash ? (size_t)(slash - rec) : kf;
+	pr->kf = kf;
 	pr->plen = reclen - kf;
 	n = have - kf < PRINT_BYTES ? have - kf : PRINT_BYTES;
 	pr->phash = gd_fnv1a(rec + kf, n);
@@ -81,43 +86,62 @@ static uint64_t print_hash(const char *key, const struct print *pr)
 	    pr->plen;
 }
 
-static struct gd_sink_key *find(const struct gd_sink *k, const char *key,
-    const struct print *pr, uint64_t h)
+static int same_print(const struct gd_sink *k, const struct gd_sink_key *e,
+    const char *key, const struct print *pr, uint64_t h)
 {
-	uint32_t i = (uint32_t)h & k->mask;
-
-	for (;; i = (i + 1) & k->mask) {
-		struct gd_sink_key *e = &k->tab[i];
-		if (e->len == 0)
-			return e;
-		if (e->hash == h && e->len == pr->klen &&
-		    e->plen == pr->plen && e->phash == pr->phash &&
-		    memcmp(k->keys.buf + e->off, key, pr->klen) == 0)
-			return e;
-	}
+	return e->hash == h && e->len == pr->klen && e->plen == pr->plen &&
+	    e->phash == pr->phash &&
+	    memcmp(k->keys.buf + e->off, key, pr->klen) == 0;
 }
 
-/* Remember the print of one record at the end. 0, or -1 when out of
- * memory. */
-static int remember(struct gd_sink *k, const char *key, const struct print *pr)
+/* Do the plen bytes at e->at in the file equal p? 1, 0, or -1 when the
+ * file cannot be read (err set). */
+static int same_bytes(struct gd_sink *k, const struct gd_sink_key *e,
+    const char *p)
+{
+	char buf[16384];
+	uint64_t done = 0;
+
+	while (done < e->plen) {
+		size_t want = e->plen - done < sizeof(buf) ?
+		    (size_t)(e->plen - done) : sizeof(buf);
+		ssize_t r = pread(k->fd, buf, want, (off_t)(e->at + done));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return fail(k, "cannot read it back: %s",
+			    r < 0 ? strerror(errno) : "it shrank");
+		if (memcmp(buf, p + done, (size_t)r) != 0)
+			return 0;
+		done += (uint64_t)r;
+	}
+	return 1;
+}
+
+/* Remember the print of one record at the end, whose bytes after the key
+ * field are at `at` in the file: each record its own entry, so that two
+ * with the same print and other bytes are told apart. 0, or -1 when out
+ * of memory. */
+static int remember(struct gd_sink *k, const char *key, const struct print *pr,
+    uint64_t at)
 {
 	uint64_t h = print_hash(key, pr);
-	struct gd_sink_key *e = find(k, key, pr, h);
+	uint32_t i = (uint32_t)h & k->mask;
+	struct gd_sink_key *e;
 	size_t len = pr->klen;
 
-	if (e->len != 0) {
-		if (e->left < UINT16_MAX)
-			e->left++;
-		return 0;
-	}
+	while (k->tab[i].len != 0)
+		i = (i + 1) & k->mask;
+	e = &k->tab[i];
 	e->off = (uint32_t)k->keys.len;
 	if (gd_dbuf_add(&k->keys, key, len) != GD_DBUF_OK)
 		return -1;
 	e->hash = h;
 	e->plen = pr->plen;
 	e->phash = pr->phash;
+	e->at = at;
 	e->len = (uint16_t)len;
-	e->left = 1;
+	e->used = 0;
 	k->ntail++;
 	return 0;
 }
@@ -142,7 +166,7 @@ static int tail_record(struct gd_sink *k, uint64_t off, uint64_t end)
 	}
 	if (record_print(buf, n, end - off, &pr) != 0)
 		return 0;	/* not a key: nothing will repeat it */
-	if (remember(k, buf, &pr) != 0)
+	if (remember(k, buf, &pr, off + pr.kf) != 0)
 		return fail(k, "out of memory for the keys at its end");
 	return 0;
 }
@@ -293,18 +317,29 @@ bad:
 
 int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len)
 {
-	struct gd_sink_key *e;
 	struct print pr;
+	uint64_t h;
+	uint32_t i;
 
 	if (k->ntail == 0 || record_print(rec, len, len, &pr) != 0 ||
 	    !(pr.flags & GD_FL_RESENT))
 		return 0;
-	e = find(k, rec, &pr, print_hash(rec, &pr));
-	if (e->len == 0 || e->left == 0)
-		return 0;
-	e->left--;
-	k->skipped++;
-	return 1;
+	h = print_hash(rec, &pr);
+	for (i = (uint32_t)h & k->mask; k->tab[i].len != 0;
+	    i = (i + 1) & k->mask) {
+		struct gd_sink_key *e = &k->tab[i];
+		int same;
+		if (e->used || !same_print(k, e, rec, &pr, h))
+			continue;
+		if ((same = same_bytes(k, e, rec + pr.kf)) < 0)
+			return -1;
+		if (same) {
+			e->used = 1;
+			k->skipped++;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 int gd_sink_write(struct gd_sink *k, const void *p, size_t n)

@@ -44,9 +44,10 @@ struct gd_sink {
 int gd_sink_open(struct gd_sink *k, const char *path, char delim,
     uint32_t tail);
 /* Does a record (KEY[/FLAGS][<TAB>...]) repeat one at the file's end? 1
- * for a resent block (flag r) whose key, flags aside, and what follows
- * the key field (its length, and its first 4 KiB by hash) match a record
- * at the end not yet matched (the match is used up), else 0. */
+ * for a resent block (flag r) whose key, flags aside, and every byte that
+ * follows the key field (read back from the file) match a record at the
+ * end not yet matched (the match is used up); 0 when none does; -1 when
+ * the file cannot be read back (err set). */
 int gd_sink_repeat(struct gd_sink *k, const char *rec, size_t len);
 /* Append n bytes and make them durable (fsync). 0, or -1 with err set;
  * after a failure the file is cut back to its size before. */

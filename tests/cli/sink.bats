@@ -61,6 +61,30 @@ ids() {
 gdack: 5 resent blocks already at the end of sink file 'out.txt' were acknowledged, not appended again"
 }
 
+@test "gdack --sink started again: a resend whose record differs from the one at the file's end only after 4 KiB is appended, not taken for it" {
+	pad=$(head -c 5000 /dev/zero | tr '\0' x)
+	printf '1\t%sB\n' "$pad" > in.txt
+	spawn "gdpub -p 0 --port-file pub.port -I -n 1 -t 1 --resend 10 --wait-ready=20 < in.txt > pub.out 2> pub.err; echo \$? > pub.rc"
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
+	# a first pipeline got block 1 and died before acknowledging it
+	timeout 20 gdsub -c s.ini -C 1 --linger 0 > first.txt 2> first.err
+	[ "$(nlines first.txt)" -eq 1 ]
+	# the sink ends with an earlier block of that ID: the same key and
+	# length, the same first 4 KiB, another last byte
+	printf '127.0.0.1:%s/1\t%sA\n' "$port" "$pad" > out.txt
+	run --separate-stderr timeout 30 bash -c "gdsub -c s.ini 2> sub.err | gdack -c s.ini --sink out.txt"
+	assert_success
+	wait_until 20 file_is pub.rc 0
+	assert_equal "$(grep -c '^ACK 1$' pub.out)" 1
+	# both records: the earlier one kept, the resend appended whole
+	[ "$(nlines out.txt)" -eq 2 ]
+	assert_equal "$(cut -f2 out.txt | sed -n 1p)" "${pad}A"
+	assert_equal "$(cut -f2 out.txt | sed -n 2p)" "${pad}B"
+	assert_equal "$(cut -f1 out.txt | sed -n 2p)" "127.0.0.1:$port/1/r"
+	refute_output --partial "not appended again"
+}
+
 @test "gdack --sink refusals: with -f frame or status, with keys, empty; a file that cannot be used is exit 74 naming it" {
 	expect_usage gdack "--sink cannot be combined with -f frame: the sink holds the records of -f line (or -0)" -- gdack -P 127.0.0.1:1 --sink x -f frame
 	expect_usage gdack "--sink cannot be combined with -f status: the sink holds the records of -f line (or -0)" -- gdack -P 127.0.0.1:1 --sink x -f status

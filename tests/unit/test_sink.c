@@ -90,6 +90,41 @@ TEST(repeats_are_resends_of_keys_at_the_end)
 	ASSERT_EQ(fsize("tail"), (long)sizeof(f) - 1);	/* untouched */
 }
 
+TEST(repeats_compare_every_byte)
+{
+	struct gd_sink k;
+	static char f[3 * 9000], rec[9000];
+	size_t n = 0, i;
+
+	/* three records of one key, 6000 bytes after it: x..xA, x..xB and
+	 * x..xA again, differing only in their last byte */
+	for (i = 0; i < 3; i++) {
+		n += (size_t)sprintf(f + n, "h:1/7\t");
+		memset(f + n, 'x', 5999);
+		n += 5999;
+		f[n++] = i == 1 ? 'B' : 'A';
+		f[n++] = '\n';
+	}
+	put("long", f, n);
+	ASSERT_EQ(gd_sink_open(&k, at("long"), '\n', GD_SINK_TAIL), 0);
+	ASSERT_EQ(k.ntail, 3);
+	memcpy(rec, "h:1/7/r\t", 8);
+	memset(rec + 8, 'x', 5999);
+	rec[8 + 5999] = 'C';
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 0);	/* not there */
+	rec[8 + 5999] = 'B';
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 1);
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 0);	/* used */
+	rec[8 + 5999] = 'A';
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 1);	/* two copies */
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 1);
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 0);
+	rec[8 + 4500] = 'y';	/* after the first 4 KiB */
+	ASSERT_EQ(gd_sink_repeat(&k, rec, 8 + 6000), 0);
+	ASSERT_U64(k.skipped, 3);
+	gd_sink_close(&k);
+}
+
 TEST(torn_last_record_is_cut)
 {
 	struct gd_sink k;
@@ -214,6 +249,7 @@ int main(void)
 		return 2;
 	}
 	RUN(new_file_appends_and_syncs);
+	RUN(repeats_compare_every_byte);
 	RUN(repeats_are_resends_of_keys_at_the_end);
 	RUN(torn_last_record_is_cut);
 	RUN(tail_is_bounded);
