@@ -278,12 +278,45 @@ static int open_ctl(const char *path, const char *whose,
 	return fd;
 }
 
+/* Connect, send req and read the first line of its reply, "CMD ROWS":
+ * the fd, with the row count in *rows, or -1 with *rc set once said why
+ * (an "error" reply is err_rc). */
+static int request(const char *path, const char *whose, const char *cmd,
+    const char *req, int err_rc, struct gd_lreader *rd, uint64_t *rows,
+    int *rc)
+{
+	char *line, name[32];
+	size_t len;
+	int fd;
+
+	if ((fd = open_ctl(path, whose, rd, rc)) < 0)
+		return -1;
+	errno = 0;
+	*rc = GD_EX_UNAVAILABLE;
+	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1)
+		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
+		    "connection closed");
+	else if (strncmp(line, "error ", 6) == 0) {
+		gd_err("%s: %s", cmd, line + 6);
+		*rc = err_rc;
+	} else if (sscanf(line, "%31s %" SCNu64, name, rows) != 2 ||
+	    strcmp(name, cmd) != 0)
+		gd_err("unexpected answer from %s: %.80s", path, line);
+	else {
+		*rc = 0;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 static int query(const char *path, const char *whose, const char *cmd,
     const char *req, int json)
 {
 	struct gd_lreader *rd;
 	struct table t;
-	char *line, name[32];
+	char *line;
 	size_t len;
 	uint64_t rows, i;
 	int fd, rc = 0;
@@ -294,27 +327,11 @@ static int query(const char *path, const char *whose, const char *cmd,
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if ((fd = open_ctl(path, whose, rd, &rc)) < 0) {
+	if ((fd = request(path, whose, cmd, req, GD_EX_USAGE, rd, &rows,
+	    &rc)) < 0) {
+		table_free(&t);
 		free(rd);
 		return rc;
-	}
-	errno = 0;
-	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1) {
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
-		rc = GD_EX_UNAVAILABLE;
-		goto out;
-	}
-	if (strncmp(line, "error ", 6) == 0) {
-		gd_err("%s: %s", cmd, line + 6);
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (sscanf(line, "%31s %" SCNu64, name, &rows) != 2 || strcmp(name, cmd) != 0) {
-		gd_err("unexpected answer from %s: %.80s", path, line);
-		rc = GD_EX_UNAVAILABLE;
-		goto out;
 	}
 	/* JSON rows go out as they come: a million pending blocks need no
 	 * table; text needs every row first for the column widths */
@@ -358,27 +375,10 @@ static int prometheus(const char *path, const char *whose, const char *out)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if ((fd = open_ctl(path, whose, rd, &rc)) < 0) {
+	if ((fd = request(path, whose, "metrics", "metrics", GD_EX_UNAVAILABLE,
+	    rd, &n, &rc)) < 0) {
 		free(rd);
 		return rc;
-	}
-	errno = 0;
-	if (gd_write_all(fd, "metrics\n", 8) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1) {
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
-		rc = GD_EX_UNAVAILABLE;
-		goto done;
-	}
-	if (strncmp(line, "error ", 6) == 0) {
-		gd_err("%s: %s", path, line + 6);
-		rc = GD_EX_UNAVAILABLE;
-		goto done;
-	}
-	if (sscanf(line, "metrics %" SCNu64, &n) != 1) {
-		gd_err("unexpected answer from %s: %.80s", path, line);
-		rc = GD_EX_UNAVAILABLE;
-		goto done;
 	}
 	if (out != NULL) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp", out);
