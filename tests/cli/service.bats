@@ -91,6 +91,19 @@ notifyd() {
 	run env MANPATH="$d/share/man" systemd-analyze verify ./gdpub@7001.socket ./gdpub@7001.service ./gdkit-pipeline@orders.service
 	assert_success
 	assert_output ""
+	# the user, then the directory of the status lines, made in a root
+	# of the test's own as at boot
+	if command -v systemd-sysusers > /dev/null && command -v systemd-tmpfiles > /dev/null; then
+		mkdir -p "$BATS_TEST_TMPDIR/root/etc"
+		run systemd-sysusers --root="$BATS_TEST_TMPDIR/root" "$d/lib/sysusers.d/gdkit.conf"
+		assert_success
+		uid=$(awk -F: '$1 == "gdkit" { print $3 }' "$BATS_TEST_TMPDIR/root/etc/passwd")
+		[ -n "$uid" ]
+		grep -q '^gdkit:' "$BATS_TEST_TMPDIR/root/etc/group"
+		run systemd-tmpfiles --root="$BATS_TEST_TMPDIR/root" --create "$d/lib/tmpfiles.d/gdkit.conf"
+		assert_success
+		assert_equal "$(stat -c '%a %u' "$BATS_TEST_TMPDIR/root/var/log/gdkit")" "750 $uid"
+	fi
 	# it does refuse a bad one
 	sed 's/^Type=exec$/Type=exe/' gdpub@.service > bad@.service
 	run systemd-analyze verify --man=no ./bad@1.service
