@@ -7,11 +7,17 @@
 #                   (CHAOS_BLOCKS, CHAOS_KILLS, CHAOS_SEED...: tests/chaos/chaos.py)
 #   make fuzz       libFuzzer targets, FUZZ_TIME seconds each (clang)
 #   make valgrind   core scenarios under valgrind (not part of check)
-#   make install    PREFIX=/usr/local DESTDIR=
+#   make install    PREFIX=/usr/local DESTDIR=: the programs, their pages,
+#                   the systemd units (install-units: UNITDIR, SYSUSERSDIR,
+#                   TMPFILESDIR, SYSCONFDIR, whose gdkit/ the units read)
 
 PREFIX ?= /usr/local
 DESTDIR ?=
 MANDIR ?= $(PREFIX)/share/man
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+TMPFILESDIR ?= $(PREFIX)/lib/tmpfiles.d
+SYSCONFDIR ?= /etc
 CC ?= cc
 PKGS = libuv inih libssl libcrypto
 
@@ -65,7 +71,8 @@ FUZZ_TARGETS = $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_TARGETS:%=$(BUILD)/tests/replay_%)
 FUZZ_TIME ?= 60
 
-.PHONY: FORCE all deps check check-long demo bench chaos install uninstall clean lint-man fuzz valgrind
+.PHONY: FORCE all deps check check-long demo bench chaos install install-bin \
+	install-man install-units uninstall clean lint-man fuzz valgrind
 all: deps $(PROG_BIN)
 .SECONDARY: $(PROG_OBJ)
 
@@ -162,17 +169,42 @@ chaos: all
 lint-man:
 	mandoc -Tlint -W warning $(MANS)
 
-install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man7
+install: install-bin install-man install-units
+
+install-bin: all
+	install -d $(DESTDIR)$(PREFIX)/bin
 	install -m 755 $(PROG_BIN) $(DESTDIR)$(PREFIX)/bin/
+
+install-man:
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man7
 	for m in $(MANS); do s=$${m##*.}; \
 		install -m 644 $$m $(DESTDIR)$(MANDIR)/man$$s/ || exit 1; done
+
+# The units name the programs where install-bin puts them and their
+# config files under SYSCONFDIR (gdkit(7) RUNNING AS A SERVICE); then, on
+# a running system: systemd-sysusers; systemd-tmpfiles --create gdkit.conf;
+# systemctl daemon-reload.
+UNITS = systemd/gdpub@.socket systemd/gdpub@.service.in \
+	systemd/gdkit-pipeline@.service.in
+install-units:
+	install -d $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(TMPFILESDIR)
+	for u in $(UNITS); do b=$${u##*/}; \
+		sed -e 's|@BINDIR@|$(PREFIX)/bin|g' \
+		    -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' $$u \
+		    > $(DESTDIR)$(UNITDIR)/$${b%.in} && \
+		chmod 644 $(DESTDIR)$(UNITDIR)/$${b%.in} || exit 1; done
+	install -m 644 systemd/gdkit.sysusers $(DESTDIR)$(SYSUSERSDIR)/gdkit.conf
+	install -m 644 systemd/gdkit.tmpfiles $(DESTDIR)$(TMPFILESDIR)/gdkit.conf
 
 uninstall:
 	rm -f $(PROGS:%=$(DESTDIR)$(PREFIX)/bin/%)
 	for m in $(MANS); do s=$${m##*.}; b=$${m##*/}; \
 		rm -f $(DESTDIR)$(MANDIR)/man$$s/$$b; done
+	for u in $(UNITS); do b=$${u##*/}; \
+		rm -f $(DESTDIR)$(UNITDIR)/$${b%.in}; done
+	rm -f $(DESTDIR)$(SYSUSERSDIR)/gdkit.conf $(DESTDIR)$(TMPFILESDIR)/gdkit.conf
 
 clean:
 	rm -rf build bin

@@ -7,6 +7,7 @@
 #include "parse.h"
 #include "tls.h"
 
+#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +45,7 @@ static int check_key_file(const char *v, char *why, size_t whysz);
 static int check_tls_cert(const char *v, char *why, size_t whysz);
 static int check_tls_key(const char *v, char *why, size_t whysz);
 static int check_tls_ca(const char *v, char *why, size_t whysz);
+static int check_metrics(const char *v, char *why, size_t whysz);
 
 #define O(f) offsetof(struct gd_conf, f)
 #define P GD_FAM_PUB
@@ -80,6 +82,7 @@ static const struct key keys[] = {
 	{ "GDpub_tlsKey", "--tls-key", P, K_STR, O(pub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
 	{ "GDpub_tlsCA", "--tls-ca", P, K_STR, O(pub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
 	{ "GDpub_tlsMinVersion", "--tls-min-version", P, K_ENUM, O(pub_tls_min), 0, 0, tls_names, 1, 0, NULL },
+	{ "GDpub_metrics", "--metrics", P, K_STR, O(pub_metrics), 0, 0, NULL, 1, 1, check_metrics },
 
 	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0, NULL },
 	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0, NULL },
@@ -100,6 +103,7 @@ static const struct key keys[] = {
 	{ "GDsub_tlsCert", "--tls-cert", S, K_STR, O(sub_tls_cert), 0, 0, NULL, 1, 1, check_tls_cert },
 	{ "GDsub_tlsKey", "--tls-key", S, K_STR, O(sub_tls_key), 0, 0, NULL, 1, 1, check_tls_key },
 	{ "GDsub_tlsMinVersion", "--tls-min-version", S, K_ENUM, O(sub_tls_min), 0, 0, tls_names, 1, 0, NULL },
+	{ "GDsub_metrics", "--metrics", S, K_STR, O(sub_metrics), 0, 0, NULL, 1, 1, check_metrics },
 };
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
 _Static_assert(NKEYS <= GD_CONF_KEYS_MAX, "struct gd_conf's set_at is too small");
@@ -325,6 +329,22 @@ static int check_host(const char *v, char *why, size_t whysz)
 	if (gd_valid_host(v))
 		return 0;
 	snprintf(why, whysz, "expected %s", GD_VALID_HOST_WHAT);
+	return -1;
+}
+
+/* --metrics: where the exporter listens, a numeric address and a port */
+static int check_metrics(const char *v, char *why, size_t whysz)
+{
+	char host[GD_HOST_MAX];
+	unsigned char a[16];
+	int port;
+
+	if (gd_parse_hostport(v, host, sizeof(host), &port) == 0 &&
+	    (inet_pton(AF_INET, host, a) == 1 ||
+	    inet_pton(AF_INET6, host, a) == 1))
+		return 0;
+	snprintf(why, whysz, "expected ADDR:PORT, a numeric address and a "
+	    "port from 1 to 65535 ([ADDR]:PORT for IPv6), e.g. 127.0.0.1:9464");
 	return -1;
 }
 

@@ -15,7 +15,7 @@
 #define GD_SUB_NAME_MAX 255
 #define GD_MAX_SUBS 32		/* numSubs bound: one bit per GD slot */
 #define GD_MAX_PUBS 1024	/* GDsub_pub lines */
-#define GD_CONF_KEYS_MAX 48	/* room in set_at for conf.c's table */
+#define GD_CONF_KEYS_MAX 64	/* room in set_at for conf.c's table */
 
 enum gd_family { GD_FAM_PUB = 1, GD_FAM_SUB = 2, GD_FAM_ANY = 3 };
 enum { GD_FSYNC_ALWAYS, GD_FSYNC_BATCH, GD_FSYNC_NEVER };
@@ -62,6 +62,7 @@ struct gd_conf {
 	char *pub_tls_key;
 	char *pub_tls_ca;	/* GDpub_tlsCA: clients must show a certificate */
 	int64_t pub_tls_min;	/* GD_TLS_MIN_* */
+	char *pub_metrics;	/* GDpub_metrics: ADDR:PORT of /metrics */
 	/* subscriber */
 	struct gd_hostport *pubs;	/* pubs_buf's bytes */
 	size_t npubs;
@@ -85,6 +86,7 @@ struct gd_conf {
 	char *sub_tls_cert;	/* GDsub_tlsCert and _tlsKey: our certificate */
 	char *sub_tls_key;
 	int64_t sub_tls_min;
+	char *sub_metrics;	/* GDsub_metrics */
 	unsigned char seen_pub, seen_sub;	/* any key of the family given */
 	/* where each key of conf.c's table got its value, so a check across
 	 * keys can say a config file's line: 0 its default, N > 0 line N of
@@ -123,6 +125,13 @@ int gd_conf_check(const struct gd_conf *c, int family);
  * first key, the others' lines after it); a bad command line, 64, when
  * an option set one of them or takes part. */
 int gd_conf_check_keys(const struct gd_conf *c, int ids, int out);
+
+/* gdpub was passed a socket listening on port (activate.h; what names
+ * it, "fd 3 (NAME)"): GDpub_port, when set, must be that port (0, or the
+ * exit code after saying why, as gd_conf_check_keys does); GDpub_bind,
+ * which it makes moot, is a warning. */
+int gd_conf_check_passed(const struct gd_conf *c, int port, const char *addr,
+    const char *what);
 
 /* Set the key whose command-line option is opt ("--port": the table's
  * option column, so the programs do not restate which option sets which

@@ -138,6 +138,23 @@ int gd_conf_check_keys(const struct gd_conf *c, int ids, int out)
 	return 0;
 }
 
+int gd_conf_check_passed(const struct gd_conf *c, int port, const char *addr,
+    const char *what)
+{
+	static const char *const port_key[] = { "GDpub_port", NULL };
+
+	if (c->port >= 0 && c->port != port)
+		return conflict(c, port_key, 0, "GDpub_port is %d, and the "
+		    "service manager passed a socket listening on port %d (%s): "
+		    "leave GDpub_port out, or make them agree", (int)c->port,
+		    port, what);
+	if (c->bind != NULL)
+		gd_warn("GDpub_bind=%s is not used: gdpub serves its subscribers "
+		    "on the socket the service manager passed (%s, address %s)",
+		    c->bind, what, addr);
+	return 0;
+}
+
 int gd_conf_check(const struct gd_conf *c, int family)
 {
 	if (family == GD_FAM_PUB && c->port < 0) {

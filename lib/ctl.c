@@ -327,6 +327,33 @@ void gd_ctl_flush(struct gd_ctl_srv *s)
 	}
 }
 
+int gd_ctl_call(gd_ctl_line_cb cb, void *user, const char *line,
+    struct gd_dbuf *out)
+{
+	struct gd_ctl_client *cl = calloc(1, sizeof(*cl));
+	char req[GD_CTL_LINE + 1];
+	size_t len = strlen(line);
+	int rc = -1;
+
+	if (cl == NULL || len > GD_CTL_LINE) {
+		free(cl);
+		return -1;
+	}
+	memcpy(req, line, len + 1);	/* the callback may cut it up */
+	gd_dbuf_init_sized(&cl->out, 4096, GD_CTL_REPLY_MAX);
+	cl->reply_err = GD_DBUF_OK;
+	(void)cb(user, cl, req, len);
+	if (cl->reply_err == GD_DBUF_OK) {
+		*out = cl->out;		/* the caller's now */
+		rc = 0;
+	} else {
+		gd_dbuf_free(&cl->out);
+	}
+	gd_dbuf_free(&cl->fail);
+	free(cl);
+	return rc;
+}
+
 int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
     struct gd_ctl_client *cl, const char *line)
 {

@@ -87,6 +87,14 @@ struct gd_ctl_req {
 int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
     struct gd_ctl_client *cl, const char *line);
 
+/* Run the request line through cb, the engine's own line callback, as if
+ * a client had sent it, within this turn of the loop (the /metrics
+ * exporter asks the engine what gdinspect would): its reply into out,
+ * which the caller frees. 0, or -1 when the reply passed
+ * GD_CTL_REPLY_MAX or memory ran out. */
+int gd_ctl_call(gd_ctl_line_cb cb, void *user, const char *line,
+    struct gd_dbuf *out);
+
 int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
     gd_ctl_line_cb cb, void *user);
 void gd_ctl_close(struct gd_ctl_srv *s);

@@ -12,6 +12,7 @@
 #include "parse.h"	/* gd_parse_i64, gd_parse_dur: the mains' own options */
 #include "conf.h"	/* struct gd_conf, the key table */
 #include "cli.h"	/* gd_cli_*: the main skeleton, key options */
+#include "activate.h"	/* gd_act_take: fds from the service manager */
 
 #include "pub/pub.h"	/* gd_pub_run */
 #include "sub/sub.h"	/* gd_sub_run */

@@ -421,9 +421,18 @@ int gd_input_read_step(struct gd_input *in)
 	struct gd_input_rd *rd = &in->rd;
 	ssize_t r;
 
+	size_t want;
+
 	if (reader_room(in) != 0)
 		return -1;
-	while ((r = read(in->fd, rd->c->data + rd->len, rd->c->cap - rd->len)) < 0 &&
+	want = rd->c->cap - rd->len;
+	/* finishing (gd_input_finish): no byte past the record begun, so
+	 * what follows stays in the pipe for the next reader; a frame's
+	 * rest is known once its header is, a line's end is not */
+	if (in->finishing && (rd->len > rd->start || rd->discarding))
+		want = in->max_payload && !in->lines && rd->need > rd->len -
+		    rd->scan ? rd->need - (rd->len - rd->scan) : 1;
+	while ((r = read(in->fd, rd->c->data + rd->len, want)) < 0 &&
 	    errno == EINTR)
 		;
 	if (r < 0) {

@@ -87,6 +87,10 @@ struct gd_input {
 	uv_async_t async;	/* thread mode: regions were handed */
 	uv_poll_t poll;		/* loop mode: the fd is readable */
 	int paused;		/* loop mode: over qlimit, not polling */
+	int finishing;		/* loop mode: gd_input_finish was called */
+	uv_timer_t finish_timer;	/* ... and bounds the wait: */
+	int timer_on;		/* its handle is initialised */
+	size_t cut;		/* bytes of a record it gave up on */
 	int notify;		/* loop mode: regions handed, on_ready not called */
 	struct gd_input_rd rd;
 	void (*on_ready)(struct gd_input *in);	/* regions are waiting */
@@ -119,6 +123,15 @@ static inline struct gd_chunk *gd_input_chunk(struct gd_input *in, uint32_t idx)
 {
 	return in->tab[idx];
 }
+/* Loop mode (a pipe or FIFO that a writer may keep open for ever): end
+ * the input at the first point where the reader holds no part of a
+ * record (or frame), as if the input had ended there: at once when it
+ * holds none, else once more input completes the record, read as usual,
+ * for at most ms milliseconds; then the part is dropped (in->cut says
+ * how many bytes) and the input ends. The loop is told as of any
+ * region, EOF last. 0, or -1 in thread mode (a regular file ends by
+ * itself). */
+int gd_input_finish(struct gd_input *in, unsigned ms);
 /* Tell the reader to stop (the thread leaves its poll() at once) and
  * close the libuv handle (async or poll). */
 void gd_input_stop(struct gd_input *in);

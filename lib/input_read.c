@@ -72,6 +72,37 @@ static void loop_resume(struct gd_input *in)
 	}
 }
 
+/* The reader holds the start of a record (or frame) not handed yet. */
+static int holds_part(const struct gd_input *in)
+{
+	return in->rd.c != NULL && (in->rd.len > in->rd.start ||
+	    in->rd.discarding);
+}
+
+/* gd_input_finish's end: what the reader holds is dropped. */
+static void finish_now(struct gd_input *in)
+{
+	if (in->rd.done)
+		return;
+	in->cut = in->rd.discarding ? 1 : in->rd.len - in->rd.start;
+	gd_input_hand_end(in, 0, 0, 0);
+	uv_timer_stop(&in->finish_timer);
+}
+
+static void on_finish_timeout(uv_timer_t *t)
+{
+	struct gd_input *in = t->data;
+
+	finish_now(in);
+	uv_poll_stop(&in->poll);
+	in->paused = 0;
+	if (in->notify) {
+		in->notify = 0;
+		if (in->on_ready)
+			in->on_ready(in);
+	}
+}
+
 static void on_readable(uv_poll_t *h, int status, int events)
 {
 	struct gd_input *in = h->data;
@@ -81,6 +112,8 @@ static void on_readable(uv_poll_t *h, int status, int events)
 		gd_input_hand_end(in, 0, 0, -status);	/* as a read error */
 	else if (gd_input_read_step(in) < 0)
 		in->rd.done = 1;	/* as the thread returns: read no more */
+	else if (in->finishing && !holds_part(in))
+		finish_now(in);	/* a record's edge: end here */
 	if (in->rd.done || in->qbytes > in->qlimit) {
 		uv_poll_stop(&in->poll);
 		in->paused = !in->rd.done;
@@ -209,6 +242,30 @@ static void wake_reader(struct gd_input *in)
 	pthread_mutex_unlock(&in->mu);
 }
 
+int gd_input_finish(struct gd_input *in, unsigned ms)
+{
+	if (!in->started || in->mode != GD_INPUT_LOOP)
+		return -1;
+	if (in->finishing || in->rd.done)
+		return 0;
+	in->finishing = 1;
+	if (!holds_part(in)) {
+		finish_now(in);
+		uv_poll_stop(&in->poll);
+		in->paused = 0;
+	} else if (uv_timer_init(in->poll.loop, &in->finish_timer) == 0) {
+		in->timer_on = 1;
+		in->finish_timer.data = in;
+		uv_timer_start(&in->finish_timer, on_finish_timeout, ms, 0);
+	}
+	if (in->notify) {
+		in->notify = 0;
+		if (in->on_ready)
+			in->on_ready(in);
+	}
+	return 0;
+}
+
 void gd_input_stop(struct gd_input *in)
 {
 	if (!in->started)
@@ -218,6 +275,9 @@ void gd_input_stop(struct gd_input *in)
 		in->stop = 1;
 		pthread_mutex_unlock(&in->mu);
 		uv_close((uv_handle_t *)&in->poll, NULL);
+		if (in->timer_on)
+			uv_close((uv_handle_t *)&in->finish_timer, NULL);
+		in->timer_on = 0;
 	} else {
 		wake_reader(in);
 		uv_close((uv_handle_t *)&in->async, NULL);

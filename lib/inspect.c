@@ -9,7 +9,6 @@
 #include "fileio.h"
 #include "log.h"
 #include "parse.h"
-#include "prom.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -281,45 +280,60 @@ static int open_ctl(const char *path, const char *whose,
 	return fd;
 }
 
+/* Connect, send req and read the first line of its reply, "CMD ROWS":
+ * the fd, with the row count in *rows, or -1 with *rc set once said why
+ * (an "error" reply is err_rc). */
+static int request(const char *path, const char *whose, const char *cmd,
+    const char *req, int err_rc, struct gd_lreader *rd, uint64_t *rows,
+    int *rc)
+{
+	char *line, name[32];
+	size_t len;
+	int fd;
+
+	if ((fd = open_ctl(path, whose, rd, rc)) < 0)
+		return -1;
+	errno = 0;
+	*rc = GD_EX_UNAVAILABLE;
+	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1)
+		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
+		    "connection closed");
+	else if (strncmp(line, "error ", 6) == 0) {
+		gd_err("%s: %s", cmd, line + 6);
+		*rc = err_rc;
+	} else if (sscanf(line, "%31s %" SCNu64, name, rows) != 2 ||
+	    strcmp(name, cmd) != 0)
+		gd_err("unexpected answer from %s: %.80s", path, line);
+	else {
+		*rc = 0;
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
 static int query(const char *path, const char *whose, const char *cmd,
-    const char *req, int json, struct table *keep)
+    const char *req, int json)
 {
 	struct gd_lreader *rd;
 	struct table t;
-	char *line, name[32];
+	char *line;
 	size_t len;
 	uint64_t rows, i;
 	int fd, rc = 0;
 
 	rd = calloc(1, sizeof(*rd));
-	if (keep != NULL)
-		json = 0;
 	table_init(&t);
 	if (rd == NULL) {
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	if ((fd = open_ctl(path, whose, rd, &rc)) < 0) {
+	if ((fd = request(path, whose, cmd, req, GD_EX_USAGE, rd, &rows,
+	    &rc)) < 0) {
+		table_free(&t);
 		free(rd);
 		return rc;
-	}
-	errno = 0;
-	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1) {
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
-		rc = GD_EX_UNAVAILABLE;
-		goto out;
-	}
-	if (strncmp(line, "error ", 6) == 0) {
-		gd_err("%s: %s", cmd, line + 6);
-		rc = GD_EX_USAGE;
-		goto out;
-	}
-	if (sscanf(line, "%31s %" SCNu64, name, &rows) != 2 || strcmp(name, cmd) != 0) {
-		gd_err("unexpected answer from %s: %.80s", path, line);
-		rc = GD_EX_UNAVAILABLE;
-		goto out;
 	}
 	/* JSON rows go out as they come: a million pending blocks need no
 	 * table; text needs every row first for the column widths */
@@ -336,13 +350,8 @@ static int query(const char *path, const char *whose, const char *cmd,
 		if (json && i > 0)
 			json_row(&t, f);
 	}
-	if (keep != NULL) {	/* the caller's now */
-		table_free(keep);
-		*keep = t;
-		table_init(&t);
-	} else if (!json) {
+	if (!json)
 		print_table(&t);
-	}
 	fflush(stdout);
 out:
 	table_free(&t);
@@ -351,85 +360,64 @@ out:
 	return rc;
 }
 
-/* A table as prom.c reads it: pointers to its cells. */
-static const char **view(const struct table *t, struct gd_prom_tab *v)
-{
-	const char **cells = calloc(t->nrows * t->ncols + 1, sizeof(*cells));
-	size_t r, c;
-
-	if (cells == NULL)
-		return NULL;
-	for (r = 0; r < t->nrows; r++)
-		for (c = 0; c < t->ncols; c++)
-			cells[r * t->ncols + c] = cell(t, r, c);
-	v->nrows = t->nrows;
-	v->ncols = t->ncols;
-	v->cell = cells;
-	return cells;
-}
-
-/* stats, subs and (at a gdpub) latency in Prometheus text format, on
- * stdout or in out: written to out.tmp, then renamed over it, so that a
- * collector reading it (node_exporter's textfile collector) never sees
- * half a file. */
+/* The exposition the program renders itself (the "metrics" request, the
+ * same text its --metrics serves), on stdout or in out: written to
+ * out.tmp, then renamed over it, so that a collector reading it
+ * (node_exporter's textfile collector) never sees half a file. */
 static int prometheus(const char *path, const char *whose, const char *out)
 {
-	struct table t[3];
-	struct gd_prom_tab v[3];
-	const char **cells[3] = { NULL, NULL, NULL };
-	static const char *const cmds[3] = { "stats", "subs", "latency" };
-	char tmp[4200];
+	struct gd_lreader *rd = calloc(1, sizeof(*rd));
+	char tmp[4200], *line;
+	size_t len;
+	uint64_t n, i;
 	FILE *f = stdout;
-	int rc = 0, n, i;
+	int fd = -1, rc = 0;
 
-	for (i = 0; i < 3; i++)
-		table_init(&t[i]);
-	for (n = 0; n < 3 && rc == 0; n++) {
-		if (n == 2 && strcmp(t[0].ncols ? cell(&t[0], 0, 0) : "",
-		    "published") != 0)
-			break;	/* a gdsub keeps no latency */
-		rc = query(path, whose, cmds[n], cmds[n], 0, &t[n]);
+	if (rd == NULL) {
+		gd_err("out of memory");
+		return GD_EX_FAIL;
 	}
-	for (i = 0; i < n && rc == 0; i++)
-		if ((cells[i] = view(&t[i], &v[i])) == NULL) {
-			gd_err("out of memory");
-			rc = GD_EX_FAIL;
-		}
-	if (rc == 0 && out != NULL) {
+	if ((fd = request(path, whose, "metrics", "metrics", GD_EX_UNAVAILABLE,
+	    rd, &n, &rc)) < 0) {
+		free(rd);
+		return rc;
+	}
+	if (out != NULL) {
 		snprintf(tmp, sizeof(tmp), "%s.tmp", out);
 		if ((f = fopen(tmp, "w")) == NULL) {
 			gd_err("cannot write '%s': %s", tmp, strerror(errno));
 			rc = GD_EX_IOERR;
+			goto done;
 		}
 	}
-	if (rc == 0) {
-		if (gd_prom_write(f, &v[0], &v[1], n > 2 ? &v[2] : NULL) != 0) {
-			gd_err("unexpected answer from %s: not a gdpub's or a "
-			    "gdsub's stats", path);
+	for (i = 0; i < n && rc == 0; i++) {
+		if (gd_lreader_line(rd, &line, &len) != 1) {
+			gd_err("truncated answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
+			break;
 		}
-		if (out != NULL) {
-			if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
-				gd_err("cannot write '%s': %s", tmp,
-				    strerror(errno));
-				rc = rc ? rc : GD_EX_IOERR;
-			}
-			fclose(f);
-			if (rc == 0 && rename(tmp, out) != 0) {
-				gd_err("cannot rename '%s' to '%s': %s", tmp, out,
-				    strerror(errno));
-				rc = GD_EX_IOERR;
-			}
-			if (rc != 0)
-				unlink(tmp);
-		} else {
-			fflush(stdout);
-		}
+		fwrite(line, 1, len, f);
+		fputc('\n', f);
 	}
-	for (i = 0; i < 3; i++) {
-		free(cells[i]);
-		table_free(&t[i]);
+	if (out == NULL) {
+		fflush(stdout);
+		goto done;
 	}
+	if (fflush(f) != 0 || ferror(f) || fsync(fileno(f)) != 0) {
+		gd_err("cannot write '%s': %s", tmp, strerror(errno));
+		rc = rc ? rc : GD_EX_IOERR;
+	}
+	fclose(f);
+	if (rc == 0 && rename(tmp, out) != 0) {
+		gd_err("cannot rename '%s' to '%s': %s", tmp, out,
+		    strerror(errno));
+		rc = GD_EX_IOERR;
+	}
+	if (rc != 0)
+		unlink(tmp);
+done:
+	close(fd);
+	free(rd);
 	return rc;
 }
 
@@ -469,7 +457,7 @@ int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 		if (o->watch > 0 && isatty(1) && !(o->prom && o->output))
 			fputs("\033[H\033[2J", stdout);
 		rc = o->prom ? prometheus(path, w, o->output) :
-		    query(path, w, o->cmd, req, o->json, NULL);
+		    query(path, w, o->cmd, req, o->json);
 		if (rc != 0 || o->watch <= 0)
 			return rc;
 		{

@@ -1,10 +1,20 @@
-/* Prometheus text exposition of gdinspect stats (see prom.h). */
+/* Prometheus text exposition of a gdpub's or gdsub's counters (see
+ * prom.h). */
 #include "prom.h"
 
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 enum { G, C };	/* gauge, counter */
+
+/* A reply as a table: cell[r * ncols + c], row 0 the column names. */
+struct gd_prom_tab {
+	size_t nrows, ncols;
+	const char *const *cell;
+};
 
 struct metric {
 	const char *col;	/* the reply's column */
@@ -68,7 +78,7 @@ static const struct metric pub_subs[] = {
 	{ "queue", "subscriber_queue", G, "Blocks queued for the subscriber, not yet written to its socket." },
 	{ "in_flight", "subscriber_in_flight", G, "Blocks the subscriber's pipeline owes." },
 	{ "failures", "subscriber_failures", G, "Consecutive delivery failures." },
-	{ "acks", "subscriber_acks_total", C, "Acknowledgements received from the subscriber." },
+	{ "acks", "subscriber_acks_total", C, "Acknowledgements received from the subscriber on its current connection." },
 	{ "discarded", "subscriber_discarded_total", C, "Blocks discarded for it while offline." },
 	{ "dropped", "subscriber_dropped_total", C, "Blocks dropped from its full send queue." },
 	{ NULL, NULL, G, NULL }
@@ -84,6 +94,29 @@ static const struct metric sub_subs[] = {
 	{ "sent", "publisher_sent", G, "Blocks it sent (its highest sequence index)." },
 	{ NULL, NULL, G, NULL }
 };
+
+/* The exposition as it is written: every add checked once, at the end. */
+struct w {
+	struct gd_dbuf *b;
+	int err;
+};
+
+static void put(struct w *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void put(struct w *w, const char *fmt, ...)
+{
+	va_list ap;
+	int rc;
+
+	if (w->err)
+		return;
+	va_start(ap, fmt);
+	rc = gd_dbuf_vaddf(w->b, fmt, ap);
+	va_end(ap);
+	if (rc != GD_DBUF_OK)
+		w->err = rc;
+}
 
 static long col(const struct gd_prom_tab *t, const char *name)
 {
@@ -111,27 +144,27 @@ static int number(const char *s)
 	return *end == '\0';
 }
 
-static void label(FILE *f, const char *k, const char *v, int first)
+static void label(struct w *w, const char *k, const char *v)
 {
-	fprintf(f, "%s%s=\"", first ? "" : ",", k);
+	put(w, "%s=\"", k);
 	for (; *v; v++) {
 		if (*v == '\\' || *v == '"')
-			fputc('\\', f);
-		if (*v == '\n')
-			fputs("\\n", f);
+			put(w, "\\%c", *v);
+		else if (*v == '\n')
+			put(w, "\\n");
 		else
-			fputc(*v, f);
+			put(w, "%c", *v);
 	}
-	fputc('"', f);
+	put(w, "\"");
 }
 
-static void head(FILE *f, const char *pre, const struct metric *m)
+static void head(struct w *w, const char *pre, const struct metric *m)
 {
-	fprintf(f, "# HELP %s%s %s\n# TYPE %s%s %s\n", pre, m->name, m->help,
+	put(w, "# HELP %s%s %s\n# TYPE %s%s %s\n", pre, m->name, m->help,
 	    pre, m->name, m->kind == C ? "counter" : "gauge");
 }
 
-static void scalars(FILE *f, const char *pre, const struct metric *ms,
+static void scalars(struct w *w, const char *pre, const struct metric *ms,
     const struct gd_prom_tab *t)
 {
 	const struct metric *m;
@@ -141,77 +174,243 @@ static void scalars(FILE *f, const char *pre, const struct metric *ms,
 		return;
 	for (m = ms; m->col; m++)
 		if ((c = col(t, m->col)) >= 0 && number(at(t, 1, c))) {
-			head(f, pre, m);
-			fprintf(f, "%s%s %s\n", pre, m->name, at(t, 1, c));
+			head(w, pre, m);
+			put(w, "%s%s %s\n", pre, m->name, at(t, 1, c));
 		}
 }
 
-/* one series per row, labelled by the row's two naming columns; gdpub's
- * rows without an address (subscriptions of a gdsub that is away) have
- * no live numbers to give */
-static void rows(FILE *f, const char *pre, const struct metric *ms,
-    const struct gd_prom_tab *t, const char *k1, const char *k2)
+/* A sum of cells: whole numbers stay exact (counters pass 2^53). */
+struct sum {
+	uint64_t u;
+	double d;
+	int frac, n;
+};
+
+static void sum_add(struct sum *s, const char *v)
+{
+	char *end;
+	uint64_t u;
+
+	s->n++;
+	if (v[0] >= '0' && v[0] <= '9' && (u = strtoull(v, &end, 10), *end == '\0'))
+		s->u += u;
+	else {
+		s->d += strtod(v, NULL);
+		s->frac = 1;
+	}
+}
+
+/* 1 when row r is the first row whose key (column k) is its */
+static int first_of(const struct gd_prom_tab *t, size_t r, long k)
+{
+	for (size_t q = 1; q < r; q++)
+		if (strcmp(at(t, q, k), at(t, r, k)) == 0)
+			return 0;
+	return 1;
+}
+
+/* One series per subscriber (gdpub) or publisher (gdsub), labelled by the
+ * one column that names it for good: a subscriber's name, which it keeps
+ * across its reconnections (its address has a new port each time, and
+ * would start a new series), a publisher's HOST:PORT as GDsub_pub gives
+ * it. Rows of one name (a subscriber's new connection beside its old
+ * one) are summed; rows not named yet (a connection before its hello)
+ * have no series. */
+static void rows(struct w *w, const char *pre, const struct metric *ms,
+    const struct gd_prom_tab *t, const char *key, const char *lname)
 {
 	const struct metric *m;
-	long c1 = col(t, k1), c2 = col(t, k2), c;
-	size_t r;
+	long k = col(t, key), c;
+	size_t r, q;
 
-	if (t == NULL || c1 < 0 || c2 < 0 || t->nrows < 2)
+	if (t == NULL || k < 0 || t->nrows < 2)
 		return;
 	for (m = ms; m->col; m++) {
 		if ((c = col(t, m->col)) < 0)
 			continue;
-		head(f, pre, m);
+		head(w, pre, m);
 		for (r = 1; r < t->nrows; r++) {
-			if (!number(at(t, r, c)) || strcmp(at(t, r, c2), "-") == 0)
+			struct sum s = { 0, 0, 0, 0 };
+			const char *name = at(t, r, k);
+			if (strcmp(name, "-") == 0 || strcmp(name, "?") == 0 ||
+			    !first_of(t, r, k))
 				continue;
-			fprintf(f, "%s%s{", pre, m->name);
-			label(f, k1, at(t, r, c1), 1);
-			label(f, k2, at(t, r, c2), 0);
-			fprintf(f, "} %s\n", at(t, r, c));
+			for (q = r; q < t->nrows; q++)
+				if (strcmp(at(t, q, k), name) == 0 &&
+				    number(at(t, q, c)))
+					sum_add(&s, at(t, q, c));
+			if (s.n == 0)
+				continue;
+			put(w, "%s%s{", pre, m->name);
+			label(w, lname, name);
+			if (s.frac)
+				put(w, "} %.17g\n", s.d + (double)s.u);
+			else
+				put(w, "} %" PRIu64 "\n", s.u);
 		}
 	}
 }
 
-static void latency(FILE *f, const struct gd_prom_tab *t)
+static void latency(struct w *w, const struct gd_prom_tab *t)
 {
 	long cle = col(t, "le_us"), cn = col(t, "count"), cs = col(t, "sum_us");
 	size_t r;
 
 	if (cle < 0 || cn < 0 || cs < 0 || t->nrows < 2)
 		return;
-	fputs("# HELP gdkit_pub_ack_latency_seconds Time from a block's last "
+	put(w, "# HELP gdkit_pub_ack_latency_seconds Time from a block's last "
 	    "send to its ACK.\n# TYPE gdkit_pub_ack_latency_seconds "
-	    "histogram\n", f);
+	    "histogram\n");
 	for (r = 1; r < t->nrows; r++) {
 		const char *le = at(t, r, cle);
 		if (strcmp(le, "+Inf") == 0)
-			fprintf(f, "gdkit_pub_ack_latency_seconds_bucket{le=\"+Inf\"} "
+			put(w, "gdkit_pub_ack_latency_seconds_bucket{le=\"+Inf\"} "
 			    "%s\n", at(t, r, cn));
 		else
-			fprintf(f, "gdkit_pub_ack_latency_seconds_bucket{le=\"%.6f\"} "
+			put(w, "gdkit_pub_ack_latency_seconds_bucket{le=\"%.6f\"} "
 			    "%s\n", strtod(le, NULL) / 1e6, at(t, r, cn));
 	}
-	fprintf(f, "gdkit_pub_ack_latency_seconds_sum %.6f\n",
+	put(w, "gdkit_pub_ack_latency_seconds_sum %.6f\n",
 	    strtod(at(t, t->nrows - 1, cs), NULL) / 1e6);
-	fprintf(f, "gdkit_pub_ack_latency_seconds_count %s\n",
+	put(w, "gdkit_pub_ack_latency_seconds_count %s\n",
 	    at(t, t->nrows - 1, cn));
 }
 
-int gd_prom_write(FILE *f, const struct gd_prom_tab *stats,
+/* stats, subs and lat (NULL at a gdsub) appended to out: 0, or -1 when
+ * stats is neither a gdpub's nor a gdsub's, or out is at its cap. */
+static int write_all(struct gd_dbuf *out, const struct gd_prom_tab *stats,
     const struct gd_prom_tab *subs, const struct gd_prom_tab *lat)
 {
+	struct w w = { out, 0 };
+
 	if (col(stats, "published") >= 0) {
-		scalars(f, "gdkit_pub_", pub_stats, stats);
-		rows(f, "gdkit_pub_", pub_subs, subs, "name", "address");
+		scalars(&w, "gdkit_pub_", pub_stats, stats);
+		rows(&w, "gdkit_pub_", pub_subs, subs, "name", "name");
 		if (lat != NULL)
-			latency(f, lat);
+			latency(&w, lat);
+	} else if (col(stats, "publishers") >= 0) {
+		scalars(&w, "gdkit_sub_", sub_stats, stats);
+		rows(&w, "gdkit_sub_", sub_subs, subs, "publisher", "publisher");
+	} else {
+		return -1;
+	}
+	return w.err ? -1 : 0;
+}
+
+/* ---- from the engine's own replies ---- */
+
+/* A control reply ("NAME ROWS", a header of NAME:TYPE, rows of TAB-
+ * separated cells) cut up in place into a table. */
+struct reply {
+	struct gd_dbuf text;
+	const char **cell;
+	struct gd_prom_tab t;
+};
+
+static int parse_reply(struct reply *r)
+{
+	char *p = gd_dbuf_ptr(&r->text), *end, *nl;
+	size_t n = 0, cap, lines = 0, w;
+
+	if (p == NULL || (nl = strchr(p, '\n')) == NULL)
+		return -1;
+	p = nl + 1;		/* past "NAME ROWS" */
+	end = gd_dbuf_ptr(&r->text) + gd_dbuf_len(&r->text);
+	for (char *q = p; q < end; q++)
+		n += *q == '\t' || *q == '\n';
+	cap = n + 1;
+	if ((r->cell = calloc(cap, sizeof(*r->cell))) == NULL)
+		return -1;
+	n = 0;
+	while (p < end && (nl = memchr(p, '\n', (size_t)(end - p))) != NULL) {
+		*nl = '\0';
+		w = 0;
+		for (char *f = p;; w++) {
+			char *tab = strchr(f, '\t');
+			if (tab != NULL)
+				*tab = '\0';
+			if (lines == 0) {	/* NAME:TYPE: the name */
+				char *colon = strrchr(f, ':');
+				if (colon != NULL && colon[1] != '\0' &&
+				    colon[2] == '\0')
+					*colon = '\0';
+			}
+			if (n >= cap)
+				return -1;
+			r->cell[n++] = f;
+			if (tab == NULL)
+				break;
+			f = tab + 1;
+		}
+		if (lines == 0)
+			r->t.ncols = w + 1;
+		else if (w + 1 != r->t.ncols)
+			return -1;	/* a row of another width */
+		lines++;
+		p = nl + 1;
+	}
+	r->t.nrows = lines;
+	r->t.cell = r->cell;
+	return lines > 0 ? 0 : -1;
+}
+
+static int ask(gd_ctl_line_cb cb, void *user, const char *req,
+    struct reply *r)
+{
+	const char *p;
+
+	if (gd_ctl_call(cb, user, req, &r->text) != 0)
+		return -1;
+	p = gd_dbuf_ptr(&r->text);
+	/* "error ...", or another request's reply: not the table asked for */
+	if (p == NULL || strncmp(p, req, strlen(req)) != 0 ||
+	    p[strlen(req)] != ' ')
+		return -1;
+	return parse_reply(r);
+}
+
+int gd_prom_render(gd_ctl_line_cb cb, void *user, struct gd_dbuf *out)
+{
+	struct reply r[3];
+	int i, pub, rc = -1;
+
+	memset(r, 0, sizeof(r));
+	/* stats, subs and latency in one turn of the loop: one snapshot */
+	if (ask(cb, user, "stats", &r[0]) == 0 &&
+	    ask(cb, user, "subs", &r[1]) == 0) {
+		pub = col(&r[0].t, "published") >= 0;
+		if (!pub || ask(cb, user, "latency", &r[2]) == 0)
+			rc = write_all(out, &r[0].t, &r[1].t,
+			    pub ? &r[2].t : NULL);
+	}
+	for (i = 0; i < 3; i++) {
+		free(r[i].cell);
+		gd_dbuf_free(&r[i].text);
+	}
+	return rc;
+}
+
+int gd_prom_ctl_reply(gd_ctl_line_cb cb, void *user,
+    struct gd_ctl_client *cl)
+{
+	struct gd_dbuf b;
+	const char *p, *e;
+	size_t n = 0;
+
+	gd_dbuf_init_sized(&b, 16384, GD_CTL_REPLY_MAX);
+	if (gd_prom_render(cb, user, &b) != 0) {
+		gd_dbuf_free(&b);
+		gd_ctl_printf(cl, "error cannot render the metrics: larger "
+		    "than %zu bytes, or out of memory\n", GD_CTL_REPLY_MAX);
 		return 0;
 	}
-	if (col(stats, "publishers") >= 0) {
-		scalars(f, "gdkit_sub_", sub_stats, stats);
-		rows(f, "gdkit_sub_", sub_subs, subs, "publisher", "origin");
-		return 0;
-	}
-	return -1;
+	p = gd_dbuf_ptr(&b);
+	e = p ? p + gd_dbuf_len(&b) : p;
+	for (; p < e; p++)
+		n += *p == '\n';
+	gd_ctl_printf(cl, "metrics %zu\n", n);
+	if (n > 0)
+		gd_ctl_reply(cl, gd_dbuf_ptr(&b), gd_dbuf_len(&b));
+	gd_dbuf_free(&b);
+	return 0;
 }

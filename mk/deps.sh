@@ -9,7 +9,7 @@
 set -u
 case "${1:-build}" in
 build) pkgs="gcc make pkg-config libuv1-dev libinih-dev libssl-dev" ;;
-check) pkgs="bats bats-support bats-assert mandoc python3 python3-prometheus-client socat mosquitto mosquitto-clients nats-server kcat" ;;
+check) pkgs="bats bats-support bats-assert mandoc python3 python3-prometheus-client systemd openssl socat mosquitto mosquitto-clients nats-server kcat" ;;
 clang) pkgs="clang libclang-rt-dev" ;;
 *) echo "deps.sh: unknown set '$1'" >&2; exit 64 ;;
 esac

@@ -12,7 +12,8 @@ static const char usage[] =
 "READY, ACK ID, NACK ID, REJECT ID|- REASON.\n"
 "\n"
 "  -c, --config FILE        read GDpub_* keys from FILE (options override)\n"
-"  -p, --port PORT          TCP port for subscribers (GDpub_port, required)\n"
+"  -p, --port PORT          TCP port for subscribers (GDpub_port, required\n"
+"                           unless a service manager passes a socket)\n"
 "  -t, --timeout SECONDS    NACK a block not acked in time (default 10)\n"
 "  -n, --num-subs N         acks needed per block; 0 turns GD off (default 0)\n"
 "      --bind ADDR          listen address (default 127.0.0.1)\n"
@@ -34,6 +35,7 @@ static const char usage[] =
 "      --tls-ca FILE        mutual TLS: subscribers must show a certificate\n"
 "                           signed by this CA\n"
 "      --tls-min-version V  1.3 (the default) or 1.2\n"
+"      --metrics ADDR:PORT  serve GET /metrics (Prometheus) on ADDR:PORT\n"
 "      --cluster NAME       member of multisend cluster NAME: keys @NAME/ID,\n"
 "                           IDs from the input (-I or -f frame)\n"
 "      --role ROLE          primary (sends at once, the default) or secondary\n"
@@ -69,7 +71,7 @@ static const char usage[] =
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
 	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
 	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
-	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN };
+	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN, O_METRICS };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
@@ -95,6 +97,7 @@ static const struct option longopts[] = {
 	{ "tls-key", required_argument, NULL, O_TLSKEY },
 	{ "tls-ca", required_argument, NULL, O_TLSCA },
 	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "cluster", required_argument, NULL, O_CLUSTER },
 	{ "role", required_argument, NULL, O_ROLE },
 	{ "format", required_argument, NULL, 'f' },
@@ -265,6 +268,28 @@ static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
 	    opt->out != NULL);
 }
 
+/* What the service manager passed (socket activation): the listening
+ * socket instead of binding GDpub_port, which it stands for; the FIFO
+ * instead of stdin. 0, or an exit code after one message. */
+static int take_passed(struct gd_conf *conf, struct gd_pub_opts *opt)
+{
+	struct gd_act a;
+	int rc;
+
+	if ((rc = gd_act_take(&a)) != 0)
+		return rc;
+	if (a.listen_fd >= 0) {
+		if ((rc = gd_conf_check_passed(conf, a.port, a.addr,
+		    a.listen_what)) != 0)
+			return rc;
+		conf->port = a.port;	/* the control socket's path follows */
+		opt->listen_fd = a.listen_fd;
+	}
+	if (a.fifo_fd >= 0)
+		opt->input_fd = a.fifo_fd;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gd_conf conf;
@@ -282,7 +307,7 @@ int main(int argc, char **argv)
 		return rc < 0 ? 0 : rc;
 	}
 	if ((rc = parse_options(argc, argv, &conf, &opt, &verbose,
-	    &quiet)) == 0 &&
+	    &quiet)) == 0 && (rc = take_passed(&conf, &opt)) == 0 &&
 	    (rc = check_options(&conf, &opt, verbose, quiet)) == 0)
 		rc = gd_pub_run(&conf, &opt);
 	gd_conf_free(&conf);

@@ -33,6 +33,7 @@ static const char usage[] =
 "      --tls-cert FILE        our certificate, for a publisher that asks\n"
 "      --tls-key FILE         ... and its private key (PEM files)\n"
 "      --tls-min-version V    1.3 (the default) or 1.2\n"
+"      --metrics ADDR:PORT    serve GET /metrics (Prometheus) on ADDR:PORT\n"
 "  -f, --format FORMAT        line (default), payload, or frame (the framed\n"
 "                             stream, binary-safe; see gdkit-stream(5)), or\n"
 "                             a template: %k key, %i ID, %o origin, %s\n"
@@ -61,7 +62,7 @@ static const char usage[] =
  * value here; the switch in main takes the others. */
 enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
 	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE, O_TLSCA,
-	O_TLSCERT, O_TLSKEY, O_TLSMIN };
+	O_TLSCERT, O_TLSKEY, O_TLSMIN, O_METRICS };
 
 static const char shortopts[] = ":c:P:f:0C:i:vqhV";
 static const struct option longopts[] = {
@@ -81,6 +82,7 @@ static const struct option longopts[] = {
 	{ "tls-cert", required_argument, NULL, O_TLSCERT },
 	{ "tls-key", required_argument, NULL, O_TLSKEY },
 	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
+	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "qos", required_argument, NULL, O_QOS },
 	{ "format", required_argument, NULL, 'f' },
 	{ "null", no_argument, NULL, '0' },

@@ -133,6 +133,7 @@ static void close_the_rest(struct pub *p)
 	uv_close((uv_handle_t *)&p->sigterm, NULL);
 	uv_close((uv_handle_t *)&p->status_timer, NULL);
 	gd_ctl_close(&p->ctl);
+	gd_metrics_close(&p->metrics);
 }
 
 static void on_status_closed(uv_handle_t *h)
@@ -423,6 +424,8 @@ static int start(struct pub *p)
 	if ((rc = gd_ctl_path_pub(&bound, path, sizeof(path))) != 0 ||
 	    (rc = gd_ctl_listen(&p->ctl, &p->loop, path, pub_ctl_line, p)) != 0)
 		return rc;
+	if ((rc = pub_metrics_open(p)) != 0)
+		return rc;
 	if (p->opt.port_file && (rc = write_port_file(p)) != 0)
 		return rc;
 	if (gd_deliver_init(&p->dv, p->needed, (uint64_t)(p->conf->timeout *
@@ -586,6 +589,7 @@ int gd_pub_run(const struct gd_conf *conf, const struct gd_pub_opts *opt)
 	if ((rc = start(p)) == 0) {
 		uv_run(&p->loop, UV_RUN_DEFAULT);
 		gd_ctl_close(&p->ctl);	/* uv_stop: the socket file goes too */
+		gd_metrics_close(&p->metrics);
 		pub_journal_end(p);
 		gd_status_clear();
 		rc = outcome(p);

@@ -24,6 +24,11 @@ struct gd_pub_opts {
 	int progress;		/* a status line on stderr (--progress) */
 	double progress_every;	/* > 0: a line every so many seconds instead
 				 * (--progress=SECONDS), for logs */
+	/* socket activation (activate.h): the passed listening socket to
+	 * serve on instead of binding GDpub_port (0: none, passed fds start
+	 * at 3), and the fd read instead of stdin (0: stdin) */
+	int listen_fd;
+	int input_fd;
 };
 
 /* Runs until the input ends and every block is resolved; returns the

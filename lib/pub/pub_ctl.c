@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "hist.h"
 #include "log.h"
+#include "prom.h"
 #include "rank.h"
 
 #include <inttypes.h>
@@ -358,10 +359,19 @@ static int ctl_hello(void *user, struct gd_ctl_client *cl,
 	return 0;
 }
 
+static int ctl_metrics(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	(void)line;
+	(void)args;
+	return gd_prom_ctl_reply(pub_ctl_line, user, cl);
+}
+
 /* pending takes its arguments or none; the rest are the word alone */
 static const struct gd_ctl_req requests[] = {
 	{ "hello", GD_CTL_NOARGS, ctl_hello },
 	{ "latency", GD_CTL_NOARGS, ctl_latency },
+	{ "metrics", GD_CTL_NOARGS, ctl_metrics },
 	{ "pending", GD_CTL_OPTARGS, ctl_pending },
 	{ "stats", GD_CTL_NOARGS, ctl_stats },
 	{ "subs", GD_CTL_NOARGS, ctl_subs },
@@ -374,4 +384,25 @@ int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 	gd_trace(2, "control request '%.64s'", line);
 	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
 	    user, cl, line);
+}
+
+static int render(void *user, struct gd_dbuf *body)
+{
+	return gd_prom_render(pub_ctl_line, user, body);
+}
+
+int pub_metrics_open(struct pub *p)
+{
+	char why[512];
+
+	if (p->conf->pub_metrics == NULL)
+		return 0;
+	if (gd_metrics_listen(&p->metrics, &p->loop, p->conf->pub_metrics,
+	    render, p, why, sizeof(why)) != 0) {
+		gd_err("%s", why);
+		return GD_EX_UNAVAILABLE;
+	}
+	gd_trace(1, "serving metrics on http://%s/metrics",
+	    p->conf->pub_metrics);
+	return 0;
 }

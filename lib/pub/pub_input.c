@@ -149,9 +149,10 @@ static void record(struct pub *p, struct gd_chunk *c, const uint8_t *rec,
 
 static int paused(struct pub *p)
 {
-	if (p->sigs || p->finished)
+	if ((p->sigs && !p->input_finishing) || p->finished)
 		return 1;
-	if (p->opt.wait_ready && !p->ready)
+	/* (what a stop leaves of a FIFO goes out, READY or not) */
+	if (p->opt.wait_ready && !p->ready && !p->input_finishing)
 		return 1;
 	return gd_deliver_full(&p->dv) || p->sink->full(p) ||
 	    (p->cluster && gd_cluster_full(&p->cl));
@@ -168,6 +169,7 @@ void pub_drop_input(struct pub *p)
 	p->rq_tail = NULL;
 	p->rpos = 0;
 	p->eof = 1;
+	p->input_finishing = 0;
 	uv_idle_stop(&p->idle);
 }
 
@@ -289,6 +291,11 @@ static void parse_some(struct pub *p)
 			p->stop_code = GD_EX_IOERR;
 		} else if (r->flags & GD_RG_EOF) {
 			p->eof = 1;
+			if (p->input_finishing && p->in.cut > 0)
+				gd_warn("the last %zu bytes read from the FIFO "
+				    "were part of a record its writer did not "
+				    "finish within %d ms of the stop: not "
+				    "published", p->in.cut, PUB_FINISH_MS);
 		} else if (r->flags & GD_RG_OVERSIZE) {
 			record(p, r->c, r->c->data + r->off, r->len, 1, tnow);
 			budget--;
@@ -345,7 +352,8 @@ static void on_input(struct gd_input *in)
 	struct pub *p = in->data;
 
 	take_regions(p);
-	if (p->sigs || p->finished)	/* stopping: drop unread input */
+	if ((p->sigs && !p->input_finishing) || p->finished)
+		/* stopping: drop unread input */
 		pub_drop_input(p);
 	else
 		pub_kick(p);
@@ -386,7 +394,23 @@ static uint64_t unread_input(struct pub *p, uint64_t *bytes)
  * then read no more. */
 void pub_stop_input(struct pub *p, const char *name)
 {
-	uint64_t bytes = 0, recs = p->eof ? 0 : unread_input(p, &bytes);
+	uint64_t bytes = 0, recs;
+
+	/* a FIFO the service manager holds open: its writers' records are
+	 * in it, and what gdpub took out of it has no other way on than
+	 * this gdpub; the rest waits in the FIFO for the next start */
+	if (p->opt.input_fd > 0 && !p->eof) {
+		gd_info("%s: reading no more from the FIFO once the records "
+		    "already read are published; then waiting for the pending "
+		    "blocks", name);
+		p->input_finishing = 1;
+		if (gd_input_finish(&p->in, PUB_FINISH_MS) == 0) {
+			pub_kick(p);
+			return;
+		}
+		p->input_finishing = 0;	/* not a pipe after all */
+	}
+	recs = p->eof ? 0 : unread_input(p, &bytes);
 
 	if (p->opt.frame && bytes > 0)
 		gd_warn("%s: %" PRIu64 " bytes of framed input already read "
@@ -416,6 +440,6 @@ int pub_input_start(struct pub *p)
 	if ((rc = uv_idle_init(&p->loop, &p->idle)) != 0)
 		return rc;
 	p->idle.data = p;
-	return gd_input_start(&p->in, &p->loop, 0, p->opt.delim, chunk,
-	    on_input);
+	return gd_input_start(&p->in, &p->loop, p->opt.input_fd, p->opt.delim,
+	    chunk, on_input);
 }

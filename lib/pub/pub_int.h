@@ -18,6 +18,7 @@
 #include "deliver.h"
 #include "input.h"
 #include "journal.h"
+#include "metrics.h"
 #include "notify.h"
 #include "qos.h"
 #include "out.h"
@@ -135,6 +136,7 @@ struct pub {
 	uv_prepare_t prep;
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
+	struct gd_metrics metrics;	/* --metrics (pub_ctl.c) */
 
 	struct gd_deliver dv;		/* pending blocks, window, outcomes */
 	struct gd_slots slots;		/* GD subscriber admission */
@@ -192,6 +194,9 @@ struct pub {
 
 	/* lifecycle */
 	int eof, ready, finished, sigs, stop_code, warned_few;
+	/* a signal stopped a FIFO the service manager passed: what was read
+	 * is published, up to the edge of a record (pub_stop_input) */
+	int input_finishing;
 	/* the status output broke, or was given up on: the outcomes not
 	 * written stay in the journal, unrecorded (pub_status_lost) */
 	int status_lost;
@@ -262,6 +267,9 @@ void pub_journal_end(struct pub *p);
 void pub_journal_free(struct pub *p);
 
 /* pub_input.c */
+/* how long a stop waits for the writer of a FIFO to finish the record
+ * gdpub has read the start of */
+#define PUB_FINISH_MS 1000
 int pub_input_start(struct pub *p);
 /* Send a block now (after the cluster's say): sequence index, journal,
  * pending table, sink. */
@@ -387,5 +395,8 @@ double pub_ack_rate(const struct pub *p, uint64_t now);
 /* pub_ctl.c */
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len);
+/* --metrics: serve /metrics, the control replies' exposition; 0 or an
+ * exit code (69: the address cannot be bound) */
+int pub_metrics_open(struct pub *p);
 
 #endif

@@ -450,6 +450,37 @@ static int bound_port(uv_tcp_t *srv)
 	    ((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
+/* The socket the service manager passed (socket activation): it listens
+ * already, and keeps listening while gdpub restarts, so no subscriber's
+ * connection is refused in between; the host in keys follows its
+ * address as it would --bind's. */
+static int listen_passed(struct pub *p)
+{
+	struct sockaddr_storage ss;
+	char bind[64] = "?", host[GD_HOST_MAX];
+	int rc, len = sizeof(ss);
+
+	if ((rc = uv_tcp_init(&p->loop, &p->srv)) == 0 &&
+	    (rc = uv_tcp_open(&p->srv, p->opt.listen_fd)) == 0 &&
+	    (rc = uv_tcp_getsockname(&p->srv, (struct sockaddr *)&ss,
+	    &len)) == 0) {
+		p->srv.data = p;
+		uv_ip_name((struct sockaddr *)&ss, bind, sizeof(bind));
+		rc = uv_listen((uv_stream_t *)&p->srv, 128, on_accept);
+	}
+	if (rc != 0) {
+		gd_err("cannot serve on the socket the service manager passed "
+		    "(fd %d): %s", p->opt.listen_fd, uv_strerror(rc));
+		return GD_EX_UNAVAILABLE;
+	}
+	if ((rc = key_host(p, bind, host, sizeof(host))) != 0)
+		return rc;
+	p->port = bound_port(&p->srv);
+	gd_fmt_hostport(p->origin, sizeof(p->origin), host, p->port);
+	p->origin_len = strlen(p->origin);
+	return 0;
+}
+
 int pub_listen(struct pub *p)
 {
 	struct addrinfo hints, *res = NULL;
@@ -457,6 +488,8 @@ int pub_listen(struct pub *p)
 	const char *bind = p->conf->bind ? p->conf->bind : "127.0.0.1";
 	int rc;
 
+	if (p->opt.listen_fd > 0)
+		return listen_passed(p);
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;

@@ -353,6 +353,7 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	if ((rc = start(s)) != 0) {
 		sub_in_stop(s);
 		gd_ctl_close(&s->ctl);
+		gd_metrics_close(&s->metrics);
 	} else {
 		uv_run(&s->loop, UV_RUN_DEFAULT);
 		rc = outcome(s);

@@ -6,6 +6,7 @@
 #include "endnote.h"
 #include "log.h"
 #include "parse.h"
+#include "prom.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -190,10 +191,22 @@ static int req_takeover(void *user, struct gd_ctl_client *cl,
 	return 0;	/* this connection was closed with the rest */
 }
 
+static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
+    size_t len);
+
+static int req_metrics(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	(void)line;
+	(void)args;
+	return gd_prom_ctl_reply(ctl_line, user, cl);
+}
+
 /* ack and takeover must have their arguments; the rest are the word alone */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
 	{ "hello", GD_CTL_NOARGS, req_hello },
+	{ "metrics", GD_CTL_NOARGS, req_metrics },
 	{ "stats", GD_CTL_NOARGS, req_stats },
 	{ "subs", GD_CTL_NOARGS, req_subs },
 	{ "takeover", GD_CTL_ARGS, req_takeover },
@@ -302,15 +315,26 @@ out:
 	return rc;
 }
 
+static int render(void *user, struct gd_dbuf *body)
+{
+	return gd_prom_render(ctl_line, user, body);
+}
+
 int sub_ctl_listen(struct sub *s)
 {
-	char path[108], note[PATH_MAX];
+	char path[108], note[PATH_MAX], why[512];
 	int rc;
 
 	if ((rc = gd_ctl_path_sub(s->conf, path, sizeof(path))) != 0 ||
 	    (rc = take_over(s, path)) != 0 ||
 	    (rc = gd_ctl_listen(&s->ctl, &s->loop, path, ctl_line, s)) != 0)
 		return rc;
+	/* after the takeover: the gdsub it replaced had the port */
+	if (s->conf->sub_metrics != NULL && gd_metrics_listen(&s->metrics,
+	    &s->loop, s->conf->sub_metrics, render, s, why, sizeof(why)) != 0) {
+		gd_err("%s", why);
+		return GD_EX_UNAVAILABLE;
+	}
 	s->ctl.on_gone = on_ctl_gone;
 	/* the socket is ours now, and so is the note: an earlier gdsub's
 	 * must not speak for this one */
@@ -354,4 +378,5 @@ void sub_ctl_close(struct sub *s)
 	if (s->ctl.open)
 		leave_note(s);
 	gd_ctl_close(&s->ctl);
+	gd_metrics_close(&s->metrics);
 }

@@ -8,6 +8,7 @@
 #include "ctl.h"
 #include "drain.h"
 #include "input.h"
+#include "metrics.h"
 #include "notify.h"
 #include "out.h"
 #include "receive.h"
@@ -141,6 +142,7 @@ struct sub {
 	uint64_t idle_since;	/* loop ms: when that count last moved */
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;
+	struct gd_metrics metrics;	/* --metrics (sub_ctl.c) */
 	struct gd_out out;
 	/* stdout is a pipe: what its reader read is looked at every
 	 * SUB_DRAIN_MS while blocks wait in it (sub_output.c) */
@@ -283,7 +285,7 @@ void sub_state_commit(struct sub *s);
 int sub_state_last_commit(struct sub *s, int code);
 int sub_state_close(struct sub *s, int rc);
 
-/* sub_ctl.c: the control socket */
+/* sub_ctl.c: the control socket, and --metrics beside it */
 int sub_ctl_listen(struct sub *s);
 void sub_ctl_close(struct sub *s);
 

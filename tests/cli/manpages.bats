@@ -251,7 +251,7 @@ run_examples() {
 }
 
 @test "EXAMPLES of gdkit(7) work when pasted" {
-	run_examples gdkit.7
+	run_examples gdkit.7 openssl
 }
 
 # readme_block N: the Nth fenced code block of README.md, 7001 made $port

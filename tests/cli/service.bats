@@ -62,41 +62,94 @@ notifyd() {
 	wait_until 10 has_line abs2.log '^READY=1$'
 }
 
-# The unit files of gdkit(7) RUNNING AS A SERVICE, as printed there (the
-# programs' path and the 'work' stage replaced), pass systemd-analyze
-# verify, which refuses unknown keys, bad values and missing programs.
-@test "gdkit(7) unit files pass systemd-analyze verify" {
+# The units make install puts in place (systemd/ in the source tree)
+# pass systemd-analyze verify, which refuses unknown keys, bad values,
+# programs that are not there and (with MANPATH) Documentation= pages
+# that are not; gdkit(7) RUNNING AS A SERVICE shows them as installed.
+# The units name the programs as PREFIX has them: installed under a
+# PREFIX of this test's, with the programs under test copied there (as
+# install-bin would put them, which would build them first), they are
+# verified where they lie; DESTDIR puts the same files under it.
+@test "make install: the units, sysusers.d and tmpfiles.d files in place; systemd-analyze verify accepts them; gdkit(7) shows them" {
 	command -v systemd-analyze > /dev/null ||
 		skip "systemd-analyze is not installed (Debian package systemd)"
-	run python - "$BATS_TEST_DIRNAME/../../man/gdkit.7" "$GDKIT_BIN" <<'PY'
-import re, sys
+	local top="$BATS_TEST_DIRNAME/../.." d="$BATS_TEST_TMPDIR/pfx" u
+	run make -C "$top" --no-print-directory install-units install-man DESTDIR="$BATS_TEST_TMPDIR/dest" PREFIX=/usr
+	assert_success
+	(cd dest && find . -type f | sort) > dest.list
+	assert_equal "$(cat dest.list)" "$(printf '%s\n' ./usr/lib/systemd/system/gdkit-pipeline@.service ./usr/lib/systemd/system/gdpub@.service ./usr/lib/systemd/system/gdpub@.socket ./usr/lib/sysusers.d/gdkit.conf ./usr/lib/tmpfiles.d/gdkit.conf ./usr/share/man/man1/gdack.1 ./usr/share/man/man1/gdinspect.1 ./usr/share/man/man1/gdpub.1 ./usr/share/man/man1/gdsub.1 ./usr/share/man/man5/gdkit-stream.5 ./usr/share/man/man5/gdkit.conf.5 ./usr/share/man/man7/gdkit.7)"
+	run grep -h '^ExecStart=' dest/usr/lib/systemd/system/*.service
+	assert_output "$(printf '%s\n' "ExecStart=/bin/bash -c 'set -o pipefail; /usr/bin/gdsub -c /etc/gdkit/pipeline-%i.conf --max-retries -1 --state \"\$\$STATE_DIRECTORY/sub.state\" | /bin/sh -c \"\$\$GDKIT_WORK\" | /usr/bin/gdack -c /etc/gdkit/pipeline-%i.conf --sink \"\$\$STATE_DIRECTORY/sink\"'" "ExecStart=/usr/bin/gdpub -c /etc/gdkit/gdpub-%i.conf --journal %S/gdpub-%i/pub.journal --resend 5 --wait-ready")"
+	run grep -rl '@[A-Z]*@' dest
+	assert_output ""
+	# installed where they run
+	run make -C "$top" --no-print-directory install-units install-man PREFIX="$d"
+	assert_success
+	mkdir -p "$d/bin"
+	cp "$GDKIT_BIN"/gdpub "$GDKIT_BIN"/gdsub "$GDKIT_BIN"/gdack "$GDKIT_BIN"/gdinspect "$d/bin/"
+	cd "$d/lib/systemd/system"
+	run env MANPATH="$d/share/man" systemd-analyze verify ./gdpub@7001.socket ./gdpub@7001.service ./gdkit-pipeline@orders.service
+	assert_success
+	assert_output ""
+	# the user, then the directory of the status lines, made in a root
+	# of the test's own as at boot
+	if command -v systemd-sysusers > /dev/null && command -v systemd-tmpfiles > /dev/null; then
+		mkdir -p "$BATS_TEST_TMPDIR/root/etc"
+		run systemd-sysusers --root="$BATS_TEST_TMPDIR/root" "$d/lib/sysusers.d/gdkit.conf"
+		assert_success
+		uid=$(awk -F: '$1 == "gdkit" { print $3 }' "$BATS_TEST_TMPDIR/root/etc/passwd")
+		[ -n "$uid" ]
+		grep -q '^gdkit:' "$BATS_TEST_TMPDIR/root/etc/group"
+		run systemd-tmpfiles --root="$BATS_TEST_TMPDIR/root" --create "$d/lib/tmpfiles.d/gdkit.conf"
+		assert_success
+		assert_equal "$(stat -c '%a %u' "$BATS_TEST_TMPDIR/root/var/log/gdkit")" "750 $uid"
+	fi
+	# it does refuse a bad one
+	sed 's/^Type=exec$/Type=exe/' gdpub@.service > bad@.service
+	run systemd-analyze verify --man=no ./bad@1.service
+	assert_output --partial "Failed to parse service type"
+	# gdkit(7) shows the files make install writes with PREFIX=/usr/local,
+	# their comments left out
+	cd "$BATS_TEST_TMPDIR"
+	run make -C "$top" --no-print-directory install-units DESTDIR="$BATS_TEST_TMPDIR/local" PREFIX=/usr/local
+	assert_success
+	run python - "$top/man/gdkit.7" local/usr/local/lib <<'PY'
+import os, re, sys
 src = open(sys.argv[1]).read().split("\n")
-n, i = 0, 0
+seen, i, bad = [], 0, 0
 while i < len(src):
     m = re.match(r'^\.\\" unit: (\S+)$', src[i])
     if m:
         assert src[i + 1].startswith(".Bd -literal"), src[i + 1]
         j, body = i + 2, []
         while src[j] != ".Ed":
-            body.append(src[j])
+            body.append(src[j].replace("\\e", "\\").replace("\\&", ""))
             j += 1
-        text = "\n".join(body) + "\n"
-        text = text.replace("/usr/local/bin/", sys.argv[2] + "/").replace("| work |", "| cat |")
-        open(m.group(1), "w").write(text)
-        print(m.group(1))
-        n, i = n + 1, j
+        name = m.group(1)
+        sub = "sysusers.d" if name == "sysusers.d/gdkit.conf" else \
+            "tmpfiles.d" if name == "tmpfiles.d/gdkit.conf" else "systemd/system"
+        path = os.path.join(sys.argv[2], sub, os.path.basename(name))
+        want = [l for l in open(path).read().split("\n")[:-1]
+                if not l.startswith("#")]
+        while want and want[0] == "":
+            want.pop(0)
+        if body != want:
+            print("gdkit.7: %s differs from the installed %s:" % (name, path))
+            for k in range(max(len(body), len(want))):
+                a = body[k] if k < len(body) else "(none)"
+                b = want[k] if k < len(want) else "(none)"
+                if a != b:
+                    print("  page: %s\n  file: %s" % (a, b))
+                    break
+            bad += 1
+        seen.append(name)
+        i = j
     i += 1
-sys.exit(0 if n == 2 else 1)
+print(" ".join(seen))
+sys.exit(bad)
 PY
 	assert_success
-	assert_output "$(printf 'gdkit-orders-pub.service\ngdkit-orders-sub.service')"
-	run systemd-analyze verify --man=no ./gdkit-orders-pub.service ./gdkit-orders-sub.service
-	assert_success
-	assert_output ""
-	# it does refuse a bad one
-	sed 's/^Type=notify$/Type=notifie/' gdkit-orders-pub.service > bad.service
-	run systemd-analyze verify --man=no ./bad.service
-	assert_output --partial "Failed to parse service type"
+	assert_output "gdpub@.socket gdpub@.service gdkit-pipeline@.service sysusers.d/gdkit.conf tmpfiles.d/gdkit.conf"
 }
 
 # journald: $JOURNAL_STREAM names stderr -> a priority prefix per line and

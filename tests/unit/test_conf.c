@@ -218,6 +218,7 @@ static const struct kv kvs[] = {
 	{ "GDpub_tlsKey", tlskey, NULL },
 	{ "GDpub_tlsCA", certfile, NULL },
 	{ "GDpub_tlsMinVersion", "1.2", NULL },
+	{ "GDpub_metrics", "127.0.0.1:9464", NULL },
 	{ "GDpub_maxConnections", "64", NULL },
 	{ "GDpub_discardInterval", "60", "30" },
 	{ "GDpub_sendTimeout", "60", "-1" },
@@ -243,6 +244,7 @@ static const struct kv kvs[] = {
 	{ "GDsub_tlsCert", certfile, NULL },
 	{ "GDsub_tlsKey", tlskey, NULL },
 	{ "GDsub_tlsMinVersion", "1.3", NULL },
+	{ "GDsub_metrics", "[::1]:9465", NULL },
 	{ "GDsub_reliability", "", "ordered" },
 	{ "GDsub_retryCount", "0", "5" },
 	{ "GDsub_connectionCached", "1", "0" },
@@ -667,7 +669,8 @@ TEST(pub_values_stored)
 	    "GDpub_ctl=/tmp/x.sock\n"
 	    "GDpub_fsync=batch\n"
 	    "GDpub_sendQueueSizeMax=-1\n"
-	    "GDpub_role=primary\n");
+	    "GDpub_role=primary\n"
+	    "GDpub_metrics=0.0.0.0:9464\n");
 	ASSERT_EQ(rc, 0);
 	ASSERT_STR(errbuf, "");
 	ASSERT_EQ(c.port, 7001);
@@ -684,6 +687,7 @@ TEST(pub_values_stored)
 	ASSERT_EQ(c.fsync, GD_FSYNC_BATCH);
 	ASSERT_EQ(c.sq_max, -1);
 	ASSERT_EQ(c.role, GD_ROLE_PRIMARY);
+	ASSERT_STR(c.pub_metrics, "0.0.0.0:9464");
 	ASSERT(c.journal == NULL && c.cluster == NULL);
 	ASSERT_EQ(gd_conf_check(&c, GD_FAM_PUB), 0);
 	gd_conf_free(&c);
@@ -1041,6 +1045,11 @@ TEST(err_bad_values)
 		{ GD_FAM_PUB, "GDpub_sendQueueSizeMax", "-2", "expected an integer" },
 		{ GD_FAM_PUB, "GDpub_sendTimeout", "-2", "expected seconds" },
 		{ GD_FAM_PUB, "GDpub_bind", "", "expected a non-empty value" },
+		{ GD_FAM_PUB, "GDpub_metrics", "localhost:9464", "expected ADDR:PORT, a numeric address and a port from 1 to 65535 ([ADDR]:PORT for IPv6), e.g. 127.0.0.1:9464" },
+		{ GD_FAM_PUB, "GDpub_metrics", "127.0.0.1", "expected ADDR:PORT" },
+		{ GD_FAM_PUB, "GDpub_metrics", "127.0.0.1:0", "expected ADDR:PORT" },
+		{ GD_FAM_PUB, "GDpub_metrics", "::1:9464", "expected ADDR:PORT" },
+		{ GD_FAM_SUB, "GDsub_metrics", "1.2.3:9", "expected ADDR:PORT" },
 		{ GD_FAM_SUB, "GDsub_dedup", "ID", "expected one of 'id', 'index', 'none'" },
 		{ GD_FAM_SUB, "GDsub_reliability", "Ordered", "expected 'ordered' or nothing (an empty value, the default)" },
 		{ GD_FAM_SUB, "GDsub_maxRetries", "-2", "expected an integer from -1" },

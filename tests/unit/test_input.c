@@ -533,6 +533,68 @@ TEST(loop_pauses_when_full)
 	ASSERT_EQ(rig_end(&g), 0);
 }
 
+/* gd_input_finish: at a record's edge the input ends at once; inside a
+ * record the reader reads on, a byte at a time, to its end, and leaves
+ * what follows in the pipe (the next reader's); a record whose writer
+ * never finishes it is dropped after the bound, its bytes counted. */
+TEST(finish_at_a_record_edge)
+{
+	struct rig g;
+	char rest[64];
+	ssize_t n;
+
+	/* nothing begun: ends at once, the rest stays in the pipe */
+	ASSERT_EQ(rig_start(&g, GD_INPUT_LOOP, 0, 64, 0), 0);
+	put(&g, "a\nb\n", 4);
+	drain(&g.loop);
+	ASSERT_EQ(gd_input_finish(&g.in, 5000), 0);
+	put(&g, "c\n", 2);
+	ASSERT(run_to_end(&g.loop, &g.col));
+	ASSERT_STR(log_of(&g), "Ra\nRb\n");
+	ASSERT_EQ(g.in.cut, 0);
+	n = read(g.fd[0], rest, sizeof(rest));
+	ASSERT_EQ(n, 2);
+	ASSERT_EQ(rig_end(&g), 0);
+
+	/* a record begun: read to its delimiter, not a byte further */
+	ASSERT_EQ(rig_start(&g, GD_INPUT_LOOP, 0, 64, 0), 0);
+	put(&g, "a\nbb", 4);
+	drain(&g.loop);
+	ASSERT_STR(log_of(&g), "Ra\n");
+	ASSERT_EQ(gd_input_finish(&g.in, 5000), 0);
+	put(&g, "b\nc\nd", 5);
+	ASSERT(run_to_end(&g.loop, &g.col));
+	ASSERT_STR(log_of(&g), "Ra\nRbbb\n");
+	ASSERT_EQ(g.in.cut, 0);
+	n = read(g.fd[0], rest, sizeof(rest));
+	ASSERT_EQ(n, 3);
+	ASSERT(n == 3 && memcmp(rest, "c\nd", 3) == 0);
+	ASSERT_EQ(rig_end(&g), 0);
+
+	/* a frame begun: read to its end, as its header says */
+	ASSERT_EQ(rig_start(&g, GD_INPUT_LOOP, 1, 64, 0), 0);
+	ASSERT_EQ(gd_input_finish(&g.in, 5000), 0);	/* ends at once */
+	ASSERT(run_to_end(&g.loop, &g.col));
+	ASSERT_EQ(rig_end(&g), 0);
+
+	/* its writer never finishes it: dropped after the bound */
+	ASSERT_EQ(rig_start(&g, GD_INPUT_LOOP, 0, 64, 0), 0);
+	put(&g, "a\nhalf", 6);
+	drain(&g.loop);
+	ASSERT_EQ(gd_input_finish(&g.in, 50), 0);
+	ASSERT(run_to_end(&g.loop, &g.col));
+	ASSERT_STR(log_of(&g), "Ra\n");
+	ASSERT_EQ(g.in.cut, 4);
+	ASSERT_EQ(g.col.nlast, 0);
+	ASSERT_EQ(rig_end(&g), 0);
+
+	/* thread mode: a file ends by itself */
+	ASSERT_EQ(rig_start(&g, GD_INPUT_THREAD, 0, 64, 0), 0);
+	ASSERT_EQ(gd_input_finish(&g.in, 50), -1);
+	close_writer(&g);
+	ASSERT_EQ(rig_end(&g), 0);
+}
+
 /* Which mode the fd gets: a pipe or a socket is read on the loop; a
  * regular file by the thread, to its end. */
 TEST(mode_by_fd)
@@ -585,5 +647,6 @@ int main(void)
 	RUN(stop_while_waiting);
 	RUN(loop_pauses_when_full);
 	RUN(mode_by_fd);
+	RUN(finish_at_a_record_edge);
 	return UNIT_DONE();
 }
