@@ -182,9 +182,6 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 			opt->armor_batch = (size_t)v;
 			break;
 		}
-		case O_STATUS:
-			opt->status = optarg;
-			break;
 		case O_PROGRESS:
 			opt->progress = 1;
 			opt->progress_every = 0;
@@ -228,6 +225,7 @@ static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
 
 	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		return rc;
+	opt->status = conf->pub_status;	/* GDpub_status, --status */
 	/* status lines on stderr: -o - without --status */
 	serr = opt->out && strcmp(opt->out, "-") == 0 && opt->status == NULL;
 	if (opt->progress < 0)	/* a status line only for a person watching */

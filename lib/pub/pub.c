@@ -112,7 +112,7 @@ static void on_prepare(uv_prepare_t *h)
 	}
 	p->sink->flush(p);
 	gd_out_flush(&p->status);
-	pub_journal_settle(p);	/* committed with the next turn's records */
+	pub_journal_settle(p, 0);	/* committed with the next turn's records */
 	/* here, where no resolution waits (when the status lines are out) */
 	if (p->journal && !p->journal_failed && gd_journal_bloated(&p->jn))
 		pub_journal_compact(p);
@@ -255,7 +255,7 @@ void pub_maybe_done(struct pub *p)
 	 * highest id and index), unless a replay was cut short; once the
 	 * status lines are out (else at the end, pub_journal_end) */
 	gd_out_flush(&p->status);
-	pub_journal_settle(p);
+	pub_journal_settle(p, 1);
 	if (p->journal && pub_journal_commit(p) == 0 &&
 	    p->replay.next >= p->replay.n)
 		pub_journal_compact(p);

@@ -200,6 +200,11 @@ struct pub {
 	/* the status output broke, or was given up on: the outcomes not
 	 * written stay in the journal, unrecorded (pub_status_lost) */
 	int status_lost;
+	/* the status output is a regular file and the journal syncs: its
+	 * lines reach the disk before their outcomes are recorded as said
+	 * (pub_status_synced), at most GD_JOURNAL_BATCH_NS late with batch */
+	int status_sync;
+	uint64_t status_synced_ns;
 	/* the run is over but the status output has not taken its last
 	 * lines: the control socket and the signals stay until it has */
 	int wound_up, all_closed;
@@ -256,8 +261,9 @@ struct pub_jres {
 #define PUB_JRES_MAX (256u << 20)	/* bytes of them: ~11 million */
 /* Record an ACK or NACK (once its status line is written). */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
-/* The status lines so far are written: record their resolutions. */
-void pub_journal_settle(struct pub *p);
+/* The status lines so far are written (and synced, pub_status_synced):
+ * record their resolutions; force: sync now rather than with the batch. */
+void pub_journal_settle(struct pub *p, int force);
 /* Rewrite the journal to what is pending (a failure is a warning); not
  * while resolutions wait for their status lines. */
 void pub_journal_compact(struct pub *p);
@@ -377,6 +383,10 @@ const char *pub_status_fate(const struct pub *p, char *buf, size_t sz);
  * start; 1 without); with a journal gdpub stops now, the run goes on
  * later; without one the pending blocks are seen to the end. */
 void pub_status_lost(struct pub *p);
+/* The status lines written so far are on disk (a status file with a
+ * journal that syncs): 1; 0 while the batch waits (force: sync now); -1
+ * when the sync failed (the status output is lost, said). */
+int pub_status_synced(struct pub *p, int force);
 void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
 /* "WHAT ID" (cluster: PREACK, FORWARD, a held block's NACK). */
 void pub_status_word(struct pub *p, const char *what, uint64_t id);
