@@ -33,7 +33,7 @@ static void on_resend(void *ctx, const struct gd_pend *e, uint64_t seq)
 
 	gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
 	    e->id, gd_pend_resends(e), p->conf->resend);
-	p->sink->block(p, &b);
+	pub_sink_block(p, &b, gd_input_chunk(&p->in, gd_pend_owner(e)));
 }
 
 /* the one place every pending block's life ends */

@@ -165,6 +165,9 @@ struct pub {
 
 	/* outputs */
 	const struct pub_sink *sink;
+	/* the input chunk that holds the payload of the block the sink is
+	 * given now (pub_sink_block), which a large block is sent from */
+	struct gd_chunk *blk_chunk;
 	struct gd_out status;		/* pub_status.c */
 	struct gd_out sout;		/* pub_stream.c */
 	int tags;			/* -o with a key: every frame tagged */
@@ -362,6 +365,13 @@ static inline int pub_held(const struct pub *p)
 {
 	return p->cluster && gd_cluster_held(&p->cl) > 0;
 }
+
+/* pub_input.c: block b, whose payload is in chunk c, to the sink */
+void pub_sink_block(struct pub *p, const struct gd_block *b,
+    struct gd_chunk *c);
+/* pub_send.c: a payload this large is sent from its input chunk, not
+ * copied into a batch */
+#define PUB_EXT_MIN (1u << 20)
 
 /* pub_stream.c */
 extern const struct pub_sink pub_stream_sink;
