@@ -2,6 +2,7 @@
  * programs share (see cli.h). */
 #include "cli.h"
 #include "log.h"
+#include "parse.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -76,6 +77,15 @@ static int keyopt(struct gd_conf *c, const struct option *longopts, int ch,
 	    (size_t)snprintf(opt, sizeof(opt), "--%s", o->name) >= sizeof(opt))
 		return -1;
 	return gd_conf_set_option(c, opt, arg);
+}
+
+int gd_cli_seconds(const char *opt, const char *arg, double min, double max,
+    const char *expect, double *out)
+{
+	if (gd_parse_dur(arg, min, max, out) == 0)
+		return 0;
+	gd_usage_err("invalid value '%s' for %s: expected %s", arg, opt, expect);
+	return GD_EX_USAGE;
 }
 
 int gd_cli_verbosity(int verbose, int quiet)

@@ -49,6 +49,10 @@ int gd_cli_next(struct gd_cli *cli, int argc, char **argv);
  * main lists an option once, in its longopts), else the getopt failure.
  * 0, or GD_EX_USAGE. */
 int gd_cli_other(struct gd_cli *cli, struct gd_conf *c, int ch, char **argv);
+/* A duration option's value, seconds from min to max, into *out: 0, or
+ * GD_EX_USAGE after "invalid value 'ARG' for OPT: expected EXPECT". */
+int gd_cli_seconds(const char *opt, const char *arg, double min, double max,
+    const char *expect, double *out);
 /* Apply -v (count) and -q; returns 0 or GD_EX_USAGE when both. */
 int gd_cli_verbosity(int verbose, int quiet);
 /* Report a getopt failure ('?' or ':'); returns GD_EX_USAGE. */

@@ -151,18 +151,15 @@ int gd_ctl_say(const char *path, int fail, const struct gd_ctl_peer *p)
 {
 	switch (fail) {
 	case GD_CTL_NOCONN:
-		if (p->err == EAGAIN)
-			gd_err("%s does not accept connections (waited %g second%s): "
-			    "is its program stopped or stuck?", path, p->timeout,
-			    gd_plural(p->timeout));
-		else
-			gd_err("nothing answers at %s: %s", path, strerror(p->err));
-		break;
 	case GD_CTL_NOANSWER:
-		if (p->err == ETIMEDOUT)
+		/* EAGAIN: it does not take connections; ETIMEDOUT: it took
+		 * one and says nothing */
+		if (p->err == EAGAIN || p->err == ETIMEDOUT)
 			gd_err("no answer from %s within %g second%s: is its "
 			    "program stopped or stuck?", path, p->timeout,
 			    gd_plural(p->timeout));
+		else if (fail == GD_CTL_NOCONN)
+			gd_err("nothing answers at %s: %s", path, strerror(p->err));
 		else
 			gd_err("no answer from %s: %s", path, p->err ?
 			    strerror(p->err) : "connection closed");

@@ -129,9 +129,9 @@ static int fallback_dir(char *buf, size_t sz, const char *squatted,
 {
 	const char *home = getenv("HOME");
 	struct passwd *pw;
-	char host[64], who[64], me[64];
+	char host[64], who[64], me[64], other[64];
 	uid_t o2;
-	int n, rc;
+	int n, rc, i;
 
 	if ((home == NULL || *home != '/') &&
 	    (pw = getpwuid(geteuid())) != NULL)
@@ -147,32 +147,26 @@ static int fallback_dir(char *buf, size_t sz, const char *squatted,
 		    "instead (give --ctl)", squatted, who, me);
 		return GD_EX_UNAVAILABLE;
 	}
-	n = snprintf(buf, sz, "%s/.gdkit", home);
-	if (n < 0 || (size_t)n >= sz) {
-		gd_err("control socket directory name too long under %s; use "
-		    "--ctl", home);
-		return GD_EX_USAGE;
+	/* ~/.gdkit, then ~/.gdkit/HOST in it: each ours, mode 0700 */
+	for (i = 0; i < 2; i++) {
+		n = snprintf(buf, sz, "%s/.gdkit%s%s", home, i ? "/" : "",
+		    i ? host : "");
+		if (n < 0 || (size_t)n >= sz) {
+			gd_err("control socket directory name too long under %s; "
+			    "use --ctl", home);
+			return GD_EX_USAGE;
+		}
+		if ((rc = own_dir(buf, &o2)) == 1)
+			gd_err("cannot use control socket directory %s: it belongs "
+			    "to %s, not to you, %s; nor %s, which belongs to %s "
+			    "(give --ctl)", squatted, who, me, buf,
+			    gd_uid_name(o2, other, sizeof(other)));
+		if (rc != 0)
+			return rc == 1 ? GD_EX_UNAVAILABLE : rc;
 	}
-	if ((rc = own_dir(buf, &o2)) != 0)
-		goto mine;
-	n = snprintf(buf, sz, "%s/.gdkit/%s", home, host);
-	if (n < 0 || (size_t)n >= sz) {
-		gd_err("control socket directory name too long under %s; use "
-		    "--ctl", home);
-		return GD_EX_USAGE;
-	}
-	if ((rc = own_dir(buf, &o2)) != 0)
-		goto mine;
 	gd_warn("control socket directory %s belongs to %s, not to you, %s: "
 	    "using %s instead", squatted, who, me, buf);
 	return 0;
-mine:
-	if (rc == 1)
-		gd_err("cannot use control socket directory %s: it belongs to "
-		    "%s, not to you, %s; nor %s, which belongs to %s (give "
-		    "--ctl)", squatted, who, me, buf,
-		    gd_uid_name(o2, who, sizeof(who)));
-	return rc == 1 ? GD_EX_UNAVAILABLE : rc;
 }
 
 /* $XDG_RUNTIME_DIR/gdkit or /tmp/gdkit-UID, created 0700, ours alone;

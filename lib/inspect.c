@@ -285,17 +285,15 @@ static int open_ctl(const char *path, const char *whose,
 	return rd->fd;
 }
 
-/* A reply line that did not come: why, and the exit code. */
+/* A reply line that did not come (errno): why, and the exit code. */
 static int no_answer(const char *path, const struct gd_lreader *rd)
 {
-	if (errno == ETIMEDOUT)
-		gd_err("no answer from %s within %g second%s: is its program "
-		    "stopped or stuck? (--timeout)", path, rd->timeout,
-		    gd_plural(rd->timeout));
-	else
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
-	return GD_EX_UNAVAILABLE;
+	struct gd_ctl_peer p;
+
+	memset(&p, 0, sizeof(p));
+	p.err = errno;
+	p.timeout = rd->timeout;
+	return gd_ctl_say(path, GD_CTL_NOANSWER, &p);
 }
 
 /* Connect, send req and read the first line of its reply, "CMD ROWS":

@@ -89,11 +89,8 @@ int main(int argc, char **argv)
 			opt.sink = optarg;
 			break;
 		case O_WAIT:
-			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.wait) != 0) {
-				gd_usage_err("invalid value '%s' for --wait: expected seconds",
-				    optarg);
-				rc = GD_EX_USAGE;
-			}
+			rc = gd_cli_seconds("--wait", optarg, 0, 86400.0 * 365,
+			    "seconds", &opt.wait);
 			break;
 		default:	/* --name, -P: gdsub's keys, to find it */
 			rc = gd_cli_other(&cli, &conf, ch, argv);

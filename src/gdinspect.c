@@ -212,11 +212,9 @@ static int parse_options(int argc, char **argv, struct gd_cli *cli,
 			mark(which, 'C');
 			break;
 		case O_TIMEOUT:
-			if (gd_parse_dur(optarg, 0.001, 86400, &opt->timeout) != 0) {
-				gd_usage_err("invalid value '%s' for --timeout: expected seconds above 0",
-				    optarg);
-				return GD_EX_USAGE;
-			}
+			if ((rc = gd_cli_seconds("--timeout", optarg, 0.001, 86400,
+			    "seconds above 0", &opt->timeout)) != 0)
+				return rc;
 			break;
 		case O_JSON:
 			opt->json = 1;
@@ -234,11 +232,9 @@ static int parse_options(int argc, char **argv, struct gd_cli *cli,
 			opt->output = optarg;
 			break;
 		case O_WATCH:
-			if (gd_parse_dur(optarg, 0.05, 86400, &opt->watch) != 0) {
-				gd_usage_err("invalid value '%s' for --watch: expected seconds from 0.05",
-				    optarg);
-				return GD_EX_USAGE;
-			}
+			if ((rc = gd_cli_seconds("--watch", optarg, 0.05, 86400,
+			    "seconds from 0.05", &opt->watch)) != 0)
+				return rc;
 			break;
 		case O_SORT:
 			if ((opt->sort = gd_inspect_sort(optarg)) < 0) {

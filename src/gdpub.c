@@ -135,12 +135,10 @@ static int parse_options(int argc, char **argv, struct gd_cli *cli,
 		case O_WAIT:
 			opt->wait_ready = 1;
 			if (optarg) {
-				if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
-				    &opt->wait_ready_s) != 0) {
-					gd_usage_err("invalid value '%s' for --wait-ready: expected seconds",
-					    optarg);
-					return GD_EX_USAGE;
-				}
+				if ((rc = gd_cli_seconds("--wait-ready", optarg,
+				    0.001, 86400.0 * 365, "seconds",
+				    &opt->wait_ready_s)) != 0)
+					return rc;
 				opt->wait_ready = 2;
 			}
 			break;
@@ -176,12 +174,10 @@ static int parse_options(int argc, char **argv, struct gd_cli *cli,
 		case O_PROGRESS:
 			opt->progress = 1;
 			opt->progress_every = 0;
-			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
-			    &opt->progress_every) != 0) {
-				gd_usage_err("invalid value '%s' for --progress: "
-				    "expected seconds from 0.25", optarg);
-				return GD_EX_USAGE;
-			}
+			if (optarg && (rc = gd_cli_seconds("--progress", optarg,
+			    0.25, 86400.0 * 365, "seconds from 0.25",
+			    &opt->progress_every)) != 0)
+				return rc;
 			break;
 		case O_NO_PROGRESS:
 			opt->progress = 0;

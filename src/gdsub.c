@@ -131,19 +131,12 @@ int main(int argc, char **argv)
 			opt.count = (uint64_t)n;
 			break;
 		case O_LINGER:
-			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.linger) != 0) {
-				gd_usage_err("invalid value '%s' for --linger: expected seconds",
-				    optarg);
-				rc = GD_EX_USAGE;
-			}
+			rc = gd_cli_seconds("--linger", optarg, 0, 86400.0 * 365,
+			    "seconds", &opt.linger);
 			break;
 		case O_IDLE:
-			if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
-			    &opt.idle_timeout) != 0) {
-				gd_usage_err("invalid value '%s' for --idle-timeout: "
-				    "expected seconds above 0", optarg);
-				rc = GD_EX_USAGE;
-			}
+			rc = gd_cli_seconds("--idle-timeout", optarg, 0.001,
+			    86400.0 * 365, "seconds above 0", &opt.idle_timeout);
 			break;
 		case 'i':
 			if (optarg[0] == '\0') {

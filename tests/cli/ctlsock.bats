@@ -43,42 +43,6 @@ bind_sock() {
 	python -c 'import socket, sys; s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$1"
 }
 
-# fake_peer PATH MODE: a control server at PATH that accepts and then,
-# by MODE: silent (reads, never answers), garbage (answers hello with
-# control bytes), refuse (answers hello with an error full of them),
-# table (a good hello, then a stats table whose cell holds an escape
-# sequence); ready once PATH.ready exists
-fake_peer() {
-	cat > fake.py <<'EOF'
-import socket, sys, time
-path, mode = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-s.listen(8)
-open(path + ".ready", "w").close()
-while True:
-    c, _ = s.accept()
-    f = c.makefile("rwb")
-    for line in f:
-        line = line.strip()
-        if mode == "silent":
-            continue
-        if line == b"hello":
-            if mode == "garbage":
-                f.write(b"hello \x1b[2J\x07 gdpub 2\n")
-            elif mode == "refuse":
-                f.write(b"error go \x1b]0;away\x07\n")
-            else:
-                f.write(b"hello gdpub 2\n")
-        elif line == b"stats":
-            f.write(b"stats 1\nname:s\tx:n\nev\x1b[31mil\t1\n")
-        f.flush()
-    c.close()
-EOF
-	spawn "exec $(python_bin) fake.py '$1' $2 2> fake.err"
-	wait_until 10 test -e "$1.ready"
-}
-
 # ---- removing a socket path: only ours, only stale ----
 
 @test "a stale control socket of another user is left alone: 69, naming its owner (before: removed)" {
@@ -215,16 +179,16 @@ EOF
 }
 
 @test "gdinspect --timeout: a socket whose program says nothing -> 69" {
-	fake_peer "$BATS_TEST_TMPDIR/quiet.sock" silent
+	fake_ctl "$BATS_TEST_TMPDIR/quiet.sock" ""
 	expect_fail 69 "gdinspect: no answer from quiet.sock within 0.2 seconds: is its program stopped or stuck?" -- gdinspect --ctl quiet.sock --timeout 0.2 stats
 }
 
 @test "gdinspect: control bytes in an answer are printed escaped, never raw (before: echoed to the terminal)" {
-	fake_peer "$BATS_TEST_TMPDIR/junk.sock" garbage
+	fake_ctl "$BATS_TEST_TMPDIR/junk.sock" $'hello \x1b[2J\x07 gdpub 2'
 	expect_fail 69 'gdinspect: unexpected answer from junk.sock: hello \x1b[2J\x07 gdpub 2' -- gdinspect --ctl junk.sock stats
-	fake_peer "$BATS_TEST_TMPDIR/no.sock" refuse
+	fake_ctl "$BATS_TEST_TMPDIR/no.sock" $'error go \x1b]0;away\x07'
 	expect_fail 69 'gdinspect: no.sock refused the connection: go \x1b]0;away\x07' -- gdinspect --ctl no.sock stats
-	fake_peer "$BATS_TEST_TMPDIR/tab.sock" table
+	fake_ctl "$BATS_TEST_TMPDIR/tab.sock" 'hello gdpub 2' $'stats 1\nname:s\tx:n\nev\x1b[31mil\t1'
 	run --separate-stderr timeout 30 gdinspect --ctl tab.sock stats
 	assert_success
 	assert_line --index 1 'ev\x1b[31mil  1'
