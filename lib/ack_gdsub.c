@@ -184,7 +184,9 @@ again:
 	gd_dbuf_reset(&a->req);
 	a->nreq = 0;
 	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
-		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
+		char said[4 * 80 + 1];
+		gd_ctl_escape(said, sizeof(said), line, len < 80 ? len : 80, 0);
+		gd_err("unexpected answer from gdsub at %s: %s", a->path, said);
 		return GD_EX_UNAVAILABLE;
 	}
 	a->acked += ok;

@@ -244,11 +244,8 @@ int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
 	struct stat st;
 	int rc;
 
-	memset(s, 0, sizeof(*s));
-	s->loop = loop;
-	s->cb = cb;
-	s->user = user;
-	s->reply_max = GD_CTL_REPLY_MAX;
+	*s = (struct gd_ctl_srv){ .loop = loop, .cb = cb, .user = user,
+	    .reply_max = GD_CTL_REPLY_MAX };
 	snprintf(s->path, sizeof(s->path), "%s", path);
 	if (lstat(path, &st) == 0 && (rc = clear_stale(path, &st)) != 0)
 		return rc;
