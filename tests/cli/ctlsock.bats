@@ -244,3 +244,17 @@ EOF
 	wait_until 20 test -S "$(pub_sock "$port")"
 	expect_fail 69 "gdack: cannot use $(pub_sock "$port"): gdpub serves it, not gdsub (give --ctl or the options gdsub was started with)" -- gdack --ctl "$(pub_sock "$port")" "127.0.0.1:$port/1"
 }
+
+@test "a new gdsub whose predecessor on the socket is stopped: 69 after 10 s, naming the socket (before: waited forever)" {
+	spawn "exec gdpub -p 0 --port-file pub.port < <(sleep 300) > pub.out 2> pub.err"
+	port=$(port_of pub.port)
+	spawn "exec gdsub -P 127.0.0.1:$port --name same > a.out 2> a.err"
+	old=$SPAWNED
+	wait_until 20 timeout 5 gdinspect -P "127.0.0.1:$port" --name same subs
+	sock=$(sub_sock)
+	kill -STOP "$old"
+	EXPECT_TIMEOUT=60 expect_fail 69 "gdsub: no answer from $sock within 10 seconds: is its program stopped or stuck?" -- gdsub -P "127.0.0.1:$port" --name same
+	kill -CONT "$old"
+	kill -0 "$old"
+	[ -S "$sock" ]
+}
