@@ -268,8 +268,12 @@ static int open_ctl(const char *path, const char *whose,
     struct gd_lreader *rd, int *rc)
 {
 	struct gd_ctl_peer peer;
-	int fail = gd_ctl_open(path, 0, rd, &peer);
+	int fail;
 
+	/* another user's socket is refused before any connect */
+	if ((*rc = gd_ctl_trust(path, -1)) != 0)
+		return -1;
+	fail = gd_ctl_open(path, 0, rd, &peer);
 	*rc = fail == GD_CTL_OK ? 0 : GD_EX_UNAVAILABLE;
 	if (fail == GD_CTL_NOCONN && peer.err != EAGAIN) {
 		if (whose != NULL)
