@@ -212,6 +212,7 @@ static const struct kv kvs[] = {
 	{ "GDpub_snapshot", "10", NULL },
 	{ "GDpub_journal", NULL, "/var/lib/gd/journal" },
 	{ "GDpub_fsync", "batch", "always" },
+	{ "GDpub_status", "/var/lib/gd/status", NULL },
 	{ "GDpub_ctl", "/tmp/gdpub.sock", NULL },
 	{ "GDpub_authKeyFile", keyfile, NULL },
 	{ "GDpub_tlsCert", certfile, NULL },
