@@ -138,7 +138,7 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 {
 	int64_t n;
 
-	(void)user;
+	sub_end_acker(user, cl);
 	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
@@ -150,6 +150,16 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
+}
+
+/* A gdack at its clean end; the connection closes (sub_end.c). */
+static int req_bye(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	(void)line;
+	(void)args;
+	sub_end_bye(user, cl);
+	return -1;
 }
 
 static int req_hello(void *user, struct gd_ctl_client *cl,
@@ -205,6 +215,7 @@ static int req_metrics(void *user, struct gd_ctl_client *cl,
 /* ack and takeover must have their arguments; the rest are the word alone */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "bye", GD_CTL_NOARGS, req_bye },
 	{ "hello", GD_CTL_NOARGS, req_hello },
 	{ "metrics", GD_CTL_NOARGS, req_metrics },
 	{ "stats", GD_CTL_NOARGS, req_stats },
@@ -215,15 +226,21 @@ static const struct gd_ctl_req requests[] = {
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
+	int rc;
+
 	if (cl->left > 0)	/* the hot path: a key of gdack's batch */
 		return ack_line(user, cl, line, len);
-	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
+	rc = gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
 	    user, cl, line);
+	if (cl->kind == SUB_CL_UNKNOWN)	/* gdinspect, a script */
+		cl->kind = SUB_CL_OTHER;
+	return rc;
 }
 
 static void on_ctl_gone(void *user)
 {
 	sub_maybe_done(user);
+	sub_end_gone(user);
 }
 
 /* Gone, or a zombie its parent has not reaped yet: either way its files
