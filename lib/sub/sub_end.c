@@ -1,13 +1,15 @@
 /* gdsub's end when nothing can acknowledge what it writes (gdsub(1),
- * ACKNOWLEDGEMENT): standard output's reader has gone (a write failed,
- * or a pipe that no process reads any more), the gdack that acknowledged
- * went without its bye (killed), or every gdack finished while blocks
- * wait after standard output closed. When no gdack is connected
- * SUB_ORPHAN_MS later, gdsub finishes as at the end of its run: its
- * state recorded, its acknowledgements sent, the blocks it wrote without
- * one left to their publishers (gdpub --resend sends them again, else
- * they are NACKed), status 1 when there are some. A service manager
- * then sees the whole pipeline end and starts it again. */
+ * DESCRIPTION): standard output's reader has gone (a write failed, or a
+ * pipe that no process reads any more), or the gdack that acknowledged
+ * went without its bye (killed) while standard output is a pipe or
+ * closed. A gdack that says bye leaves gdsub waiting for the next one,
+ * as one run per key does, and so does a killed one beside a file (one
+ * run by hand). When no gdack is connected SUB_ORPHAN_MS later, gdsub
+ * finishes as at the end of its run: its state recorded, its
+ * acknowledgements sent, the blocks it wrote without one left to their
+ * publishers (gdpub --resend sends them again, else they are NACKed),
+ * status 1 when there are some. A service manager then sees the whole
+ * pipeline end and starts it again. */
 #include "sub_int.h"
 #include "log.h"
 
@@ -35,11 +37,10 @@ static const char *orphan_why(const struct sub *s)
 		return NULL;
 	if (s->out_broken)
 		return "standard output's reader has gone";
-	if (s->lost_acker)
+	/* a gdack killed: by hand, beside a file, another may come */
+	if (s->lost_acker && (s->closing || s->out.fifo))
 		return "the gdack acknowledging its blocks went without finishing "
 		    "(killed)";
-	if (s->closing && s->had_acker && sub_unacked(s) > 0)
-		return "every gdack has finished";
 	return NULL;
 }
 
@@ -104,7 +105,6 @@ void sub_end_acker(struct sub *s, struct gd_ctl_client *cl)
 		return;
 	cl->kind = SUB_CL_GDACK;
 	s->ackers++;
-	s->had_acker = 1;
 	s->lost_acker = 0;
 	sub_end_check(s);
 }

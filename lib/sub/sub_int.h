@@ -181,7 +181,6 @@ struct sub {
 	uv_timer_t orphan;	/* SUB_ORPHAN_MS once nothing can */
 	int orphan_on;		/* ... and it runs */
 	size_t ackers;		/* gdack clients connected, at the last look */
-	int had_acker;		/* a gdack has acknowledged through us */
 	int lost_acker;		/* one went without its bye, none since */
 	int bye_seen;		/* one said bye: look at stdout when it goes */
 	int out_broken;		/* stdout's reader has gone */

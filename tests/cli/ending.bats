@@ -122,3 +122,27 @@ unacked() {
 	assert_equal "$(cat sub.rc)" 0
 	assert_equal "$(grep -v '^gdsub: cannot connect' sub.err)" ""
 }
+
+@test "a gdack killed while gdsub writes to a file: gdsub waits for the next one (run by hand), past the second" {
+	feed_open in.fifo
+	spawn "gdpub -p 0 --port-file pub.port -n 1 -t 60 < in.fifo > st 2> pub.err" 7>&-
+	port=$(port_of pub.port)
+	sub_conf s.ini "$port"
+	spawn "gdsub -c s.ini > out.txt 2> sub.err; echo \$? > sub.rc" 7>&-
+	wait_until 10 sub_sock
+	wait_until 20 sub_accepted "$(sub_sock)"
+	seq 1 2 >&7
+	wait_until 20 lines_at_least out.txt 2
+	# a gdack that acknowledges the first block, then is killed
+	spawn "{ echo 127.0.0.1:$port/1; exec sleep 60; } | sh -c 'echo \$\$ > ack.pid; exec gdack -c s.ini' 2> ack.err" 7>&-
+	wait_until 20 has_line st '^ACK 1$'
+	kill -KILL "$(cat ack.pid)"
+	sleep 1.5
+	run gdack -c s.ini "127.0.0.1:$port/2"
+	assert_success
+	wait_until 20 has_line st '^ACK 2$'
+	run ! test -s sub.rc
+	feed_close
+	wait_until 30 test -s sub.rc
+	assert_equal "$(cat sub.rc)" 0
+}
