@@ -80,7 +80,8 @@ starts again, with a warning in ack.N.err).
 
 Environment (or options): CHAOS_BLOCKS (100000), CHAOS_KILLS (21),
 CHAOS_CUTS (10), CHAOS_DROP (0.002), CHAOS_RATE (blocks/s fed, 6000),
-CHAOS_SEED (random), CHAOS_RECIPES (eo,alo,amo,eop,svc), CHAOS_TIMEOUT (seconds
+CHAOS_SEED (random), CHAOS_RECIPES (eo,alo,amo,eop; svc on demand: its
+faults wait for a working pipeline, a minute or more), CHAOS_TIMEOUT (seconds
 per recipe before it counts as a hang, 150), CHAOS_TMO (gdpub -t, 1),
 CHAOS_SVC_END (seconds a service's pipeline may take to end after a kill, 30),
 CHAOS_WORK (scratch directory, a new one under $TMPDIR), GDKIT_BIN.
@@ -230,6 +231,9 @@ class Recipe:
         self.held = hold_port()	# closed once the recipe's programs are gone
         self.port = self.held.getsockname()[1]
         self.rng = random.Random("%d/%s" % (h.seed, name))
+        # svc: gdpub@.service's --resend 5, at a timeout of 2 s or more:
+        # a block waits 12 s at most for the next pipeline
+        self.tmo = max(h.tmo, 2.0) if name == "svc" else h.tmo
         self.pub = None
         self.feeder = None
         self.status_reader = None
@@ -292,11 +296,8 @@ class Recipe:
     def start_pub(self):
         self.npub += 1
         k = self.npub
-        # svc: gdpub@.service's --resend 5, at a timeout of 2 s or more:
-        # a block waits 12 s at most for the next pipeline
-        tmo = max(self.h.tmo, 2.0) if self.name == "svc" else self.h.tmo
         cmd = [self.bin("gdpub"), "-p", str(self.port), "-n", "1", "-I",
-               "-t", str(tmo), "--no-progress"]
+               "-t", str(self.tmo), "--no-progress"]
         if self.name in ("eo", "alo", "eop"):
             cmd += ["--resend", "255"]
         elif self.name == "svc":
@@ -403,14 +404,18 @@ class Recipe:
             return 0
 
     def working(self, now):
-        """svc: the pipeline started last has been appending to the sink
-        (or has run 5 s): a fault hits a working pipeline, not one that
-        has just started, as faults that came due while the last one
-        was down would otherwise do, one right after the other."""
+        """svc: the pipeline started last has run two gdpub timeouts and
+        appended to the sink (or has run four): a fault hits a working
+        pipeline, not one just started, as faults that came due while
+        the last one was down would otherwise do, one right after the
+        other. A service is up far longer than it is down; here it is up
+        long enough for every block gdpub holds to be resent to it once,
+        so a block's resends cannot all fall while no pipeline runs."""
         if self.name != "svc":
             return True
         age = now - self.pipe_t0
-        return age >= 5 or (age >= 0.5 and self.sink_size() > self.pipe_sink0)
+        return age >= 4 * self.tmo or \
+            (age >= 2 * self.tmo and self.sink_size() > self.pipe_sink0)
 
     def stop_pipe(self):
         for q in self.pipe:
@@ -669,7 +674,7 @@ class Harness:
         self.drop = env("CHAOS_DROP", 0.002, float)
         self.rate = env("CHAOS_RATE", 6000)
         self.seed = env("CHAOS_SEED", int.from_bytes(os.urandom(4), "little"))
-        self.recipes = [r for r in os.environ.get("CHAOS_RECIPES", "eo,alo,amo,eop,svc").split(",") if r]
+        self.recipes = [r for r in os.environ.get("CHAOS_RECIPES", "eo,alo,amo,eop").split(",") if r]
         self.timeout = env("CHAOS_TIMEOUT", 150, float)
         self.tmo = env("CHAOS_TMO", 1.0, float)
         self.verbose = env("CHAOS_VERBOSE", 0)
