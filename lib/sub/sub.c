@@ -159,6 +159,7 @@ void sub_finish(struct sub *s, int code)
 	uv_close((uv_handle_t *)&s->linger, NULL);
 	uv_close((uv_handle_t *)&s->idle, NULL);
 	uv_close((uv_handle_t *)&s->orphan, NULL);
+	uv_close((uv_handle_t *)&s->reader_tick, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
 	if (s->state)

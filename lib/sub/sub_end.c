@@ -69,11 +69,42 @@ static void on_orphan(uv_timer_t *t)
 	sub_finish(s, n > 0 ? GD_EX_FAIL : GD_EX_OK);
 }
 
+/* A pipe that no process reads any more: poll(2) says POLLERR at its
+ * write end (Linux), before any write fails. */
+static int reader_gone(const struct sub *s)
+{
+	struct pollfd p = { s->out.fd, POLLOUT, 0 };
+
+	return s->out.fifo && !s->out.closing && !s->out.err &&
+	    poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
+}
+
+/* Standard output's reader may go while nothing is written (a stage
+ * killed when no block comes): looked at every SUB_READER_MS. */
+static void on_reader_tick(uv_timer_t *t)
+{
+	struct sub *s = t->data;
+
+	if (s->done || s->closing) {
+		uv_timer_stop(t);
+	} else if (reader_gone(s)) {
+		uv_timer_stop(t);
+		gd_trace(1, "standard output: no process reads it any more");
+		sub_end_out_broken(s);
+	}
+}
+
 int sub_end_init(struct sub *s)
 {
-	int rc = uv_timer_init(&s->loop, &s->orphan);
+	int rc;
 
-	s->orphan.data = s;
+	if ((rc = uv_timer_init(&s->loop, &s->orphan)) != 0 ||
+	    (rc = uv_timer_init(&s->loop, &s->reader_tick)) != 0)
+		return rc;
+	s->orphan.data = s->reader_tick.data = s;
+	if (s->out.fifo)
+		rc = uv_timer_start(&s->reader_tick, on_reader_tick,
+		    SUB_READER_MS, SUB_READER_MS);
 	return rc;
 }
 
@@ -115,16 +146,6 @@ void sub_end_bye(struct sub *s, struct gd_ctl_client *cl)
 		s->ackers--;
 	cl->kind = SUB_CL_BYE;
 	s->bye_seen = 1;
-}
-
-/* A pipe that no process reads any more: poll(2) says POLLERR at its
- * write end (Linux), before any write fails. */
-static int reader_gone(const struct sub *s)
-{
-	struct pollfd p = { s->out.fd, POLLOUT, 0 };
-
-	return s->out.fifo && !s->out.closing && !s->out.err &&
-	    poll(&p, 1, 0) == 1 && (p.revents & POLLERR) != 0;
 }
 
 void sub_end_gone(struct sub *s)

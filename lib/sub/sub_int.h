@@ -24,6 +24,7 @@
 /* How long gdsub waits for a gdack once nothing can acknowledge what it
  * wrote (sub_end.c): a pipeline's gdack connects as it starts */
 #define SUB_ORPHAN_MS 1000
+#define SUB_READER_MS 250	/* how often a stdout pipe's reader is looked for */
 /* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
  * largest frame taken (a block of GDsub_maxBlockSize, or an ack-sized
  * control frame); the buffer grows only to give a read SUB_READ_MIN bytes
@@ -179,6 +180,7 @@ struct sub {
 	struct gd_tls_ctx *tls;	/* GDsub_tlsCA; NULL: plain TCP */
 	/* sub_end.c: whether anything can still acknowledge */
 	uv_timer_t orphan;	/* SUB_ORPHAN_MS once nothing can */
+	uv_timer_t reader_tick;	/* SUB_READER_MS: stdout's reader still there? */
 	int orphan_on;		/* ... and it runs */
 	size_t ackers;		/* gdack clients connected, at the last look */
 	int lost_acker;		/* one went without its bye, none since */
