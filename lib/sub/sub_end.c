@@ -1,6 +1,7 @@
 /* gdsub's end when nothing can acknowledge what it writes (gdsub(1),
  * DESCRIPTION): standard output's reader has gone (a write failed, or a
- * pipe that no process reads any more), or the gdack that acknowledged
+ * pipe that no process reads any more, looked for every SUB_READER_MS
+ * and when a gdack finishes), or the gdack that acknowledged
  * went without its bye (killed) while standard output is a pipe or
  * closed. A gdack that says bye leaves gdsub waiting for the next one,
  * as one run per key does, and so does a killed one beside a file (one
