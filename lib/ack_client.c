@@ -324,13 +324,9 @@ static int run(struct ack *a)
 	 * which may have finished already. gd_ack_gdsub_exchange() tries
 	 * again at the first key for the rest of --wait. Keys given as
 	 * arguments connect there alone, with the whole of --wait. */
-	if (o->nkeys == 0) {
-		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
-			return rc;
-		if (gd_ack_gdsub_connect(a, START_WAIT, 1) >= 0 &&
-		    (rc = gd_ctl_trust(a->path, a->fd)) != 0)
-			return rc;	/* the fd is closed by the caller */
-	}
+	if (o->nkeys == 0 && (rc = gd_ack_gdsub_connect(a, START_WAIT, 1)) > 0)
+		return rc;	/* said why */
+	rc = 0;
 	if (o->nkeys > 0) {
 		for (i = 0; i < o->nkeys && rc == 0; i++)
 			rc = add_record(a, o->keys[i], strlen(o->keys[i]), NULL);

@@ -32,9 +32,12 @@ struct ack {
 	int reconnected;	/* once, when it never did */
 };
 
-/* Connect to gdsub, waiting at most the rest of --wait: a->fd, or -1
- * with errno set. What it waited counts against --wait. With note, it
- * also stops when gdsub has ended and left its end note (a->ended). */
+/* Connect to gdsub, check it is ours and say hello (ctl_client.h),
+ * waiting at most the rest of --wait: 0 with a->fd, -1 with errno set
+ * when none answered, or an exit code once said (another user's socket,
+ * another program, another version). What it waited counts against
+ * --wait. With note, it also stops when gdsub has ended and left its end
+ * note (a->ended). */
 int gd_ack_gdsub_connect(struct ack *a, double most, int note);
 /* Send the queued keys and read the answer. 0, or an exit code. */
 int gd_ack_gdsub_exchange(struct ack *a);

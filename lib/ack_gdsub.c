@@ -18,33 +18,73 @@
 
 #define NOTE_POLL 0.1		/* look for gdsub's end note this often */
 
+/* The program at the socket is a gdsub of this protocol: 0. One that
+ * closed before it answered (a gdsub on its way out, taken over): -1,
+ * for another try. Anything else: an exit code, said. */
+static int greet(struct ack *a)
+{
+	struct gd_ctl_peer peer;
+	int fail = gd_ctl_hello(a->path, &a->rd, &peer);
+
+	if (fail == GD_CTL_OK && strcmp(peer.prog, "gdsub") == 0)
+		return 0;
+	if (fail == GD_CTL_NOANSWER && peer.err == 0)
+		return -1;
+	if (fail == GD_CTL_UNTRUSTED)
+		return GD_EX_UNAVAILABLE;
+	if (fail == GD_CTL_OK) {
+		gd_err("cannot use %s: %s serves it, not gdsub (give --ctl or "
+		    "the options gdsub was started with)", a->path, peer.prog);
+		return GD_EX_UNAVAILABLE;
+	}
+	return gd_ctl_say(a->path, fail, &peer);
+}
+
 int gd_ack_gdsub_connect(struct ack *a, double most, int note)
 {
 	double t0 = gd_clock_mono_s(), left = a->o->wait - a->waited, spent;
-	int e;
+	int e, rc;
 
+	if ((rc = gd_ctl_trust(a->path, -1)) != 0)
+		return rc;
 	if (left > most)
 		left = most;
 	for (;;) {
 		double slice = left - (gd_clock_mono_s() - t0);
 		if (note && slice > NOTE_POLL)
 			slice = NOTE_POLL;
-		a->fd = gd_ctl_connect(a->path, slice > 0 ? slice : 0);
+		a->fd = gd_ctl_connect(a->path, slice > 0 ? slice : 0,
+		    slice > 0 ? slice : 0);
 		e = errno;
 		spent = gd_clock_mono_s() - t0;
+		if (a->fd >= 0) {
+			a->rd.fd = a->fd;
+			if ((rc = greet(a)) >= 0)
+				break;
+			struct timespec nap = { 0, 20 * 1000 * 1000 };
+			close(a->fd);	/* went before its hello: again */
+			a->fd = -1;
+			e = ECONNRESET;
+			if (spent >= left)
+				break;
+			nanosleep(&nap, NULL);
+			continue;
+		}
 		/* gd_ctl_connect waits only while nothing listens */
-		if (a->fd >= 0 || !note ||
-		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN))
+		if (!note || (e != ENOENT && e != ECONNREFUSED && e != EAGAIN))
 			break;
 		if ((a->ended = gd_endnote_load(&a->note, a->note_path)) ||
 		    spent >= left)
 			break;
 	}
 	a->waited += spent;
-	if (a->fd >= 0)
-		a->rd.fd = a->fd;
+	if (a->fd >= 0 && rc != 0) {
+		close(a->fd);
+		a->fd = -1;
+		return rc;
+	}
 	errno = e;
-	return a->fd;
+	return a->fd >= 0 ? 0 : -1;
 }
 
 /* gdsub has ended: the queued keys of the publishers its note names ran
@@ -91,18 +131,21 @@ int gd_ack_gdsub_exchange(struct ack *a)
 		return 0;
 	/* not connected at the start: try again for the rest of --wait */
 	if (a->fd < 0) {
-		int rc;
-		if ((rc = gd_ctl_trust(a->path, -1)) != 0)
-			return rc;
-		if (gd_ack_gdsub_connect(a, a->o->wait, 1) < 0 && a->ended) {
+		int rc = gd_ack_gdsub_connect(a, a->o->wait, 1);
+		if (rc < 0 && a->ended) {
 			settle_by_note(a);
 			if (a->nreq == 0)
 				return 0;
 		}
-		if (a->fd < 0 && gd_ack_gdsub_connect(a, a->o->wait, 0) < 0) {
+		if (rc < 0)
+			rc = gd_ack_gdsub_connect(a, a->o->wait, 0);
+		if (rc > 0)
+			return rc;
+		if (rc < 0) {
 			int e = errno;
 			/* gd_ctl_connect waits only while nothing listens */
-			if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN)
+			if (e == ENOENT || e == ECONNREFUSED || e == EAGAIN ||
+			    e == ECONNRESET)
 				gd_err("no gdsub answers at %s: %s (waited %g second%s)",
 				    a->path, strerror(e), a->o->wait,
 				    gd_plural(a->o->wait));
@@ -111,8 +154,6 @@ int gd_ack_gdsub_exchange(struct ack *a)
 				    strerror(e));
 			return GD_EX_UNAVAILABLE;
 		}
-		if ((rc = gd_ctl_trust(a->path, a->fd)) != 0)
-			return rc;	/* the fd is closed at the end */
 	}
 again:
 	errno = 0;
@@ -131,9 +172,11 @@ again:
 			a->rd.off = a->rd.len = 0;
 			gd_trace(1, "the gdsub at %s went before answering; "
 			    "connecting again", a->path);
-			if (gd_ack_gdsub_connect(a, a->o->wait, 0) >= 0 &&
-			    gd_ctl_trust(a->path, a->fd) == 0)
+			int rc = gd_ack_gdsub_connect(a, a->o->wait, 0);
+			if (rc == 0)
 				goto again;
+			if (rc > 0)
+				return rc;
 		}
 		goto lost;
 	}
@@ -141,7 +184,9 @@ again:
 	gd_dbuf_reset(&a->req);
 	a->nreq = 0;
 	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
-		gd_err("unexpected answer from gdsub at %s: %.80s", a->path, line);
+		char said[4 * 80 + 1];
+		gd_ctl_escape(said, sizeof(said), line, len < 80 ? len : 80, 0);
+		gd_err("unexpected answer from gdsub at %s: %s", a->path, said);
 		return GD_EX_UNAVAILABLE;
 	}
 	a->acked += ok;

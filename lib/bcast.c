@@ -55,6 +55,7 @@ struct gd_bcast *gd_bpool_get(struct gd_bpool *p)
 	b->refs = 1;
 	b->nblk = 0;
 	b->len = 0;
+	b->ext = NULL;
 	return b;
 }
 

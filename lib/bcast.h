@@ -24,6 +24,13 @@ struct gd_bcast {
 	size_t len, cap;
 	struct gd_bpool *pool;	/* where it goes when done; NULL: the heap */
 	struct gd_bcast *next;	/* the pool's free list */
+	/* a large block's payload, not copied: the bytes are data[0, hdr)
+	 * then ext (len counts both); ext_done(ext_ctx, ext_ref) once the
+	 * last writer is done (NULL ext: the bytes are data[0, len)) */
+	const uint8_t *ext;
+	size_t hdr;
+	void (*ext_done)(void *ctx, void *ref);
+	void *ext_ctx, *ext_ref;
 	uint8_t data[];
 };
 
@@ -57,6 +64,7 @@ static inline struct gd_bcast *gd_bcast_new(size_t cap)
 		b->len = 0;
 		b->cap = cap;
 		b->pool = NULL;
+		b->ext = NULL;
 	}
 	return b;
 }
@@ -66,6 +74,8 @@ static inline void gd_bcast_unref(struct gd_bcast *b)
 {
 	if (--b->refs != 0)
 		return;
+	if (b->ext != NULL && b->ext_done != NULL)
+		b->ext_done(b->ext_ctx, b->ext_ref);
 	if (b->pool != NULL)
 		gd_bpool_put(b->pool, b);
 	else

@@ -1,14 +1,17 @@
-/* Common main skeleton pieces (see cli.h). */
+/* Common main skeleton pieces and the table of the options the four
+ * programs share (see cli.h). */
 #include "cli.h"
 #include "log.h"
+#include "parse.h"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-void gd_cli_init(const char *argv0)
+static void cli_init(const char *argv0)
 {
 	int fd;
 
@@ -21,7 +24,7 @@ void gd_cli_init(const char *argv0)
 		close(fd);
 }
 
-int gd_cli_prepass(int argc, char **argv, const char *shortopts,
+static int prepass(int argc, char **argv, const char *shortopts,
     const struct option *longopts, struct gd_conf *c, const char *usage)
 {
 	const char *config = NULL;
@@ -61,7 +64,7 @@ int gd_cli_bad_option(int ch, char **argv)
 	return GD_EX_USAGE;
 }
 
-int gd_cli_keyopt(struct gd_conf *c, const struct option *longopts, int ch,
+static int keyopt(struct gd_conf *c, const struct option *longopts, int ch,
     const char *arg)
 {
 	const struct option *o;
@@ -74,6 +77,15 @@ int gd_cli_keyopt(struct gd_conf *c, const struct option *longopts, int ch,
 	    (size_t)snprintf(opt, sizeof(opt), "--%s", o->name) >= sizeof(opt))
 		return -1;
 	return gd_conf_set_option(c, opt, arg);
+}
+
+int gd_cli_seconds(const char *opt, const char *arg, double min, double max,
+    const char *expect, double *out)
+{
+	if (gd_parse_dur(arg, min, max, out) == 0)
+		return 0;
+	gd_usage_err("invalid value '%s' for %s: expected %s", arg, opt, expect);
+	return GD_EX_USAGE;
 }
 
 int gd_cli_verbosity(int verbose, int quiet)
@@ -125,4 +137,83 @@ int gd_cli_unexpected(char **argv, int i, const struct option *longopts,
 	else
 		gd_usage_err("unexpected argument '%s': %s", argv[i], why);
 	return GD_EX_USAGE;
+}
+
+/* The common options; GD_CLI_* bit i is row i. */
+static const struct {
+	struct option o;
+	const char *shorts;	/* its getopt letters, "" for none */
+} common_opts[] = {
+	{ { "config", required_argument, NULL, 'c' }, "c:" },
+	{ { "format", required_argument, NULL, 'f' }, "f:" },
+	{ { "null", no_argument, NULL, '0' }, "0" },
+	{ { "verbose", no_argument, NULL, 'v' }, "v" },
+	{ { "quiet", no_argument, NULL, 'q' }, "q" },
+	{ { "help", no_argument, NULL, 'h' }, "h" },
+	{ { "version", no_argument, NULL, 'V' }, "V" },
+	{ { "ctl", required_argument, NULL, GD_OPT_CTL }, "" },
+};
+#define NCOMMON (sizeof(common_opts) / sizeof(common_opts[0]))
+
+int gd_cli_begin(struct gd_cli *cli, int argc, char **argv, unsigned common,
+    const char *shorts, const struct option *own, struct gd_conf *c,
+    const char *usage)
+{
+	size_t n = 0, i, len;
+
+	cli_init(argv[0]);
+	memset(cli, 0, sizeof(*cli));
+	cli->delim = '\n';
+	/* ':' after a '+': getopt reports a missing value as ':' */
+	len = (size_t)snprintf(cli->shortopts, sizeof(cli->shortopts), "%s:%s",
+	    shorts[0] == '+' ? "+" : "", shorts + (shorts[0] == '+'));
+	for (; own[n].name != NULL && n + 1 < GD_CLI_MAXOPTS; n++)
+		cli->longopts[n] = own[n];
+	for (i = 0; i < NCOMMON && n + 1 < GD_CLI_MAXOPTS; i++) {
+		if (!(common & (1u << i)))
+			continue;
+		cli->longopts[n++] = common_opts[i].o;
+		len += (size_t)snprintf(cli->shortopts + len,
+		    len < sizeof(cli->shortopts) ? sizeof(cli->shortopts) - len : 0,
+		    "%s", common_opts[i].shorts);
+	}
+	/* the zero row ends the table; both bounds hold for every main, by
+	 * far: a main that outgrew them would lose options, so stop here */
+	if (n + 1 >= GD_CLI_MAXOPTS || len >= sizeof(cli->shortopts))
+		abort();
+	memset(&cli->longopts[n], 0, sizeof(cli->longopts[n]));
+	return prepass(argc, argv, cli->shortopts, cli->longopts, c,
+	    usage);
+}
+
+int gd_cli_next(struct gd_cli *cli, int argc, char **argv)
+{
+	int ch;
+
+	while ((ch = getopt_long(argc, argv, cli->shortopts, cli->longopts,
+	    NULL)) != -1) {
+		switch (ch) {
+		case 'c': case 'h': case 'V':	/* the prepass's */
+			break;
+		case 'v':
+			cli->verbose++;
+			break;
+		case 'q':
+			cli->quiet = 1;
+			break;
+		case '0':
+			cli->delim = '\0';
+			break;
+		default:
+			return ch;
+		}
+	}
+	return -1;
+}
+
+int gd_cli_other(struct gd_cli *cli, struct gd_conf *c, int ch, char **argv)
+{
+	int rc = keyopt(c, cli->longopts, ch, optarg);
+
+	return rc < 0 ? gd_cli_bad_option(ch, argv) : rc;
 }

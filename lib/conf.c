@@ -83,6 +83,7 @@ static const struct key keys[] = {
 	{ "GDpub_tlsCA", "--tls-ca", P, K_STR, O(pub_tls_ca), 0, 0, NULL, 1, 1, check_tls_ca },
 	{ "GDpub_tlsMinVersion", "--tls-min-version", P, K_ENUM, O(pub_tls_min), 0, 0, tls_names, 1, 0, NULL },
 	{ "GDpub_metrics", "--metrics", P, K_STR, O(pub_metrics), 0, 0, NULL, 1, 1, check_metrics },
+	{ "GDpub_status", "--status", P, K_STR, O(pub_status), 0, 0, NULL, 1, 1, NULL },
 
 	{ "GDsub_pub", "--pub", S, K_PUB, O(pubs), 0, 0, NULL, 1, 0, NULL },
 	{ "GDsub_retryInt", "--retry-interval", S, K_DUR, O(retry_int), 0.001, DAY, NULL, 1, 0, NULL },

@@ -63,6 +63,7 @@ struct gd_conf {
 	char *pub_tls_ca;	/* GDpub_tlsCA: clients must show a certificate */
 	int64_t pub_tls_min;	/* GD_TLS_MIN_* */
 	char *pub_metrics;	/* GDpub_metrics: ADDR:PORT of /metrics */
+	char *pub_status;	/* GDpub_status: status lines' file, or - */
 	/* subscriber */
 	struct gd_hostport *pubs;	/* pubs_buf's bytes */
 	size_t npubs;

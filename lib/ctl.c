@@ -25,7 +25,8 @@ static void client_closed(uv_handle_t *h)
 {
 	struct gd_ctl_client *cl = h->data;
 	gd_dbuf_free(&cl->out);
-	gd_dbuf_free(&cl->fail);
+	if (cl->req_free != NULL)
+		cl->req_free(cl->req);
 	free(cl);
 }
 
@@ -192,33 +193,62 @@ static void on_conn(uv_stream_t *server, int status)
 	uv_read_start((uv_stream_t *)&cl->h, on_alloc, on_read);
 }
 
+/* Something is at path already. Only a socket of ours that refuses the
+ * connection (its program is gone) is removed: a live one, another
+ * user's, or one we cannot even try (EACCES: someone else's in a
+ * directory we may write) is left alone, said, and is an exit code. */
+static int clear_stale(const char *path, const struct stat *st)
+{
+	struct stat again;
+	char who[64], me[64];
+	int fd, e;
+
+	if (!S_ISSOCK(st->st_mode)) {
+		gd_err("cannot use control socket %s: a file that is not a socket is in the way",
+		    path);
+		return GD_EX_UNAVAILABLE;
+	}
+	fd = gd_ctl_connect(path, 0, 0);
+	e = errno;
+	if (fd >= 0 || e == EAGAIN) {	/* EAGAIN: served, its backlog full */
+		if (fd >= 0)
+			close(fd);
+		gd_err("cannot use control socket %s: another program is serving it (give --ctl or a different config)",
+		    path);
+		return GD_EX_UNAVAILABLE;
+	}
+	if (e != ECONNREFUSED) {
+		gd_err("cannot use control socket %s: cannot tell whether a "
+		    "program serves it: %s (give --ctl or a different config)",
+		    path, strerror(e));
+		return GD_EX_UNAVAILABLE;
+	}
+	if (st->st_uid != geteuid()) {
+		gd_err("cannot use control socket %s: nothing serves it, but it "
+		    "belongs to %s, not to you, %s: not removing it (give --ctl "
+		    "or a different config)", path,
+		    gd_uid_name(st->st_uid, who, sizeof(who)),
+		    gd_uid_name(geteuid(), me, sizeof(me)));
+		return GD_EX_UNAVAILABLE;
+	}
+	/* the one we probed, not one put there since */
+	if (lstat(path, &again) == 0 && again.st_ino == st->st_ino &&
+	    again.st_dev == st->st_dev)
+		unlink(path);	/* stale: its program is gone */
+	return 0;
+}
+
 int gd_ctl_listen(struct gd_ctl_srv *s, uv_loop_t *loop, const char *path,
     gd_ctl_line_cb cb, void *user)
 {
 	struct stat st;
-	int rc, fd;
+	int rc;
 
-	memset(s, 0, sizeof(*s));
-	s->loop = loop;
-	s->cb = cb;
-	s->user = user;
-	s->reply_max = GD_CTL_REPLY_MAX;
+	*s = (struct gd_ctl_srv){ .loop = loop, .cb = cb, .user = user,
+	    .reply_max = GD_CTL_REPLY_MAX };
 	snprintf(s->path, sizeof(s->path), "%s", path);
-	if (lstat(path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			gd_err("cannot use control socket %s: a file that is not a socket is in the way",
-			    path);
-			return GD_EX_UNAVAILABLE;
-		}
-		fd = gd_ctl_connect(path, 0);
-		if (fd >= 0) {
-			close(fd);
-			gd_err("cannot use control socket %s: another program is serving it (give --ctl or a different config)",
-			    path);
-			return GD_EX_UNAVAILABLE;
-		}
-		unlink(path);	/* stale: its program is gone */
-	}
+	if (lstat(path, &st) == 0 && (rc = clear_stale(path, &st)) != 0)
+		return rc;
 	uv_pipe_init(loop, &s->h, 0);
 	s->h.data = s;
 	if ((rc = uv_pipe_bind(&s->h, path)) != 0 ||
@@ -349,26 +379,30 @@ int gd_ctl_call(gd_ctl_line_cb cb, void *user, const char *line,
 	} else {
 		gd_dbuf_free(&cl->out);
 	}
-	gd_dbuf_free(&cl->fail);
+	if (cl->req_free != NULL)
+		cl->req_free(cl->req);
 	free(cl);
 	return rc;
 }
 
-int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
+int gd_ctl_dispatch(const struct gd_ctl_table *t, void *user,
     struct gd_ctl_client *cl, const char *line)
 {
 	size_t i, wlen = strcspn(line, " ");
 	char end = line[wlen];
 
-	for (i = 0; i < n; i++) {
-		if (strlen(t[i].name) != wlen ||
-		    memcmp(line, t[i].name, wlen) != 0)
+	if (strcmp(line, "hello") == 0) {
+		gd_ctl_printf(cl, "hello %s %d\n", t->prog, GD_CTL_PROTO);
+		return 0;
+	}
+	for (i = 0; i < t->n; i++) {
+		const struct gd_ctl_req *r = &t->req[i];
+		if (strlen(r->name) != wlen || memcmp(line, r->name, wlen) != 0)
 			continue;
-		if (end == '\0' ? t[i].args == GD_CTL_ARGS :
-		    t[i].args == GD_CTL_NOARGS)
+		if (end == '\0' ? r->args == GD_CTL_ARGS :
+		    r->args == GD_CTL_NOARGS)
 			break;
-		return t[i].fn(user, cl, line, end == '\0' ? "" :
-		    line + wlen + 1);
+		return r->fn(user, cl, line, end == '\0' ? "" : line + wlen + 1);
 	}
 	gd_ctl_printf(cl, "error unknown request '%.64s'\n", line);
 	return 0;

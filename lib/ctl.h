@@ -51,9 +51,10 @@ struct gd_ctl_client {
 	struct gd_dbuf out;	/* reply bytes not yet written: one reply,
 				 * at most srv->reply_max bytes */
 	int reply_err;		/* GD_DBUF_* of the reply being built */
-	/* request state, owned by the line callback */
-	uint64_t left, ok, failed;
-	struct gd_dbuf fail;	/* an ack batch's failure lines */
+	/* what a request of the engine's keeps between lines (gdsub's ack
+	 * batch), freed by req_free with the client */
+	void *req;
+	void (*req_free)(void *req);
 	int kind;		/* what the engine took the client for (gdsub:
 				 * a gdack, which says bye at its clean end) */
 	int closing;
@@ -85,11 +86,17 @@ struct gd_ctl_req {
 	int (*fn)(void *user, struct gd_ctl_client *cl, const char *line,
 	    const char *args);
 };
-/* Run the request of table t (n rows) that line names; a line that names
- * none, or gives a request arguments it does not take (or none it must
- * have), is answered "error unknown request '...'". The handler's
- * return, else 0. */
-int gd_ctl_dispatch(const struct gd_ctl_req *t, size_t n, void *user,
+/* What a program answers: its name, for "hello", and its requests. */
+struct gd_ctl_table {
+	const char *prog;	/* gdpub, gdsub */
+	const struct gd_ctl_req *req;
+	size_t n;
+};
+/* Answer "hello" (every program alike: "hello PROG GD_CTL_PROTO"), or
+ * run the request of t that line names; a line that names none, or
+ * gives a request arguments it does not take (or none it must have), is
+ * answered "error unknown request '...'". The handler's return, else 0. */
+int gd_ctl_dispatch(const struct gd_ctl_table *t, void *user,
     struct gd_ctl_client *cl, const char *line);
 
 /* Run the request line through cb, the engine's own line callback, as if

@@ -12,7 +12,10 @@
 #include "parse.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,12 +82,100 @@ void gd_sub_identity(const struct gd_conf *c, char *buf, size_t sz)
 	snprintf(buf, sz, "%s", d.buf);
 }
 
-/* $XDG_RUNTIME_DIR/gdkit or /tmp/gdkit-UID, created 0700, ours alone */
+const char *gd_uid_name(uid_t uid, char *buf, size_t sz)
+{
+	struct passwd *pw = getpwuid(uid);
+	if (pw != NULL && pw->pw_name != NULL)
+		snprintf(buf, sz, "%.32s (uid %u)", pw->pw_name, (unsigned)uid);
+	else
+		snprintf(buf, sz, "uid %u", (unsigned)uid);
+	return buf;
+}
+
+/* dir, created 0700 if absent: 0 when it is a directory of ours with
+ * mode 0700; 1 when another user owns what is there (*owner), for the
+ * caller to look elsewhere; else an exit code, said. */
+static int own_dir(const char *dir, uid_t *owner)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST) {
+		gd_err("cannot create control socket directory %s: %s", dir,
+		    strerror(errno));
+		return GD_EX_UNAVAILABLE;
+	}
+	if (lstat(dir, &st) != 0) {
+		gd_err("cannot use control socket directory %s: %s", dir,
+		    strerror(errno));
+		return GD_EX_UNAVAILABLE;
+	}
+	if (st.st_uid != geteuid()) {
+		*owner = st.st_uid;
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode) || (st.st_mode & 077) != 0) {
+		gd_err("refusing control socket directory %s: it must be a "
+		    "directory of yours with mode 0700", dir);
+		return GD_EX_UNAVAILABLE;
+	}
+	return 0;
+}
+
+/* Where sockets go when the usual directory was taken by another user
+ * (anyone may create /tmp/gdkit-UID first): ~/.gdkit/HOST, per host as
+ * a home directory may be shared. Every program computes the same. */
+static int fallback_dir(char *buf, size_t sz, const char *squatted,
+    uid_t owner)
+{
+	const char *home = getenv("HOME");
+	struct passwd *pw;
+	char host[64], who[64], me[64], other[64];
+	uid_t o2;
+	int n, rc, i;
+
+	if ((home == NULL || *home != '/') &&
+	    (pw = getpwuid(geteuid())) != NULL)
+		home = pw->pw_dir;
+	if (gethostname(host, sizeof(host)) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	gd_uid_name(owner, who, sizeof(who));
+	gd_uid_name(geteuid(), me, sizeof(me));
+	if (home == NULL || *home != '/') {
+		gd_err("cannot use control socket directory %s: it belongs to "
+		    "%s, not to you, %s, and there is no home directory to use "
+		    "instead (give --ctl)", squatted, who, me);
+		return GD_EX_UNAVAILABLE;
+	}
+	/* ~/.gdkit, then ~/.gdkit/HOST in it: each ours, mode 0700 */
+	for (i = 0; i < 2; i++) {
+		n = snprintf(buf, sz, "%s/.gdkit%s%s", home, i ? "/" : "",
+		    i ? host : "");
+		if (n < 0 || (size_t)n >= sz) {
+			gd_err("control socket directory name too long under %s; "
+			    "use --ctl", home);
+			return GD_EX_USAGE;
+		}
+		if ((rc = own_dir(buf, &o2)) == 1)
+			gd_err("cannot use control socket directory %s: it belongs "
+			    "to %s, not to you, %s; nor %s, which belongs to %s "
+			    "(give --ctl)", squatted, who, me, buf,
+			    gd_uid_name(o2, other, sizeof(other)));
+		if (rc != 0)
+			return rc == 1 ? GD_EX_UNAVAILABLE : rc;
+	}
+	gd_warn("control socket directory %s belongs to %s, not to you, %s: "
+	    "using %s instead", squatted, who, me, buf);
+	return 0;
+}
+
+/* $XDG_RUNTIME_DIR/gdkit or /tmp/gdkit-UID, created 0700, ours alone;
+ * ~/.gdkit/HOST when another user holds that name */
 static int ctl_dir(char *buf, size_t sz)
 {
 	const char *x = getenv("XDG_RUNTIME_DIR");
-	struct stat st;
-	int n;
+	uid_t owner;
+	int n, rc;
 
 	if (x != NULL && *x == '/')
 		n = snprintf(buf, sz, "%s/gdkit", x);
@@ -94,23 +185,12 @@ static int ctl_dir(char *buf, size_t sz)
 		gd_err("control socket directory name too long");
 		return GD_EX_USAGE;
 	}
-	if (mkdir(buf, 0700) != 0 && errno != EEXIST) {
-		gd_err("cannot create control socket directory %s: %s", buf,
-		    strerror(errno));
-		return GD_EX_UNAVAILABLE;
+	if ((rc = own_dir(buf, &owner)) == 1) {
+		char squatted[PATH_MAX];
+		snprintf(squatted, sizeof(squatted), "%s", buf);
+		return fallback_dir(buf, sz, squatted, owner);
 	}
-	if (lstat(buf, &st) != 0) {
-		gd_err("cannot use control socket directory %s: %s", buf,
-		    strerror(errno));
-		return GD_EX_UNAVAILABLE;
-	}
-	if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
-	    (st.st_mode & 077) != 0) {
-		gd_err("refusing control socket directory %s: it must be a "
-		    "directory of yours with mode 0700", buf);
-		return GD_EX_UNAVAILABLE;
-	}
-	return 0;
+	return rc;
 }
 
 static int set_path(char *buf, size_t sz, const char *given, const char *fmt,
@@ -251,7 +331,7 @@ int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid)
 
 /* ---- client connection, and the probe of a served socket ---- */
 
-int gd_ctl_connect(const char *path, double wait_s)
+int gd_ctl_connect(const char *path, double wait_s, double busy_s)
 {
 	struct sockaddr_un sa;
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
@@ -267,16 +347,24 @@ int gd_ctl_connect(const char *path, double wait_s)
 	memcpy(sa.sun_path, path, strlen(path));
 	t0 = gd_clock_mono_s();
 	for (;;) {
+		double spent;
 		int e;
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		/* non-blocking: a server that does not accept (stopped, or
+		 * busy) with a full backlog gives EAGAIN instead of a connect
+		 * that waits without end */
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 		if (fd < 0)
 			return -1;
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-			return fd;
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			int fl = fcntl(fd, F_GETFL);
+			if (fl >= 0 && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) == 0)
+				return fd;
+		}
 		e = errno;
 		close(fd);
-		if (gd_clock_mono_s() - t0 >= wait_s ||
-		    (e != ENOENT && e != ECONNREFUSED && e != EAGAIN)) {
+		spent = gd_clock_mono_s() - t0;
+		if (e == EAGAIN ? spent >= (busy_s > wait_s ? busy_s : wait_s) :
+		    (spent >= wait_s || (e != ENOENT && e != ECONNREFUSED))) {
 			errno = e;
 			return -1;
 		}
@@ -307,6 +395,20 @@ int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len)
 		if (r->len == sizeof(r->buf)) {
 			errno = EMSGSIZE;
 			return -1;
+		}
+		if (r->timeout > 0) {
+			struct pollfd pfd = { r->fd, POLLIN, 0 };
+			int ms = r->timeout >= 86400 ? 86400000 :
+			    (int)(r->timeout * 1000) + 1;
+			int k = poll(&pfd, 1, ms);
+			if (k < 0 && errno == EINTR)
+				continue;
+			if (k < 0)
+				return -1;
+			if (k == 0) {
+				errno = ETIMEDOUT;
+				return -1;
+			}
 		}
 		ssize_t n = read(r->fd, r->buf + r->len, sizeof(r->buf) - r->len);
 		if (n < 0 && errno == EINTR)

@@ -49,19 +49,26 @@ void gd_ctl_cell(char *dst, size_t sz, const char *src);
  * unix socket; -1 with errno on failure. */
 int gd_ctl_peer_uid(int fd, uid_t *uid, long *pid);
 
-/* Connect, blocking, retrying for up to wait_s seconds; returns the fd or
- * -1 with errno set. The client's way in, and with wait_s 0 the server's
- * probe of whether a program still serves a socket before it takes the
- * path over. */
-int gd_ctl_connect(const char *path, double wait_s);
+/* "nobody (uid 65534)", or "uid 1234" without a passwd entry; buf. */
+const char *gd_uid_name(uid_t uid, char *buf, size_t sz);
+
+/* Connect, retrying for up to wait_s seconds while nothing listens
+ * (ENOENT, ECONNREFUSED) and up to busy_s (or wait_s, the longer) while
+ * the server's backlog is full (EAGAIN: it does not accept, stopped or
+ * busy); returns the fd, blocking, or -1 with errno set. The client's
+ * way in, and with 0 and 0 the server's probe of whether a program still
+ * serves a socket before it takes the path over. */
+int gd_ctl_connect(const char *path, double wait_s, double busy_s);
 
 struct gd_lreader {
 	int fd;
+	double timeout;		/* seconds each read may wait; 0: no end */
 	char buf[65536];
 	size_t off, len;
 };
 /* Next line (newline stripped, NUL-terminated in place): 1, 0 at EOF,
- * -1 on error or a line longer than the buffer. */
+ * -1 on error (ETIMEDOUT: nothing came for r->timeout seconds) or a line
+ * longer than the buffer. */
 int gd_lreader_line(struct gd_lreader *r, char **line, size_t *len);
 
 #endif

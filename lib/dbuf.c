@@ -64,6 +64,23 @@ int gd_dbuf_grow(struct gd_dbuf *b, size_t n)
 	return GD_DBUF_OK;
 }
 
+int gd_dbuf_grow_exact(struct gd_dbuf *b, size_t n)
+{
+	char *nb;
+
+	if (n > b->max || b->len > b->max - n)
+		return GD_DBUF_TOOBIG;
+	if (b->len + n + 1 <= b->alloc)
+		return GD_DBUF_OK;
+	if ((nb = realloc(b->buf, b->len + n + 1)) == NULL)
+		return GD_DBUF_NOMEM;
+	if (b->buf == NULL)
+		nb[0] = '\0';
+	b->buf = nb;
+	b->alloc = b->len + n + 1;
+	return GD_DBUF_OK;
+}
+
 int gd_dbuf_add(struct gd_dbuf *b, const void *p, size_t n)
 {
 	int rc;

@@ -50,6 +50,9 @@ GD_DBUF_CHECK int gd_dbuf_vaddf(struct gd_dbuf *b, const char *fmt,
 /* Room for n more bytes without moving what is held (for read() or an
  * encoder to write into at gd_dbuf_end, then gd_dbuf_commit). */
 GD_DBUF_CHECK int gd_dbuf_grow(struct gd_dbuf *b, size_t n);
+/* The same, allocating just that (no doubling past it): for a large
+ * record whose length is known before its bytes come. */
+GD_DBUF_CHECK int gd_dbuf_grow_exact(struct gd_dbuf *b, size_t n);
 static inline GD_DBUF_CHECK int gd_dbuf_reserve(struct gd_dbuf *b, size_t n)
 {
 	if (b->alloc > b->len && b->alloc - b->len - 1 >= n)

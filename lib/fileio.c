@@ -99,3 +99,37 @@ long gd_flock_holder(int fd)
 	 * the inode alone, when only one holder has it */
 	return exact ? exact : n_ino == 1 ? by_ino : 0;
 }
+
+int gd_cut_partial_line(int fd, size_t window, size_t *cut)
+{
+	char buf[16384];
+	struct stat sb;
+	size_t want;
+	off_t from;
+	ssize_t n;
+
+	*cut = 0;
+	if (fstat(fd, &sb) != 0)
+		return -1;
+	if (!S_ISREG(sb.st_mode) || sb.st_size == 0)
+		return 0;
+	if (window > sizeof(buf))
+		window = sizeof(buf);
+	want = (off_t)window < sb.st_size ? window : (size_t)sb.st_size;
+	from = sb.st_size - (off_t)want;
+	do
+		n = pread(fd, buf, want, from);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -1;
+	if (n > 0 && buf[n - 1] == '\n')
+		return 0;
+	while (n > 0 && buf[n - 1] != '\n')
+		n--;
+	if (n == 0 && from > 0)
+		return 0;	/* a line longer than window: not ours to cut */
+	if (ftruncate(fd, from + n) != 0)
+		return -1;
+	*cut = (size_t)(sb.st_size - (from + n));
+	return 0;
+}

@@ -14,5 +14,10 @@ int gd_sync_dir(const char *path);
 /* The pid of the process that holds a flock() on the open file fd, from
  * /proc/locks (Linux); 0 when it cannot be told. */
 long gd_flock_holder(int fd);
+/* A file of lines that a kill may have cut mid-line: truncate what
+ * follows its last newline, looked for in its last window bytes (a
+ * longer tail is left alone). 0 with *cut the bytes removed, or -1 with
+ * errno. */
+int gd_cut_partial_line(int fd, size_t window, size_t *cut);
 
 #endif

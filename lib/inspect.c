@@ -70,6 +70,46 @@ static size_t split(char *line, char **f)
 	return n;
 }
 
+/* A control byte a peer sent (an escape sequence would reach the
+ * terminal) as \xHH; the rest, UTF-8 names included, as it came. */
+static int is_ctl(unsigned char c)
+{
+	return c < 0x20 || c == 0x7f;
+}
+
+/* the cell s and its NUL into text, control bytes escaped */
+static int add_clean(struct gd_dbuf *text, const char *s)
+{
+	char esc[5];
+	int rc = GD_DBUF_OK;
+
+	for (;;) {
+		size_t n = 0;
+		while (s[n] != '\0' && !is_ctl((unsigned char)s[n]))
+			n++;
+		if ((rc = gd_dbuf_add(text, s, n)) != GD_DBUF_OK)
+			return rc;
+		if (s[n] == '\0')
+			return gd_dbuf_add(text, "", 1);
+		snprintf(esc, sizeof(esc), "\\x%02x", (unsigned char)s[n]);
+		if ((rc = gd_dbuf_add(text, esc, 4)) != GD_DBUF_OK)
+			return rc;
+		s += n + 1;
+	}
+}
+
+/* a line of len bytes to f, control bytes escaped */
+static void put_clean(FILE *f, const char *s, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (is_ctl((unsigned char)s[i]))
+			fprintf(f, "\\x%02x", (unsigned char)s[i]);
+		else
+			fputc(s[i], f);
+}
+
 /* Add a row (split in place); -1 if its width is not the header's or
  * the table would pass its cap. */
 static int table_row(struct table *t, char *line)
@@ -93,7 +133,7 @@ static int table_row(struct table *t, char *line)
 	}
 	for (i = 0; i < n; i++) {
 		size_t off = gd_dbuf_len(&t->text);
-		if (gd_dbuf_add(&t->text, f[i], strlen(f[i]) + 1) != GD_DBUF_OK ||
+		if (add_clean(&t->text, f[i]) != GD_DBUF_OK ||
 		    gd_dbuf_add(&t->cells, &off, sizeof(off)) != GD_DBUF_OK) {
 			/* leave the table as it was: whole rows only */
 			gd_dbuf_truncate(&t->text, base);
@@ -143,7 +183,7 @@ static void json_str(FILE *f, const char *s)
 		unsigned char c = (unsigned char)*s;
 		if (c == '"' || c == '\\')
 			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c == 0x7f)
 			fprintf(f, "\\u%04x", c);
 		else
 			fputc(c, f);
@@ -227,57 +267,37 @@ static void print_table(const struct table *t)
 static int open_ctl(const char *path, const char *whose,
     struct gd_lreader *rd, int *rc)
 {
-	char *line, prog[32];
-	size_t len;
-	int fd, ver;
+	struct gd_ctl_peer peer;
+	int fail;
 
+	/* another user's socket is refused before any connect */
 	if ((*rc = gd_ctl_trust(path, -1)) != 0)
 		return -1;
-	fd = gd_ctl_connect(path, 0);
-	if (fd < 0) {
+	fail = gd_ctl_open(path, 0, rd, &peer);
+	*rc = fail == GD_CTL_OK ? 0 : GD_EX_UNAVAILABLE;
+	if (fail == GD_CTL_NOCONN && peer.err != EAGAIN) {
 		if (whose != NULL)
 			gd_err("nothing answers at %s, the control socket of %s: "
 			    "%s (is it running, as this user?)", path, whose,
-			    strerror(errno));
+			    strerror(peer.err));
 		else
 			gd_err("nothing answers at %s: %s (is gdpub or gdsub running?)",
-			    path, strerror(errno));
-		*rc = GD_EX_UNAVAILABLE;
-		return -1;
+			    path, strerror(peer.err));
+	} else if (fail != GD_CTL_OK) {
+		gd_ctl_say(path, fail, &peer);
 	}
-	if ((*rc = gd_ctl_trust(path, fd)) != 0) {
-		close(fd);
-		return -1;
-	}
-	rd->fd = fd;
-	rd->off = rd->len = 0;
-	*rc = GD_EX_UNAVAILABLE;
-	if (gd_write_all(fd, "hello\n", 6) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1) {
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
-		close(fd);
-		return -1;
-	}
-	if (strncmp(line, "error ", 6) == 0) {
-		gd_err("%s refused the connection: %s", path, line + 6);
-		close(fd);
-		return -1;
-	}
-	if (sscanf(line, "hello %31s %d", prog, &ver) != 2) {
-		gd_err("unexpected answer from %s: %.80s", path, line);
-		close(fd);
-		return -1;
-	}
-	if (ver != GD_CTL_PROTO) {
-		gd_err("%s at %s speaks control protocol %d, this gdinspect %d: "
-		    "use programs of the same gdkit version", prog, path, ver,
-		    GD_CTL_PROTO);
-		close(fd);
-		return -1;
-	}
-	*rc = 0;
-	return fd;
+	return rd->fd;
+}
+
+/* A reply line that did not come (errno): why, and the exit code. */
+static int no_answer(const char *path, const struct gd_lreader *rd)
+{
+	struct gd_ctl_peer p;
+
+	memset(&p, 0, sizeof(p));
+	p.err = errno;
+	p.timeout = rd->timeout;
+	return gd_ctl_say(path, GD_CTL_NOANSWER, &p);
 }
 
 /* Connect, send req and read the first line of its reply, "CMD ROWS":
@@ -287,7 +307,7 @@ static int request(const char *path, const char *whose, const char *cmd,
     const char *req, int err_rc, struct gd_lreader *rd, uint64_t *rows,
     int *rc)
 {
-	char *line, name[32];
+	char *line, name[32], said[4 * 80 + 1];
 	size_t len;
 	int fd;
 
@@ -297,15 +317,16 @@ static int request(const char *path, const char *whose, const char *cmd,
 	*rc = GD_EX_UNAVAILABLE;
 	if (gd_write_all(fd, req, strlen(req)) != 0 || gd_write_all(fd, "\n", 1) != 0 ||
 	    gd_lreader_line(rd, &line, &len) != 1)
-		gd_err("no answer from %s: %s", path, errno ? strerror(errno) :
-		    "connection closed");
+		no_answer(path, rd);
 	else if (strncmp(line, "error ", 6) == 0) {
-		gd_err("%s: %s", cmd, line + 6);
+		gd_ctl_escape(said, sizeof(said), line + 6, len - 6, 1);
+		gd_err("%s: %s", cmd, said);
 		*rc = err_rc;
 	} else if (sscanf(line, "%31s %" SCNu64, name, rows) != 2 ||
-	    strcmp(name, cmd) != 0)
-		gd_err("unexpected answer from %s: %.80s", path, line);
-	else {
+	    strcmp(name, cmd) != 0) {
+		gd_ctl_escape(said, sizeof(said), line, len < 80 ? len : 80, 0);
+		gd_err("unexpected answer from %s: %s", path, said);
+	} else {
 		*rc = 0;
 		return fd;
 	}
@@ -314,7 +335,7 @@ static int request(const char *path, const char *whose, const char *cmd,
 }
 
 static int query(const char *path, const char *whose, const char *cmd,
-    const char *req, int json)
+    const char *req, int json, double timeout)
 {
 	struct gd_lreader *rd;
 	struct table t;
@@ -329,6 +350,7 @@ static int query(const char *path, const char *whose, const char *cmd,
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
+	rd->timeout = timeout;
 	if ((fd = request(path, whose, cmd, req, GD_EX_USAGE, rd, &rows,
 	    &rc)) < 0) {
 		table_free(&t);
@@ -339,11 +361,14 @@ static int query(const char *path, const char *whose, const char *cmd,
 	 * table; text needs every row first for the column widths */
 	for (i = 0; i < rows + 1; i++) {
 		char *f[MAX_COLS];
-		if (gd_lreader_line(rd, &line, &len) != 1 ||
-		    (json && i > 0 ? split(line, f) != t.ncols :
+		int got = gd_lreader_line(rd, &line, &len);
+		if (got != 1 || (json && i > 0 ? split(line, f) != t.ncols :
 		    table_row(&t, line) != 0)) {
 			fflush(stdout);
-			gd_err("truncated or malformed answer from %s", path);
+			if (got < 0 && errno == ETIMEDOUT)
+				no_answer(path, rd);
+			else
+				gd_err("truncated or malformed answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
 			goto out;
 		}
@@ -364,7 +389,8 @@ out:
  * same text its --metrics serves), on stdout or in out: written to
  * out.tmp, then renamed over it, so that a collector reading it
  * (node_exporter's textfile collector) never sees half a file. */
-static int prometheus(const char *path, const char *whose, const char *out)
+static int prometheus(const char *path, const char *whose, const char *out,
+    double timeout)
 {
 	struct gd_lreader *rd = calloc(1, sizeof(*rd));
 	char tmp[4200], *line;
@@ -377,6 +403,7 @@ static int prometheus(const char *path, const char *whose, const char *out)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
+	rd->timeout = timeout;
 	if ((fd = request(path, whose, "metrics", "metrics", GD_EX_UNAVAILABLE,
 	    rd, &n, &rc)) < 0) {
 		free(rd);
@@ -391,12 +418,16 @@ static int prometheus(const char *path, const char *whose, const char *out)
 		}
 	}
 	for (i = 0; i < n && rc == 0; i++) {
-		if (gd_lreader_line(rd, &line, &len) != 1) {
-			gd_err("truncated answer from %s", path);
+		int got = gd_lreader_line(rd, &line, &len);
+		if (got != 1) {
+			if (got < 0 && errno == ETIMEDOUT)
+				no_answer(path, rd);
+			else
+				gd_err("truncated answer from %s", path);
 			rc = GD_EX_UNAVAILABLE;
 			break;
 		}
-		fwrite(line, 1, len, f);
+		put_clean(f, line, len);
 		fputc('\n', f);
 	}
 	if (out == NULL) {
@@ -438,13 +469,13 @@ int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 		rc = gd_ctl_path_pub(c, path, sizeof(path));
 		snprintf(whose, sizeof(whose), "the gdpub on port %d",
 		    (int)c->port);
-	} else if (c->npubs > 0) {
+	} else if (c->npubs > 0 || c->name != NULL) {
 		char id[1024];
 		rc = gd_ctl_path_sub(c, path, sizeof(path));
 		gd_sub_identity(c, id, sizeof(id));
 		snprintf(whose, sizeof(whose), "the gdsub named '%s'", id);
 	} else {
-		gd_usage_err("no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH");
+		gd_usage_err("no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub), -P HOST:PORT or --name NAME (a gdsub) or --ctl PATH");
 		return GD_EX_USAGE;
 	}
 	if (!o->ctl && rc != 0)
@@ -456,8 +487,8 @@ int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o)
 	for (;;) {
 		if (o->watch > 0 && isatty(1) && !(o->prom && o->output))
 			fputs("\033[H\033[2J", stdout);
-		rc = o->prom ? prometheus(path, w, o->output) :
-		    query(path, w, o->cmd, req, o->json);
+		rc = o->prom ? prometheus(path, w, o->output, o->timeout) :
+		    query(path, w, o->cmd, req, o->json, o->timeout);
 		if (rc != 0 || o->watch <= 0)
 			return rc;
 		{

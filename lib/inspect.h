@@ -16,6 +16,7 @@ struct gd_inspect_opts {
 	uint64_t limit;		/* pending: at most this many rows; 0 all */
 	int prom;		/* stats in Prometheus text format */
 	const char *output;	/* with prom: FILE, rewritten atomically */
+	double timeout;		/* seconds each wait for the program may take */
 };
 
 int gd_inspect_run(const struct gd_conf *c, const struct gd_inspect_opts *o);

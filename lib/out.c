@@ -214,6 +214,42 @@ void gd_out_flush(struct gd_out *o)
 	}
 }
 
+void gd_out_give(struct gd_out *o, void *mem, const void *p, size_t n)
+{
+	struct wreq *w;
+	uv_buf_t b;
+
+	gd_out_flush(o);	/* what was appended before goes first */
+	o->total += n;
+	if (o->closed || o->closing || o->err || (o->before_write != NULL &&
+	    o->before_write(o) != 0)) {
+		free(mem);
+		return;
+	}
+	if (!o->async) {
+		if (gd_write_all(o->fd, p, n) != 0)
+			fail(o, uv_translate_sys_error(errno));
+		free(mem);
+		return;
+	}
+	if ((w = malloc(sizeof(*w))) == NULL) {
+		free(mem);
+		fail(o, UV_ENOMEM);
+		return;
+	}
+	w->o = o;
+	w->buf = mem;		/* freed by on_written */
+	w->len = n;
+	b = uv_buf_init((char *)(uintptr_t)p, (unsigned)n);
+	o->queued += n;
+	if (uv_write(&w->req, (uv_stream_t *)&o->h, &b, 1, on_written) != 0) {
+		o->queued -= n;
+		free(mem);
+		free(w);
+		fail(o, UV_EPIPE);
+	}
+}
+
 void gd_out_close(struct gd_out *o, uv_close_cb cb)
 {
 	if (o->closing)

@@ -51,6 +51,10 @@ static inline void gd_out_commit(struct gd_out *o, size_t n)
 	o->total += n;
 }
 int gd_out_write(struct gd_out *o, const void *p, size_t n);
+/* Write n bytes at p, which lie in mem (malloc'd, now the stream's: freed
+ * once written, or at once when they cannot be), after what was appended:
+ * a large record goes out without a copy. */
+void gd_out_give(struct gd_out *o, void *mem, const void *p, size_t n);
 void gd_out_flush(struct gd_out *o);
 /* Flush, then close the fd once every byte is written (readers see EOF);
  * cb runs when it is closed. */

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #define PER_RECORD_RANGES ((GD_STATE_REC_MAX - 4) / RANGE_SIZE)
+#define PER_RECORD_CIDS ((GD_STATE_REC_MAX - 4) / CID_SIZE)
 
 /* ---- records ---- */
 
@@ -113,6 +114,11 @@ static void put_range(uint8_t *p, const struct gd_srun *run, size_t i)
 	gd_put64(p + 24, r->linear);
 }
 
+static void put_cid(uint8_t *p, const struct gd_srun *run, size_t i)
+{
+	gd_put64(p, gd_srun_cid(run, (uint32_t)i));
+}
+
 /* n items of size bytes of run in records of type, as many per record as
  * GD_STATE_REC_MAX allows; put writes item i. */
 static int put_items(struct gd_state *st, int type, const struct gd_srun *run,
@@ -145,6 +151,8 @@ static uint64_t snapshot_size(const struct gd_state *st)
 		n += REC_HDR + 4 + 8 + REC_CRC;
 		n += (uint64_t)run->n * RANGE_SIZE +
 		    (run->n / PER_RECORD_RANGES + 1) * (REC_HDR + 4 + REC_CRC);
+		n += (uint64_t)run->ncid * CID_SIZE + (run->ncid /
+		    PER_RECORD_CIDS + 1) * (REC_HDR + 4 + REC_CRC);
 	}
 	return n;
 }
@@ -175,13 +183,15 @@ static int compact(struct gd_state *st, uint64_t now_ns)
 	st->wrote = 0;
 	if ((h = reserve(st, GD_STATE_HDR)) == NULL)
 		goto gone;
-	gd_state_header(h);
+	gd_state_header(h, GD_STATE_VERSION);
 	gd_dbuf_commit(&st->buf, GD_STATE_HDR);
 	for (i = 0; i < st->nruns; i++) {
 		struct gd_srun *run = st->runs[i];
 		run->num = i;
 		if (put_run(st, run) != 0 || put_items(st, GD_SR_RANGES, run,
-		    run->n, RANGE_SIZE, put_range) != 0 || put_floor(st, run) != 0)
+		    run->n, RANGE_SIZE, put_range) != 0 || put_items(st,
+		    GD_SR_CIDS, run, run->ncid, CID_SIZE, put_cid) != 0 ||
+		    put_floor(st, run) != 0)
 			goto gone;
 		run->logged = 1;
 		run->floor_dirty = 0;

@@ -17,8 +17,18 @@
  * latest run of each origin, and GD_STATE_RUNS runs (the least recently
  * acknowledged is forgotten).
  *
- * File: a 16-byte header (magic 89 'G' 'D' 'S' 0D 0A 1A 0A, u16 version,
- * u16 header size, u32 CRC32C of bytes 0..11), then records,
+ * Multisend clusters: every member's blocks have the origin @CLUSTER, and
+ * each member its own run (epoch) and sequence indexes, so the runs of an
+ * origin that starts with '@' are told apart by epoch too, and live side
+ * by side (a member's run does not replace another's). Such a run also
+ * keeps the IDs of the blocks acknowledged through its copies, the last
+ * GD_STATE_CIDS: the block's identity across the cluster's members, from
+ * which a restarted gdsub recognises another member's copy of a block it
+ * already wrote (lib/sub/sub_cluster.c).
+ *
+ * File: a 16-byte header (magic 89 'G' 'D' 'S' 0D 0A 1A 0A, u16 version
+ * 2 (1 is read too: it has no record 5), u16 header size, u32 CRC32C of
+ * bytes 0..11), then records,
  * little-endian: u8 type, u8 0, u16 0, u32 body length (at most
  * GD_STATE_REC_MAX), body, u32 CRC32C of the record before it.
  *   1 run:    u32 run number, u64 epoch, origin (1..300 bytes)
@@ -26,6 +36,8 @@
  *   3 ranges: u32 run number, n x (u64 lo, u64 hi, u64 id_lo, u64 flags:
  *             1 the ids run with the indexes)
  *   4 floor:  u32 run number, u64 floor
+ *   5 cluster ids: u32 run number, n x u64 id, oldest first (runs of an
+ *             origin @CLUSTER only; acks records add to them too)
  * A run number refers to an earlier run record of the same file. Records
  * are appended as acknowledgements are made; the file is rewritten
  * (written aside, synced, renamed) with one run, ranges and floor record
@@ -47,6 +59,8 @@
 #define GD_STATE_RANGES 16384		/* ranges kept per run */
 #define GD_STATE_RUNS 1024		/* runs kept (GDsub_pub's bound) */
 #define GD_STATE_ORIGIN_MAX 300
+#define GD_STATE_VERSION 2		/* written; 1 and 2 are read */
+#define GD_STATE_CIDS (1u << 18)	/* cluster ids kept per run */
 #define GD_STATE_SLACK (1u << 20)
 #define GD_STATE_SYNC_NS 100000000ull	/* fsync at most this late */
 /* Records buffered before they are written: past this many bytes they go
@@ -54,7 +68,8 @@
  * rewrite of every run holds at most this and one record in memory. */
 #define GD_STATE_FLUSH (1u << 20)
 
-enum { GD_SR_RUN = 1, GD_SR_ACKS = 2, GD_SR_RANGES = 3, GD_SR_FLOOR = 4 };
+enum { GD_SR_RUN = 1, GD_SR_ACKS = 2, GD_SR_RANGES = 3, GD_SR_FLOOR = 4,
+	GD_SR_CIDS = 5 };
 
 struct gd_srange {
 	uint64_t lo, hi;	/* acknowledged: lo <= seq < hi */
@@ -83,6 +98,11 @@ struct gd_srun {
 	size_t npend, cappend;
 	uint64_t used;		/* recency, for GD_STATE_RUNS */
 	uint64_t n_forgotten;	/* ranges dropped by GD_STATE_RANGES */
+	/* origin @CLUSTER: the ids acknowledged, a ring of the last
+	 * GD_STATE_CIDS (cid[cidhead] the oldest once full) */
+	uint64_t *cid;
+	size_t cidcap;
+	uint32_t ncid, cidhead;
 };
 
 struct gd_state {
@@ -116,7 +136,8 @@ int gd_state_open(struct gd_state *st, const char *path, uint64_t now_ns);
 int gd_state_close(struct gd_state *st, uint64_t now_ns);
 
 /* The run (origin, epoch), created if new; a new run replaces the one
- * of the same origin. NULL when out of memory. */
+ * of the same origin, but for a cluster's (@CLUSTER), one per member.
+ * NULL when out of memory. */
 struct gd_srun *gd_state_run(struct gd_state *st, const char *origin,
     size_t olen, uint64_t epoch);
 /* Was block seq acknowledged? 1 yes, 0 no, -1 an acknowledged index with
@@ -141,6 +162,15 @@ void gd_srun_free(struct gd_srun *run);
 /* Block (seq, id) was acknowledged, in a run of gd_srun_new. 0, or -1
  * when out of memory. */
 int gd_srun_ack(struct gd_srun *run, uint64_t seq, uint64_t id);
+/* Of a cluster's run: its i-th id acknowledged, oldest first (i below
+ * run->ncid). */
+static inline uint64_t gd_srun_cid(const struct gd_srun *run, uint32_t i)
+{
+	return run->cid[(run->cidhead + i) % run->ncid];
+}
+/* Of a cluster's run: id acknowledged (the oldest forgotten past
+ * GD_STATE_CIDS). 0, or -1 when out of memory. */
+int gd_srun_cid_add(struct gd_srun *run, uint64_t id);
 /* The publisher's floor, recorded when it moves. */
 void gd_state_floor(struct gd_srun *run, uint64_t floor);
 /* The lowest index at or above the run's floor that is not acknowledged:

@@ -18,6 +18,7 @@
 #define REC_CRC 4
 #define RANGE_SIZE 32
 #define ACK_SIZE 16
+#define CID_SIZE 8
 #define RUN_FIXED 12		/* u32 run number, u64 epoch */
 #define REC_MAX_TOTAL (REC_HDR + GD_STATE_REC_MAX + REC_CRC)
 
@@ -34,15 +35,15 @@ gd_state_fail(struct gd_state *st, const char *fmt, ...)
 	return -1;
 }
 
-/* The GD_STATE_HDR bytes a file of this version starts with: the magic,
+/* The GD_STATE_HDR bytes a file of version v starts with: the magic,
  * the version, the header's length, their CRC32C. */
-static inline void gd_state_header(uint8_t *p)
+static inline void gd_state_header(uint8_t *p, unsigned v)
 {
 	static const uint8_t magic[8] = { 0x89, 'G', 'D', 'S', 0x0d, 0x0a,
 	    0x1a, 0x0a };
 
 	memcpy(p, magic, 8);
-	p[8] = 1;		/* version */
+	p[8] = (uint8_t)v;	/* version */
 	p[9] = 0;
 	p[10] = GD_STATE_HDR;
 	p[11] = 0;

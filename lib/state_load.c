@@ -21,6 +21,7 @@ struct loader {
 	uint64_t pos;		/* file offset of the first byte in d */
 	uint64_t size;
 	struct gd_srun *last;	/* run-number lookup cache */
+	unsigned version;	/* the file's: 1 has no cluster ids */
 };
 #define LOAD_READ 65536
 #define LOAD_MAX (REC_MAX_TOTAL > LOAD_READ ? REC_MAX_TOTAL : LOAD_READ)
@@ -138,7 +139,9 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
 			if (m.lo == UINT64_MAX)
 				return gd_state_fail(st, "corrupt acks record at offset "
 				    "%" PRIu64 ": index 2^64-1", at);
-			if (gd_srun_add_range(run, &m) != 0)
+			if (gd_srun_add_range(run, &m) != 0 ||
+			    (run->origin[0] == '@' &&
+			    gd_srun_cid_add(run, m.id_lo) != 0))
 				return gd_state_fail(st, "out of memory");
 		}
 		return 0;
@@ -156,6 +159,15 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
 				return gd_state_fail(st, "out of memory");
 		}
 		return 0;
+	case GD_SR_CIDS:
+		if ((len - 4) % CID_SIZE != 0 || L->version < 2 ||
+		    run->origin[0] != '@')
+			break;
+		for (i = 0; i < (len - 4) / CID_SIZE; i++)
+			if (gd_srun_cid_add(run, gd_get64(b + 4 +
+			    (size_t)i * CID_SIZE)) != 0)
+				return gd_state_fail(st, "out of memory");
+		return 0;
 	case GD_SR_FLOOR:
 		if (len != 12)
 			break;
@@ -169,12 +181,12 @@ static int apply(struct loader *L, int type, const uint8_t *b, uint32_t len)
 
 int gd_state_load(struct gd_state *st, uint64_t size)
 {
-	struct loader L = { st, { 0 }, 0, size, NULL };
+	struct loader L = { st, { 0 }, 0, size, NULL, GD_STATE_VERSION };
 	uint8_t want[GD_STATE_HDR];
 	int rc = -1;
 
 	gd_dbuf_init_sized(&L.d, LOAD_READ, LOAD_MAX);
-	gd_state_header(want);
+	gd_state_header(want, GD_STATE_VERSION);
 	if (fill(&L, GD_STATE_HDR) != 0)
 		goto out;
 	if (llen(&L) < GD_STATE_HDR) {
@@ -191,6 +203,10 @@ int gd_state_load(struct gd_state *st, uint64_t size)
 	if (memcmp(lbuf(&L), want, 8) != 0) {	/* the magic */
 		gd_state_fail(st, "not a gdsub state file (bad magic)");
 		goto out;
+	}
+	if (gd_get32(lbuf(&L) + 8) == 1 + ((uint32_t)GD_STATE_HDR << 16)) {
+		L.version = 1;	/* before cluster ids: read, rewritten as 2 */
+		gd_state_header(want, 1);
 	}
 	if (memcmp(lbuf(&L), want, GD_STATE_HDR) != 0) {
 		gd_state_fail(st, "unsupported state file version %u, or a corrupt header",
@@ -210,7 +226,7 @@ int gd_state_load(struct gd_state *st, uint64_t size)
 			goto torn;
 		type = lbuf(&L)[0];
 		len = gd_get32(lbuf(&L) + 4);
-		if (type < GD_SR_RUN || type > GD_SR_FLOOR || lbuf(&L)[1] ||
+		if (type < GD_SR_RUN || type > GD_SR_CIDS || lbuf(&L)[1] ||
 		    lbuf(&L)[2] || lbuf(&L)[3] || len > GD_STATE_REC_MAX) {
 			uint64_t at = L.pos;
 			int z = rest_is_zero(&L);

@@ -172,6 +172,7 @@ static void run_clear(struct gd_srun *run)
 	run->floor = 0;
 	run->floor_dirty = 0;
 	run->n_forgotten = 0;
+	run->ncid = run->cidhead = 0;
 }
 
 struct gd_srun *gd_srun_new(void)
@@ -192,18 +193,36 @@ void gd_srun_free(struct gd_srun *run)
 		return;
 	free(run->r);
 	free(run->pend);
+	free(run->cid);
 	free(run);
 }
 
+/* The run of origin o; of a cluster's (@CLUSTER), the member's of that
+ * epoch. */
 static struct gd_srun *find_origin(struct gd_state *st, const char *o,
-    size_t n)
+    size_t n, uint64_t epoch)
 {
 	uint32_t i;
 
 	for (i = 0; i < st->nruns; i++)
-		if (st->runs[i]->olen == n && memcmp(st->runs[i]->origin, o, n) == 0)
+		if (st->runs[i]->olen == n && memcmp(st->runs[i]->origin, o, n) == 0 &&
+		    (o[0] != '@' || st->runs[i]->epoch == epoch))
 			return st->runs[i];
 	return NULL;
+}
+
+int gd_srun_cid_add(struct gd_srun *run, uint64_t id)
+{
+	if (run->ncid < GD_STATE_CIDS) {
+		if (GD_GROW(run->cid, run->cidcap, run->ncid + 1,
+		    GD_STATE_CIDS) != 0)
+			return -1;
+		run->cid[run->ncid++] = id;
+		return 0;
+	}
+	run->cid[run->cidhead] = id;	/* full: over the oldest */
+	run->cidhead = (run->cidhead + 1) % GD_STATE_CIDS;
+	return 0;
 }
 
 /* Make room for one more run: grow, or forget the least recently used. */
@@ -231,7 +250,7 @@ struct gd_srun *gd_state_run(struct gd_state *st, const char *origin,
 
 	if (olen == 0 || olen > GD_STATE_ORIGIN_MAX)
 		return NULL;
-	if ((run = find_origin(st, origin, olen)) != NULL) {
+	if ((run = find_origin(st, origin, olen, epoch)) != NULL) {
 		if (run->epoch == epoch)
 			return run;
 		/* the publisher's earlier run will never resend anything */
@@ -263,7 +282,8 @@ int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
 	if (GD_GROW(run->pend, run->cappend, run->npend + 1,
 	    GD_IDMAP_MAX_SLOTS) != 0)
 		return -1;
-	if (gd_srun_add_range(run, &m) != 0)
+	if (gd_srun_add_range(run, &m) != 0 ||
+	    (run->origin[0] == '@' && gd_srun_cid_add(run, id) != 0))
 		return -1;
 	run->pend[run->npend].seq = seq;
 	run->pend[run->npend++].id = id;

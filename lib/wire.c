@@ -234,6 +234,29 @@ void gd_rbuf_compact(struct gd_rbuf *r)
 	r->off = 0;
 }
 
+int gd_rbuf_expect(struct gd_rbuf *r, size_t total)
+{
+	if (total <= gd_rbuf_avail(r) + gd_dbuf_room(&r->d))
+		return GD_DBUF_OK;
+	gd_rbuf_compact(r);
+	return gd_dbuf_grow_exact(&r->d, total - gd_rbuf_avail(r));
+}
+
+uint8_t *gd_rbuf_take(struct gd_rbuf *r, size_t first)
+{
+	struct gd_dbuf n;
+	size_t len, rest = gd_rbuf_avail(r);
+	uint8_t *mem;
+
+	gd_dbuf_init_sized(&n, first, r->d.max);
+	if (gd_dbuf_add(&n, gd_rbuf_head(r), rest) != GD_DBUF_OK)
+		return NULL;
+	mem = (uint8_t *)gd_dbuf_take(&r->d, &len);
+	r->d = n;
+	r->off = 0;
+	return mem;
+}
+
 int gd_rbuf_space(struct gd_rbuf *r, size_t min, uint8_t **p, size_t *n)
 {
 	int rc;

@@ -174,13 +174,19 @@ static inline void gd_wire_hdr(uint8_t *p, uint8_t type, uint8_t flags,
 	p[6] = p[7] = 0;
 }
 
-/* Encode a block frame at dst (GD_BLOCK_HDR + len bytes); returns size. */
-static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
+/* The GD_BLOCK_HDR bytes of a block frame before its payload. */
+static inline void gd_wire_block_hdr(uint8_t *dst, const struct gd_block *b)
 {
 	gd_wire_hdr(dst, GD_F_BLOCK, b->flags, 24 + b->len);
 	gd_put64(dst + 8, b->id);
 	gd_put64(dst + 16, b->seq);
 	gd_put64(dst + 24, b->time_ns);
+}
+
+/* Encode a block frame at dst (GD_BLOCK_HDR + len bytes); returns size. */
+static inline size_t gd_wire_block(uint8_t *dst, const struct gd_block *b)
+{
+	gd_wire_block_hdr(dst, b);
 	if (b->len)
 		memcpy(dst + GD_BLOCK_HDR, b->data, b->len);
 	return GD_BLOCK_HDR + (size_t)b->len;
@@ -281,5 +287,12 @@ static inline void gd_rbuf_clear(struct gd_rbuf *r)
 }
 /* Drop parsed bytes at the front, keep the rest. */
 void gd_rbuf_compact(struct gd_rbuf *r);
+/* A frame of total bytes starts at the head: room for all of it now, in
+ * one allocation of that size (not doubled up to it). GD_DBUF_* codes. */
+GD_DBUF_CHECK int gd_rbuf_expect(struct gd_rbuf *r, size_t total);
+/* Hand the buffer's memory to the caller (who frees it: the bytes parsed
+ * stay valid in it); the bytes not parsed yet move to a new one of first
+ * bytes. NULL when out of memory (the buffer is then as it was). */
+uint8_t *gd_rbuf_take(struct gd_rbuf *r, size_t first);
 
 #endif

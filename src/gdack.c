@@ -32,23 +32,15 @@ static const char usage[] =
 "\n"
 "See gdack(1), gdsub(1), gdkit(7).\n";
 
-enum { O_CTL = 256, O_NAME, O_TEE, O_WAIT, O_SINK };
+enum { O_NAME = 256, O_TEE, O_WAIT, O_SINK };
 
-static const char shortopts[] = ":c:P:f:0vqhV";
+/* besides the common options (cli.h): -c -f -0 -v -q -h -V --ctl */
 static const struct option longopts[] = {
-	{ "config", required_argument, NULL, 'c' },
-	{ "ctl", required_argument, NULL, O_CTL },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "pub", required_argument, NULL, 'P' },
-	{ "format", required_argument, NULL, 'f' },
-	{ "null", no_argument, NULL, '0' },
 	{ "tee", no_argument, NULL, O_TEE },
 	{ "sink", required_argument, NULL, O_SINK },
 	{ "wait", required_argument, NULL, O_WAIT },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -56,23 +48,21 @@ int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_ack_opts opt;
-	int ch, rc, verbose = 0, quiet = 0;
+	struct gd_cli cli;
+	int ch, rc;
 
-	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_SUB);
 	memset(&opt, 0, sizeof(opt));
-	opt.delim = '\n';
 	opt.wait = 10;
-	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	rc = gd_cli_begin(&cli, argc, argv, GD_CLI_ALL_OF_THEM, "P:", longopts,
+	    &conf, usage);
 	if (rc != 0) {
 		gd_conf_free(&conf);
 		return rc < 0 ? 0 : rc;
 	}
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = gd_cli_next(&cli, argc, argv)) != -1) {
 		switch (ch) {
-		case 'c': case 'h': case 'V':
-			break;
-		case O_CTL:
+		case GD_OPT_CTL:
 			opt.ctl = optarg;
 			break;
 		case 'f':
@@ -88,9 +78,6 @@ int main(int argc, char **argv)
 				rc = GD_EX_USAGE;
 			}
 			break;
-		case '0':
-			opt.delim = '\0';
-			break;
 		case O_TEE:
 			opt.tee = 1;
 			break;
@@ -102,27 +89,18 @@ int main(int argc, char **argv)
 			opt.sink = optarg;
 			break;
 		case O_WAIT:
-			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.wait) != 0) {
-				gd_usage_err("invalid value '%s' for --wait: expected seconds",
-				    optarg);
-				rc = GD_EX_USAGE;
-			}
-			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'q':
-			quiet = 1;
+			rc = gd_cli_seconds("--wait", optarg, 0, 86400.0 * 365,
+			    "seconds", &opt.wait);
 			break;
 		default:	/* --name, -P: gdsub's keys, to find it */
-			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
-				rc = gd_cli_bad_option(ch, argv);
+			rc = gd_cli_other(&cli, &conf, ch, argv);
 			break;
 		}
 		if (rc != 0)
 			goto out;
 	}
-	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
+	opt.delim = cli.delim;
+	if ((rc = gd_cli_verbosity(cli.verbose, cli.quiet)) != 0)
 		goto out;
 	if (opt.ctl == NULL && conf.path == NULL && conf.name == NULL &&
 	    conf.npubs == 0 && conf.sub_ctl == NULL) {

@@ -7,11 +7,11 @@
 
 /* --help: this, the commands from their table, then the options */
 static const char usage_head[] =
-"usage: gdinspect [-c FILE | -p PORT | --ctl PATH] [--json] [--watch SECS]\n"
-"                 [--format FORMAT] [--output FILE] [--sort KEY] [--limit N]\n"
-"                 COMMAND\n"
-"Ask a running gdpub or gdsub (found from its config file, or a gdpub from\n"
-"its port) what it holds.\n"
+"usage: gdinspect [-c FILE | -p PORT | -P HOST:PORT [--name N] | --ctl PATH]\n"
+"                 [--json] [--watch SECS] [--format FORMAT] [--output FILE]\n"
+"                 [--sort KEY] [--limit N] [--timeout SECS] COMMAND\n"
+"Ask a running gdpub or gdsub (found from its config file, a gdpub from\n"
+"its port, a gdsub from the options it was started with) what it holds.\n"
 "\n"
 "Commands:\n";
 
@@ -19,10 +19,14 @@ static const char usage_tail[] =
 "\n"
 "  -c, --config FILE   a gdpub (GDpub_port) or gdsub (GDsub_pub) config\n"
 "  -p, --port PORT     the gdpub listening on PORT, started without -c\n"
+"  -P, --pub HOST:PORT the gdsub started with these -P (repeatable)...\n"
+"      --name NAME     ... and this --name, if it was given one\n"
 "      --ctl PATH      the program's control socket, instead of deriving it\n"
 "      --json          one JSON object per line (--format json)\n"
-"      --format FORMAT text (default), json, or prometheus (stats only: the\n"
+"  -f, --format FORMAT text (default), json, or prometheus (stats only: the\n"
 "                      Prometheus text exposition format)\n"
+"      --timeout SECS  wait at most SECS for the program to take the\n"
+"                      connection and for each part of its answer (default 5)\n"
 "      --output FILE   with --format prometheus: write FILE (a temporary\n"
 "                      file renamed over it), each time with --watch\n"
 "      --watch SECS    repeat every SECS seconds (clears a terminal)\n"
@@ -37,25 +41,25 @@ static const char usage_tail[] =
 "\n"
 "See gdinspect(1).\n";
 
-enum { O_CTL = 256, O_JSON, O_WATCH, O_SORT, O_LIMIT, O_MAXBLOCK, O_FORMAT,
-	O_OUTPUT };
+enum { O_JSON = 256, O_WATCH, O_SORT, O_LIMIT, O_MAXBLOCK, O_OUTPUT,
+	O_TIMEOUT, O_NAME };
 
-static const char shortopts[] = ":c:p:hV";
+/* besides the common options (cli.h): -c -f -h -V --ctl */
 static const struct option longopts[] = {
-	{ "config", required_argument, NULL, 'c' },
 	{ "port", required_argument, NULL, 'p' },
-	{ "ctl", required_argument, NULL, O_CTL },
+	{ "pub", required_argument, NULL, 'P' },
+	{ "name", required_argument, NULL, O_NAME },
 	{ "json", no_argument, NULL, O_JSON },
-	{ "format", required_argument, NULL, O_FORMAT },
 	{ "output", required_argument, NULL, O_OUTPUT },
 	{ "watch", required_argument, NULL, O_WATCH },
 	{ "sort", required_argument, NULL, O_SORT },
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
+	{ "timeout", required_argument, NULL, O_TIMEOUT },
 	{ NULL, 0, NULL, 0 }
 };
+#define COMMON (GD_CLI_CONFIG | GD_CLI_FORMAT | GD_CLI_HELP | \
+	GD_CLI_VERSION | GD_CLI_CTL)
 
 /* What a command's row says of it: which options apply to it, whether it
  * refuses --watch, whether a wrong count of arguments is always answered
@@ -178,30 +182,44 @@ static const char *usage(void)
 	return buf;
 }
 
+static void mark(char *which, int k)
+{
+	if (strchr(which, k) == NULL)
+		which[strlen(which)] = (char)k;	/* room for all four */
+}
+
 /* The options after the prepass (-c, -h and -V are its): 0, or an exit
- * code. */
-static int parse_options(int argc, char **argv, struct gd_conf *conf,
-    struct gd_inspect_opts *opt, int *port_opt, uint32_t *max_block)
+ * code. which: the options that name the program, as check_target
+ * reads them. */
+static int parse_options(int argc, char **argv, struct gd_cli *cli,
+    struct gd_conf *conf, struct gd_inspect_opts *opt, char *which,
+    uint32_t *max_block)
 {
 	int ch, rc;
 	int64_t n;
 
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = gd_cli_next(cli, argc, argv)) != -1) {
 		switch (ch) {
-		case 'c': case 'h': case 'V':
-			break;
 		case 'p':	/* finds the socket as gdpub derives it */
-			if ((rc = gd_cli_keyopt(conf, longopts, ch, optarg)) != 0)
+		case 'P':	/* -P and --name: as gdsub and gdack derive it */
+		case O_NAME:
+			if ((rc = gd_cli_other(cli, conf, ch, argv)) != 0)
 				return rc;
-			*port_opt = 1;
+			mark(which, ch == O_NAME ? 'N' : ch);
 			break;
-		case O_CTL:
+		case GD_OPT_CTL:
 			opt->ctl = optarg;
+			mark(which, 'C');
+			break;
+		case O_TIMEOUT:
+			if ((rc = gd_cli_seconds("--timeout", optarg, 0.001, 86400,
+			    "seconds above 0", &opt->timeout)) != 0)
+				return rc;
 			break;
 		case O_JSON:
 			opt->json = 1;
 			break;
-		case O_FORMAT:
+		case 'f':
 			opt->json = strcmp(optarg, "json") == 0;
 			opt->prom = strcmp(optarg, "prometheus") == 0;
 			if (!opt->json && !opt->prom && strcmp(optarg, "text") != 0) {
@@ -214,11 +232,9 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 			opt->output = optarg;
 			break;
 		case O_WATCH:
-			if (gd_parse_dur(optarg, 0.05, 86400, &opt->watch) != 0) {
-				gd_usage_err("invalid value '%s' for --watch: expected seconds from 0.05",
-				    optarg);
-				return GD_EX_USAGE;
-			}
+			if ((rc = gd_cli_seconds("--watch", optarg, 0.05, 86400,
+			    "seconds from 0.05", &opt->watch)) != 0)
+				return rc;
 			break;
 		case O_SORT:
 			if ((opt->sort = gd_inspect_sort(optarg)) < 0) {
@@ -247,6 +263,26 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 			return gd_cli_bad_option(ch, argv);
 		}
 	}
+	return 0;
+}
+
+/* -p, -P (with --name or not) and --ctl each name the program: one of
+ * them. which holds 'p', 'P', 'N' (--name) and 'C' (--ctl) as given. */
+static int check_target(const char *which)
+{
+	static const struct { char k; const char *name; } t[] = {
+		{ 'p', "-p" }, { 'P', "-P" }, { 'N', "--name" }, { 'C', "--ctl" },
+	};
+	size_t i, j;
+
+	for (i = 0; i < 4; i++)
+		for (j = i + 1; j < 4; j++)
+			if (strchr(which, t[i].k) && strchr(which, t[j].k) &&
+			    !(t[i].k == 'P' && t[j].k == 'N')) {
+				gd_usage_err("cannot use %s and %s: each names the "
+				    "socket", t[i].name, t[j].name);
+				return GD_EX_USAGE;
+			}
 	return 0;
 }
 
@@ -295,25 +331,23 @@ int main(int argc, char **argv)
 	const struct command *c;
 	struct run r = { &conf, &opt, NULL, 0, 0 };
 	char names[128];
-	int rc, port_opt = 0;
+	struct gd_cli cli;
+	char which[8] = "";
+	int rc;
 
-	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_ANY);
 	memset(&opt, 0, sizeof(opt));
 	opt.sort = -1;
-	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage());
+	opt.timeout = 5;
+	rc = gd_cli_begin(&cli, argc, argv, COMMON, "p:P:", longopts, &conf,
+	    usage());
 	if (rc != 0) {
 		gd_conf_free(&conf);
 		return rc < 0 ? 0 : rc;
 	}
-	if ((rc = parse_options(argc, argv, &conf, &opt, &port_opt,
-	    &r.max_block)) != 0)
+	if ((rc = parse_options(argc, argv, &cli, &conf, &opt, which,
+	    &r.max_block)) != 0 || (rc = check_target(which)) != 0)
 		goto out;
-	if (port_opt && opt.ctl) {
-		gd_usage_err("cannot use -p and --ctl: each names the socket");
-		rc = GD_EX_USAGE;
-		goto out;
-	}
 	if (optind >= argc) {
 		gd_usage_err("no command given (%s)",
 		    command_names(0, names, sizeof(names)));

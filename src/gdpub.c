@@ -69,15 +69,15 @@ static const char usage[] =
 /* Options that set a config key (conf.c's table says which) need only a
  * distinct value here; the switch in main takes the others. */
 enum { O_BIND = 256, O_HOST, O_MAXPEND, O_MAXBLOCK, O_RESEND, O_SNAPSHOT,
-	O_JOURNAL, O_FSYNC, O_CTL, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
+	O_JOURNAL, O_FSYNC, O_AUTH, O_CLUSTER, O_ROLE, O_WAIT, O_STATUS,
 	O_PROGRESS, O_NO_PROGRESS, O_ARMOR, O_MAXCONN, O_WINDOW, O_PORT_FILE,
 	O_ARMOR_BATCH, O_TLSCERT, O_TLSKEY, O_TLSCA, O_TLSMIN, O_METRICS };
 
 /* '+': stop at the first argument, in place, so that an unexpected one
  * is reported with the option before it (gd_cli_unexpected) */
-static const char shortopts[] = "+:c:p:t:n:f:I0o:vqhV";
+static const char shortopts[] = "+p:t:n:Io:";
+/* besides the common options (cli.h): -c -f -0 -v -q -h -V --ctl */
 static const struct option longopts[] = {
-	{ "config", required_argument, NULL, 'c' },
 	{ "port", required_argument, NULL, 'p' },
 	{ "timeout", required_argument, NULL, 't' },
 	{ "num-subs", required_argument, NULL, 'n' },
@@ -90,7 +90,6 @@ static const struct option longopts[] = {
 	{ "snapshot", required_argument, NULL, O_SNAPSHOT },
 	{ "journal", required_argument, NULL, O_JOURNAL },
 	{ "fsync", required_argument, NULL, O_FSYNC },
-	{ "ctl", required_argument, NULL, O_CTL },
 	{ "auth-key-file", required_argument, NULL, O_AUTH },
 	{ "max-connections", required_argument, NULL, O_MAXCONN },
 	{ "tls-cert", required_argument, NULL, O_TLSCERT },
@@ -100,9 +99,7 @@ static const struct option longopts[] = {
 	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "cluster", required_argument, NULL, O_CLUSTER },
 	{ "role", required_argument, NULL, O_ROLE },
-	{ "format", required_argument, NULL, 'f' },
 	{ "ids", no_argument, NULL, 'I' },
-	{ "null", no_argument, NULL, '0' },
 	{ "wait-ready", optional_argument, NULL, O_WAIT },
 	{ "port-file", required_argument, NULL, O_PORT_FILE },
 	{ "output", required_argument, NULL, 'o' },
@@ -111,24 +108,18 @@ static const struct option longopts[] = {
 	{ "status", required_argument, NULL, O_STATUS },
 	{ "progress", optional_argument, NULL, O_PROGRESS },
 	{ "no-progress", no_argument, NULL, O_NO_PROGRESS },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
 
 /* The options after the prepass (-c, -h and -V are its): opt and the
- * config keys they set, the -v count and -q; 0, or an exit code. */
-static int parse_options(int argc, char **argv, struct gd_conf *conf,
-    struct gd_pub_opts *opt, int *verbose, int *quiet)
+ * config keys they set; 0, or an exit code. */
+static int parse_options(int argc, char **argv, struct gd_cli *cli,
+    struct gd_conf *conf, struct gd_pub_opts *opt)
 {
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = gd_cli_next(cli, argc, argv)) != -1) {
 		switch (ch) {
-		case 'c': case 'h': case 'V':
-			break;
 		case 'f':
 			if (strcmp(optarg, "line") == 0 ||
 			    strcmp(optarg, "frame") == 0) {
@@ -141,18 +132,13 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 		case 'I':
 			opt->ids = 1;
 			break;
-		case '0':
-			opt->delim = '\0';
-			break;
 		case O_WAIT:
 			opt->wait_ready = 1;
 			if (optarg) {
-				if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
-				    &opt->wait_ready_s) != 0) {
-					gd_usage_err("invalid value '%s' for --wait-ready: expected seconds",
-					    optarg);
-					return GD_EX_USAGE;
-				}
+				if ((rc = gd_cli_seconds("--wait-ready", optarg,
+				    0.001, 86400.0 * 365, "seconds",
+				    &opt->wait_ready_s)) != 0)
+					return rc;
 				opt->wait_ready = 2;
 			}
 			break;
@@ -182,39 +168,27 @@ static int parse_options(int argc, char **argv, struct gd_conf *conf,
 			opt->armor_batch = (size_t)v;
 			break;
 		}
-		case O_STATUS:
-			opt->status = optarg;
-			break;
 		case O_PROGRESS:
 			opt->progress = 1;
 			opt->progress_every = 0;
-			if (optarg && gd_parse_dur(optarg, 0.25, 86400.0 * 365,
-			    &opt->progress_every) != 0) {
-				gd_usage_err("invalid value '%s' for --progress: "
-				    "expected seconds from 0.25", optarg);
-				return GD_EX_USAGE;
-			}
+			if (optarg && (rc = gd_cli_seconds("--progress", optarg,
+			    0.25, 86400.0 * 365, "seconds from 0.25",
+			    &opt->progress_every)) != 0)
+				return rc;
 			break;
 		case O_NO_PROGRESS:
 			opt->progress = 0;
 			opt->progress_every = 0;
 			break;
-		case 'v':
-			(*verbose)++;
-			break;
-		case 'q':
-			*quiet = 1;
-			break;
 		default:
-			if ((rc = gd_cli_keyopt(conf, longopts, ch, optarg)) < 0)
-				rc = gd_cli_bad_option(ch, argv);
-			if (rc != 0)
+			if ((rc = gd_cli_other(cli, conf, ch, argv)) != 0)
 				return rc;
 			break;
 		}
 	}
+	opt->delim = cli->delim;
 	if (optind < argc)
-		return gd_cli_unexpected(argv, optind, longopts,
+		return gd_cli_unexpected(argv, optind, cli->longopts,
 		    "blocks are read on stdin");
 	return 0;
 }
@@ -228,6 +202,7 @@ static int check_options(struct gd_conf *conf, struct gd_pub_opts *opt,
 
 	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
 		return rc;
+	opt->status = conf->pub_status;	/* GDpub_status, --status */
 	/* status lines on stderr: -o - without --status */
 	serr = opt->out && strcmp(opt->out, "-") == 0 && opt->status == NULL;
 	if (opt->progress < 0)	/* a status line only for a person watching */
@@ -294,21 +269,21 @@ int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_pub_opts opt;
-	int rc, verbose = 0, quiet = 0;
+	struct gd_cli cli;
+	int rc;
 
-	gd_cli_init(argv[0]);
 	memset(&opt, 0, sizeof(opt));
-	opt.delim = '\n';
 	opt.progress = -1;
 	gd_conf_init(&conf, GD_FAM_PUB);
-	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	rc = gd_cli_begin(&cli, argc, argv, GD_CLI_ALL_OF_THEM, shortopts,
+	    longopts, &conf, usage);
 	if (rc != 0) {
 		gd_conf_free(&conf);
 		return rc < 0 ? 0 : rc;
 	}
-	if ((rc = parse_options(argc, argv, &conf, &opt, &verbose,
-	    &quiet)) == 0 && (rc = take_passed(&conf, &opt)) == 0 &&
-	    (rc = check_options(&conf, &opt, verbose, quiet)) == 0)
+	if ((rc = parse_options(argc, argv, &cli, &conf, &opt)) == 0 &&
+	    (rc = take_passed(&conf, &opt)) == 0 &&
+	    (rc = check_options(&conf, &opt, cli.verbose, cli.quiet)) == 0)
 		rc = gd_pub_run(&conf, &opt);
 	gd_conf_free(&conf);
 	return rc;

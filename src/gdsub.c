@@ -60,20 +60,18 @@ static const char usage[] =
 /* Options that set a config key (conf.c's table says which, --qos and
  * the flags --no-gd and --consecutive included) need only a distinct
  * value here; the switch in main takes the others. */
-enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_CTL, O_STATE, O_DEDUP,
+enum { O_RETRY = 256, O_MAXRETRY, O_NAME, O_NOGD, O_STATE, O_DEDUP,
 	O_CONSEC, O_AUTH, O_QOS, O_LINGER, O_MAXBLOCK, O_IDLE, O_TLSCA,
 	O_TLSCERT, O_TLSKEY, O_TLSMIN, O_METRICS };
 
-static const char shortopts[] = ":c:P:f:0C:i:vqhV";
+/* besides the common options (cli.h): -c -f -0 -v -q -h -V --ctl */
 static const struct option longopts[] = {
-	{ "config", required_argument, NULL, 'c' },
 	{ "pub", required_argument, NULL, 'P' },
 	{ "retry-interval", required_argument, NULL, O_RETRY },
 	{ "max-retries", required_argument, NULL, O_MAXRETRY },
 	{ "max-block-size", required_argument, NULL, O_MAXBLOCK },
 	{ "name", required_argument, NULL, O_NAME },
 	{ "no-gd", no_argument, NULL, O_NOGD },
-	{ "ctl", required_argument, NULL, O_CTL },
 	{ "state", required_argument, NULL, O_STATE },
 	{ "dedup", required_argument, NULL, O_DEDUP },
 	{ "consecutive", no_argument, NULL, O_CONSEC },
@@ -84,16 +82,10 @@ static const struct option longopts[] = {
 	{ "tls-min-version", required_argument, NULL, O_TLSMIN },
 	{ "metrics", required_argument, NULL, O_METRICS },
 	{ "qos", required_argument, NULL, O_QOS },
-	{ "format", required_argument, NULL, 'f' },
-	{ "null", no_argument, NULL, '0' },
 	{ "count", required_argument, NULL, 'C' },
 	{ "linger", required_argument, NULL, O_LINGER },
 	{ "idle-timeout", required_argument, NULL, O_IDLE },
 	{ "input", required_argument, NULL, 'i' },
-	{ "verbose", no_argument, NULL, 'v' },
-	{ "quiet", no_argument, NULL, 'q' },
-	{ "help", no_argument, NULL, 'h' },
-	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 }
 };
 
@@ -101,20 +93,19 @@ int main(int argc, char **argv)
 {
 	struct gd_conf conf;
 	struct gd_sub_opts opt = { GD_OUT_LINE, '\n', 0, 10, NULL, 0, NULL };
-	int ch, rc, verbose = 0, quiet = 0;
+	struct gd_cli cli;
+	int ch, rc;
 	int64_t n;
 
-	gd_cli_init(argv[0]);
 	gd_conf_init(&conf, GD_FAM_SUB);
-	rc = gd_cli_prepass(argc, argv, shortopts, longopts, &conf, usage);
+	rc = gd_cli_begin(&cli, argc, argv, GD_CLI_ALL_OF_THEM, "P:C:i:",
+	    longopts, &conf, usage);
 	if (rc != 0) {
 		gd_conf_free(&conf);
 		return rc < 0 ? 0 : rc;
 	}
-	while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+	while ((ch = gd_cli_next(&cli, argc, argv)) != -1) {
 		switch (ch) {
-		case 'c': case 'h': case 'V':
-			break;
 		case 'f':
 			if (strcmp(optarg, "line") == 0)
 				opt.format = GD_OUT_LINE;
@@ -131,9 +122,6 @@ int main(int argc, char **argv)
 				rc = GD_EX_USAGE;
 			}
 			break;
-		case '0':
-			opt.delim = '\0';
-			break;
 		case 'C':
 			if (gd_parse_i64(optarg, 1, INT64_MAX, &n) != 0) {
 				gd_usage_err("invalid value '%s' for --count: expected a positive integer",
@@ -143,19 +131,12 @@ int main(int argc, char **argv)
 			opt.count = (uint64_t)n;
 			break;
 		case O_LINGER:
-			if (gd_parse_dur(optarg, 0, 86400.0 * 365, &opt.linger) != 0) {
-				gd_usage_err("invalid value '%s' for --linger: expected seconds",
-				    optarg);
-				rc = GD_EX_USAGE;
-			}
+			rc = gd_cli_seconds("--linger", optarg, 0, 86400.0 * 365,
+			    "seconds", &opt.linger);
 			break;
 		case O_IDLE:
-			if (gd_parse_dur(optarg, 0.001, 86400.0 * 365,
-			    &opt.idle_timeout) != 0) {
-				gd_usage_err("invalid value '%s' for --idle-timeout: "
-				    "expected seconds above 0", optarg);
-				rc = GD_EX_USAGE;
-			}
+			rc = gd_cli_seconds("--idle-timeout", optarg, 0.001,
+			    86400.0 * 365, "seconds above 0", &opt.idle_timeout);
 			break;
 		case 'i':
 			if (optarg[0] == '\0') {
@@ -164,26 +145,20 @@ int main(int argc, char **argv)
 			}
 			opt.in = optarg;
 			break;
-		case 'v':
-			verbose++;
-			break;
-		case 'q':
-			quiet = 1;
-			break;
 		default:
-			if ((rc = gd_cli_keyopt(&conf, longopts, ch, optarg)) < 0)
-				rc = gd_cli_bad_option(ch, argv);
+			rc = gd_cli_other(&cli, &conf, ch, argv);
 			break;
 		}
 		if (rc != 0)
 			goto out;
 	}
+	opt.delim = cli.delim;
 	if (optind < argc) {
 		gd_usage_err("unexpected argument '%s'", argv[optind]);
 		rc = GD_EX_USAGE;
 		goto out;
 	}
-	if ((rc = gd_cli_verbosity(verbose, quiet)) != 0)
+	if ((rc = gd_cli_verbosity(cli.verbose, cli.quiet)) != 0)
 		goto out;
 	if ((rc = gd_conf_check(&conf, GD_FAM_SUB)) != 0)
 		goto out;

@@ -33,7 +33,7 @@ static void on_resend(void *ctx, const struct gd_pend *e, uint64_t seq)
 
 	gd_trace(2, "block %" PRIu64 " timed out: resend %u of %" PRId64,
 	    e->id, gd_pend_resends(e), p->conf->resend);
-	p->sink->block(p, &b);
+	pub_sink_block(p, &b, gd_input_chunk(&p->in, gd_pend_owner(e)));
 }
 
 /* the one place every pending block's life ends */
@@ -112,7 +112,7 @@ static void on_prepare(uv_prepare_t *h)
 	}
 	p->sink->flush(p);
 	gd_out_flush(&p->status);
-	pub_journal_settle(p);	/* committed with the next turn's records */
+	pub_journal_settle(p, 0);	/* committed with the next turn's records */
 	/* here, where no resolution waits (when the status lines are out) */
 	if (p->journal && !p->journal_failed && gd_journal_bloated(&p->jn))
 		pub_journal_compact(p);
@@ -255,7 +255,7 @@ void pub_maybe_done(struct pub *p)
 	 * highest id and index), unless a replay was cut short; once the
 	 * status lines are out (else at the end, pub_journal_end) */
 	gd_out_flush(&p->status);
-	pub_journal_settle(p);
+	pub_journal_settle(p, 1);
 	if (p->journal && pub_journal_commit(p) == 0 &&
 	    p->replay.next >= p->replay.n)
 		pub_journal_compact(p);

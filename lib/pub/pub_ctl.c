@@ -1,5 +1,6 @@
 /* What gdpub answers on its control socket (gdinspect(1), protocol 2):
- * hello, pending, stats and subs, each by its handler from one table.
+ * pending, stats, subs, latency and metrics, each by its handler from one
+ * table (hello is the dispatcher's, ctl.c).
  * Replies are rows of typed, TAB-separated cells. */
 #include "pub_int.h"
 #include "clock.h"
@@ -349,16 +350,6 @@ static int ctl_latency(void *user, struct gd_ctl_client *cl,
 	return 0;
 }
 
-static int ctl_hello(void *user, struct gd_ctl_client *cl,
-    const char *line, const char *args)
-{
-	(void)user;
-	(void)line;
-	(void)args;
-	gd_ctl_printf(cl, "hello gdpub %d\n", GD_CTL_PROTO);
-	return 0;
-}
-
 static int ctl_metrics(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
@@ -367,23 +358,24 @@ static int ctl_metrics(void *user, struct gd_ctl_client *cl,
 	return gd_prom_ctl_reply(pub_ctl_line, user, cl);
 }
 
-/* pending takes its arguments or none; the rest are the word alone */
+/* pending takes its arguments or none; the rest are the word alone
+ * (hello is the dispatcher's) */
 static const struct gd_ctl_req requests[] = {
-	{ "hello", GD_CTL_NOARGS, ctl_hello },
 	{ "latency", GD_CTL_NOARGS, ctl_latency },
 	{ "metrics", GD_CTL_NOARGS, ctl_metrics },
 	{ "pending", GD_CTL_OPTARGS, ctl_pending },
 	{ "stats", GD_CTL_NOARGS, ctl_stats },
 	{ "subs", GD_CTL_NOARGS, ctl_subs },
 };
+static const struct gd_ctl_table table = { "gdpub", requests,
+	sizeof(requests) / sizeof(requests[0]) };
 
 int pub_ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
 	(void)len;
 	gd_trace(2, "control request '%.64s'", line);
-	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
-	    user, cl, line);
+	return gd_ctl_dispatch(&table, user, cl, line);
 }
 
 static int render(void *user, struct gd_dbuf *body)

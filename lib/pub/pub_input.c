@@ -15,6 +15,14 @@
 
 #define PARSE_BUDGET 16384		/* records per loop turn */
 
+void pub_sink_block(struct pub *p, const struct gd_block *b,
+    struct gd_chunk *c)
+{
+	p->blk_chunk = c;
+	p->sink->block(p, b);
+	p->blk_chunk = NULL;
+}
+
 const uint8_t *pub_payload(struct pub *p, const struct gd_pend *e)
 {
 	return gd_input_chunk(&p->in, gd_pend_owner(e))->data + e->off;
@@ -73,7 +81,7 @@ void pub_input_send(struct pub *p, struct gd_chunk *c, uint64_t id,
 	b.flags = 0;
 	b.len = (uint32_t)plen;
 	b.data = pl;
-	p->sink->block(p, &b);
+	pub_sink_block(p, &b, c);
 	if (!p->sink->readers(p))
 		p->n_nosub++;
 	/* (a stream written with -o is often read later: no warning) */
@@ -231,7 +239,7 @@ static void replay_some(struct pub *p, unsigned *budget, uint64_t tnow)
 			break;
 		}
 		gd_chunk_ref(p->replay.c);
-		p->sink->block(p, &b);
+		pub_sink_block(p, &b, p->replay.c);
 		p->n_bytes += j->len;
 		(*budget)--;
 	}

@@ -165,6 +165,9 @@ struct pub {
 
 	/* outputs */
 	const struct pub_sink *sink;
+	/* the input chunk that holds the payload of the block the sink is
+	 * given now (pub_sink_block), which a large block is sent from */
+	struct gd_chunk *blk_chunk;
 	struct gd_out status;		/* pub_status.c */
 	struct gd_out sout;		/* pub_stream.c */
 	int tags;			/* -o with a key: every frame tagged */
@@ -200,6 +203,11 @@ struct pub {
 	/* the status output broke, or was given up on: the outcomes not
 	 * written stay in the journal, unrecorded (pub_status_lost) */
 	int status_lost;
+	/* the status output is a regular file and the journal syncs: its
+	 * lines reach the disk before their outcomes are recorded as said
+	 * (pub_status_synced), at most GD_JOURNAL_BATCH_NS late with batch */
+	int status_sync;
+	uint64_t status_synced_ns;
 	/* the run is over but the status output has not taken its last
 	 * lines: the control socket and the signals stay until it has */
 	int wound_up, all_closed;
@@ -256,8 +264,9 @@ struct pub_jres {
 #define PUB_JRES_MAX (256u << 20)	/* bytes of them: ~11 million */
 /* Record an ACK or NACK (once its status line is written). */
 void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked);
-/* The status lines so far are written: record their resolutions. */
-void pub_journal_settle(struct pub *p);
+/* The status lines so far are written (and synced, pub_status_synced):
+ * record their resolutions; force: sync now rather than with the batch. */
+void pub_journal_settle(struct pub *p, int force);
 /* Rewrite the journal to what is pending (a failure is a warning); not
  * while resolutions wait for their status lines. */
 void pub_journal_compact(struct pub *p);
@@ -357,6 +366,13 @@ static inline int pub_held(const struct pub *p)
 	return p->cluster && gd_cluster_held(&p->cl) > 0;
 }
 
+/* pub_input.c: block b, whose payload is in chunk c, to the sink */
+void pub_sink_block(struct pub *p, const struct gd_block *b,
+    struct gd_chunk *c);
+/* pub_send.c: a payload this large is sent from its input chunk, not
+ * copied into a batch */
+#define PUB_EXT_MIN (1u << 20)
+
 /* pub_stream.c */
 extern const struct pub_sink pub_stream_sink;
 int pub_stream_open(struct pub *p, int fd);
@@ -377,6 +393,10 @@ const char *pub_status_fate(const struct pub *p, char *buf, size_t sz);
  * start; 1 without); with a journal gdpub stops now, the run goes on
  * later; without one the pending blocks are seen to the end. */
 void pub_status_lost(struct pub *p);
+/* The status lines written so far are on disk (a status file with a
+ * journal that syncs): 1; 0 while the batch waits (force: sync now); -1
+ * when the sync failed (the status output is lost, said). */
+int pub_status_synced(struct pub *p, int force);
 void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e);
 /* "WHAT ID" (cluster: PREACK, FORWARD, a held block's NACK). */
 void pub_status_word(struct pub *p, const char *what, uint64_t id);

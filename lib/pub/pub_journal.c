@@ -88,13 +88,17 @@ void pub_journal_resolved(struct pub *p, const struct gd_pend *e, int acked)
 	}
 }
 
-void pub_journal_settle(struct pub *p)
+void pub_journal_settle(struct pub *p, int force)
 {
 	const struct pub_jres *r = (const struct pub_jres *)p->jres.buf;
 	size_t i, n = p->jres.len / sizeof(*r);
 
 	if (n == 0 || p->journal_failed || p->status_lost ||
 	    gd_out_backlog(&p->status) > 0)
+		return;
+	/* a status file: its lines on disk first, or a power cut could
+	 * leave an outcome recorded as said and said nowhere */
+	if (pub_status_synced(p, force) <= 0)
 		return;
 	for (i = 0; i < n; i++)
 		if (gd_journal_resolved(&p->jn, r[i].id, r[i].seq, r[i].len,
@@ -183,7 +187,7 @@ void pub_journal_end(struct pub *p)
 {
 	if (!p->journal || p->journal_failed)
 		return;
-	pub_journal_settle(p);	/* the status output is closed, all written */
+	pub_journal_settle(p, 1);	/* the status output is closed, all written */
 	if (p->jres.len > 0 || pub_journal_commit(p) != 0)
 		return;
 	if (gd_deliver_pending_count(&p->dv) == 0 &&

@@ -121,12 +121,11 @@ static void on_bwritten(uv_write_t *req, int status)
 		trim_when_drained(p);
 }
 
-/* w's buffer to the socket: 0 or a libuv error (w then freed). */
-static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
-    size_t len)
+/* w's buffers to the socket: 0 or a libuv error (w then freed). */
+static int bwrite_startv(struct sconn *c, struct bwrite *w, uv_buf_t *bufs,
+    unsigned n)
 {
-	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
-	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_bwritten);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, bufs, n, on_bwritten);
 
 	if (rc != 0) {
 		if (w->b != NULL)
@@ -137,6 +136,34 @@ static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
 	}
 	c->nwrites++;
 	return 0;
+}
+
+static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
+
+	return bwrite_startv(c, w, &buf, 1);
+}
+
+/* Bytes [off, off + len) of b: one piece, or two when they reach a large
+ * block's payload (ext). */
+static unsigned pieces(const struct gd_bcast *b, size_t off, size_t len,
+    uv_buf_t buf[2])
+{
+	size_t h = b->ext != NULL ? b->hdr : b->len, k;
+	unsigned n = 0;
+
+	if (off < h) {
+		k = len < h - off ? len : h - off;
+		buf[n++] = uv_buf_init((char *)b->data + off, (unsigned)k);
+		off += k;
+		len -= k;
+	}
+	if (len > 0)
+		buf[n++] = uv_buf_init((char *)(uintptr_t)(b->ext + (off - h)),
+		    (unsigned)len);
+	return n;
 }
 
 int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len)
@@ -200,6 +227,8 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 	struct bwrite *w = calloc(1, sizeof(*w));
 	int rc = UV_ENOMEM;
 	size_t clen;
+	uv_buf_t bufs[2];
+	unsigned nb = pieces(b, off, len, bufs);
 
 	if (w != NULL) {
 		w->c = c;
@@ -207,8 +236,10 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		if (c->tls == NULL) {
 			w->b = b;
 			gd_bcast_ref(b);
-			rc = bwrite_start(c, w, b->data + off, len);
-		} else if (gd_tls_write(c->tls, b->data + off, len) != 0) {
+			rc = bwrite_startv(c, w, bufs, nb);
+		} else if (gd_tls_write(c->tls, (const uint8_t *)bufs[0].base,
+		    bufs[0].len) != 0 || (nb > 1 && gd_tls_write(c->tls,
+		    (const uint8_t *)bufs[1].base, bufs[1].len) != 0)) {
 			/* the batch as a whole, in as few records as TLS
 			 * allows: one encryption and one write per batch */
 			free(w);
@@ -468,9 +499,47 @@ static uint8_t *room(struct pub *p, size_t need)
 	return p->cur->data + p->cur->len;
 }
 
+static void ext_done(void *ctx, void *ref)
+{
+	struct pub *p = ctx;
+
+	gd_chunk_unref(&p->in, ref);
+}
+
+/* A large block whose payload is in an input chunk: a batch of its own
+ * that writes the payload from the chunk, held until the last writer is
+ * done, rather than a copy (which held twice the block). 0, or -1 to
+ * copy it after all. */
+static int tcp_block_ext(struct pub *p, const struct gd_block *b)
+{
+	struct gd_bcast *x;
+
+	if (b->len < PUB_EXT_MIN || p->blk_chunk == NULL)
+		return -1;
+	pub_tcp_flush(p);
+	if ((x = gd_bcast_new(GD_BLOCK_HDR)) == NULL)
+		return -1;
+	gd_wire_block_hdr(x->data, b);
+	x->hdr = GD_BLOCK_HDR;
+	x->len = GD_BLOCK_HDR + (size_t)b->len;
+	x->nblk = 1;
+	x->ext = b->data;
+	x->ext_done = ext_done;
+	x->ext_ctx = p;
+	x->ext_ref = p->blk_chunk;
+	gd_chunk_ref(p->blk_chunk);
+	p->cur = x;
+	pub_tcp_flush(p);
+	return 0;
+}
+
 static void tcp_block(struct pub *p, const struct gd_block *b)
 {
-	uint8_t *d = room(p, GD_BLOCK_HDR + (size_t)b->len);
+	uint8_t *d;
+
+	if (tcp_block_ext(p, b) == 0)
+		return;
+	d = room(p, GD_BLOCK_HDR + (size_t)b->len);
 
 	if (d != NULL) {
 		p->cur->len += gd_wire_block(d, b);

@@ -3,6 +3,8 @@
  * and the rates it and gdinspect stats show (read and ACKed per second);
  * where the status lines and the -o stream go. */
 #include "pub_int.h"
+#include "clock.h"
+#include "fileio.h"
 #include "log.h"
 #include "parse.h"
 
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 const char *pub_status_where(const struct pub *p, char *buf, size_t sz)
@@ -67,6 +70,29 @@ void pub_status_lost(struct pub *p)
 		pub_arm_timer(p);
 		pub_maybe_done(p);
 	}
+}
+
+int pub_status_synced(struct pub *p, int force)
+{
+	uint64_t now;
+
+	if (!p->status_sync)
+		return 1;
+	now = gd_clock_mono_ns();
+	if (!force && p->conf->fsync == GD_FSYNC_BATCH &&
+	    now - p->status_synced_ns < GD_JOURNAL_BATCH_NS)
+		return 0;
+	if (fdatasync(p->status.fd) != 0) {
+		char f[4200];
+
+		gd_err("cannot sync the status file '%s': %s; no more input is "
+		    "read, and the outcomes not synced %s", p->opt.status,
+		    strerror(errno), pub_status_fate(p, f, sizeof(f)));
+		pub_status_lost(p);
+		return -1;
+	}
+	p->status_synced_ns = now;
+	return 1;
 }
 
 static int pub_status_open(struct pub *p, int fd)
@@ -243,13 +269,34 @@ void pub_notify_tick(struct pub *p, uint64_t now)
 
 /* ---- where the status lines and the stream go ---- */
 
-static int open_file(const char *path, const char *what)
+/* append: the status file of a run that a journal continues keeps the
+ * outcomes said before (read too: its last line may be cut short) */
+static int open_file(const char *path, const char *what, int append)
 {
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+	int fd = open(path, O_CREAT | O_CLOEXEC | (append ? O_RDWR |
+	    O_APPEND : O_WRONLY | O_TRUNC), 0666);
 
 	if (fd < 0)
 		gd_err("cannot open %s '%s': %s", what, path, strerror(errno));
 	return fd;
+}
+
+/* A kill may have cut the last line short: its outcome was not recorded
+ * as said (the line is synced first), so it is said again, whole. */
+static int cut_torn_line(int fd, const char *path)
+{
+	size_t cut;
+
+	if (gd_cut_partial_line(fd, 16384, &cut) != 0) {
+		gd_err("cannot read the status file '%s': %s", path,
+		    strerror(errno));
+		return -1;
+	}
+	if (cut > 0)
+		gd_warn("the status file '%s' ended in a line cut short (%zu "
+		    "bytes, a kill mid-write): cut off; its outcome is said "
+		    "again", path, cut);
+	return 0;
 }
 
 /* Status lines go to stdout, or with -o - to stderr, or to --status FILE;
@@ -258,18 +305,22 @@ int pub_outputs_open(struct pub *p)
 {
 	int sfd = 1, ofd = -1;
 	const char *st = p->opt.status;
+	struct stat sb;
 
 	p->sink = &pub_tcp_sink;
 	if (p->opt.out != NULL) {
 		if (strcmp(p->opt.out, "-") == 0)
 			ofd = 1;
-		else if ((ofd = open_file(p->opt.out, "the stream file")) < 0)
+		else if ((ofd = open_file(p->opt.out, "the stream file", 0)) < 0)
 			return GD_EX_IOERR;
 		if (st == NULL && ofd == 1)
 			sfd = 2;
 	}
 	if (st != NULL && strcmp(st, "-") != 0 &&
-	    (sfd = open_file(st, "the status file")) < 0) {
+	    ((sfd = open_file(st, "the status file", p->journal)) < 0 ||
+	    (p->journal && cut_torn_line(sfd, st) != 0))) {
+		if (sfd > 2)
+			close(sfd);
 		if (ofd > 2)
 			close(ofd);
 		return GD_EX_IOERR;
@@ -279,5 +330,9 @@ int pub_outputs_open(struct pub *p)
 		gd_err("cannot set up the outputs: out of memory");
 		return GD_EX_FAIL;
 	}
+	/* standard output too, when it is a file (a service's
+	 * StandardOutput=append:) */
+	p->status_sync = p->journal && p->conf->fsync != GD_FSYNC_NEVER &&
+	    fstat(sfd, &sb) == 0 && S_ISREG(sb.st_mode);
 	return 0;
 }

@@ -62,11 +62,12 @@ static void on_linger(uv_timer_t *t)
 	sub_finish(s, GD_EX_OK);
 }
 
-/* Blocks arrived from every source, duplicates included: an idle gdsub
- * is one to which nothing comes, not one that writes nothing. */
+/* Blocks arrived from every source, duplicates included, and the bytes
+ * of those still arriving: an idle gdsub is one to which nothing comes,
+ * not one that writes nothing. */
 static uint64_t arrivals(const struct sub *s)
 {
-	uint64_t n = 0;
+	uint64_t n = s->bytes_in;
 	size_t i;
 
 	for (i = 0; i < s->npc; i++)
@@ -96,6 +97,7 @@ static void on_idle(uv_timer_t *t)
 {
 	struct sub *s = t->data;
 	uint64_t n = arrivals(s), now = gd_clock_mono_ns() / 1000000;
+	uint64_t blocks = n - s->bytes_in;
 
 	if (n != s->idle_seen || !can_receive(s)) {
 		s->idle_seen = n;
@@ -107,7 +109,7 @@ static void on_idle(uv_timer_t *t)
 	uv_timer_stop(t);
 	gd_info("no block arrived for %g second%s (--idle-timeout); ending "
 	    "after %" PRIu64 " block%s", s->opt.idle_timeout,
-	    gd_plural(s->opt.idle_timeout), n, gd_plural((double)n));
+	    gd_plural(s->opt.idle_timeout), blocks, gd_plural((double)blocks));
 	sub_begin_close(s, "--idle-timeout");
 }
 

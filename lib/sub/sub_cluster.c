@@ -29,7 +29,13 @@
  * forgotten first; a copy that arrives after that goes through its
  * member's own dedup only. Within one member, receive.c's rules apply as
  * for any publisher. The first 64 members of a cluster have a bit; a
- * later one's copies are always taken for the current generation's. */
+ * later one's copies are always taken for the current generation's.
+ *
+ * With GDsub_state a new cluster starts from the IDs the state file says
+ * an earlier gdsub wrote and had acknowledged (the last GD_STATE_CIDS of
+ * each member run): every member but the one whose copy was written is
+ * pre-acknowledged for them as it connects, and a copy that arrives
+ * before that is taken for a copy. */
 #include "sub_int.h"
 #include "cluster.h"
 #include "grow.h"
@@ -44,7 +50,8 @@
 
 struct sub_cent {
 	uint64_t id;		/* first: the idmap key */
-	uint64_t wseq;		/* the written copy's sequence index */
+	uint64_t wseq;		/* the written copy's sequence index (of
+				 * member NOBODY: its run's epoch) */
 	uint64_t seen;		/* members past this generation (cbit) */
 	uint64_t aseq;		/* the last other member's copy that arrived */
 	uint16_t amember;	/* ... and that member (valid when aseq) */
@@ -55,7 +62,10 @@ struct sub_cent {
 };
 
 _Static_assert(sizeof(struct sub_cent) == 40, "documented as 40 bytes");
-_Static_assert(GD_MAX_PUBS <= UINT16_MAX, "members fit in 16 bits");
+_Static_assert(GD_MAX_PUBS < UINT16_MAX, "members fit in 16 bits");
+/* sub_cent.member of an ID restored from the state file: a copy of an
+ * earlier gdsub's, written and acknowledged, of no member known now */
+#define NOBODY UINT16_MAX
 
 struct sub_cluster {
 	char name[300];		/* "@NAME", as in keys */
@@ -69,6 +79,49 @@ struct sub_cluster {
 };
 
 static int queue_preack(struct sub *s, struct sub_pub *pc, uint64_t id);
+static struct sub_cent *lookup(struct sub_cluster *c, uint64_t id);
+static int add(struct sub_cluster *c, uint64_t id, const struct sub_pub *pc,
+    uint32_t m, uint64_t seq);
+
+/* A new cluster remembers what the state file says an earlier gdsub
+ * wrote and had acknowledged: every member that connects is
+ * pre-acknowledged for those IDs (a secondary drops its held copy), and
+ * a member's copy that arrives before it was is taken for a copy. */
+static void restore(struct sub *s, struct sub_cluster *c,
+    const struct sub_pub *pc)
+{
+	const struct gd_state *st = s->state;
+	uint32_t i, k;
+	size_t n = 0;
+
+	if (st == NULL || s->conf->dedup == GD_DEDUP_NONE)
+		return;
+	for (i = 0; i < st->nruns; i++) {
+		const struct gd_srun *run = st->runs[i];
+		if (run->olen != c->len || memcmp(run->origin, c->name, c->len))
+			continue;
+		for (k = 0; k < run->ncid; k++) {
+			uint64_t id = gd_srun_cid(run, k);
+			struct sub_cent *e;
+			if (lookup(c, id) != NULL)
+				continue;
+			if (add(c, id, pc, NOBODY, 0) != 0) {
+				gd_err("out of memory: the blocks of cluster %s "
+				    "that an earlier gdsub wrote are not all "
+				    "recognised", c->name + 1);
+				return;
+			}
+			e = lookup(c, id);
+			e->acked = 1;
+			e->seen = 0;
+			e->wseq = run->epoch;	/* its writer: no pre-ack */
+			n++;
+		}
+	}
+	if (n > 0)
+		gd_trace(1, "cluster %s: %zu blocks acknowledged before, from "
+		    "the state file", c->name + 1, n);
+}
 
 /* A member (re)connected: it missed the pre-acknowledgements sent while it
  * was away, so it gets one for every acknowledged ID the cluster
@@ -80,6 +133,7 @@ static void catch_up(struct sub *s, struct sub_pub *pc)
 
 	for (i = 0; i < c->n; i++)
 		if (c->e[i].acked && c->e[i].member != m &&
+		    !(c->e[i].member == NOBODY && c->e[i].wseq == pc->epoch) &&
 		    queue_preack(s, pc, c->e[i].id))
 			c->e[i].seen |= pc->cbit;
 	if (pc->npq > 0)
@@ -130,6 +184,8 @@ void sub_cluster_join(struct sub *s, struct sub_pub *pc)
 	member_bit(c, pc);
 	gd_trace(1, "publisher %s is a member of cluster %s", pc->addr,
 	    pc->origin + 1);
+	restore(s, c, pc);
+	catch_up(s, pc);
 	return;
 nomem:
 	gd_err("out of memory: blocks of publisher %s are not deduplicated "
@@ -296,7 +352,7 @@ struct sub_pub *sub_cluster_find(struct sub *s, const char *origin,
 			k = (int)i;
 	if (k < 0)
 		return NULL;
-	if ((e = lookup(&s->cls[k], id)) != NULL) {
+	if ((e = lookup(&s->cls[k], id)) != NULL && e->member != NOBODY) {
 		if (e->older == 0)
 			return &s->pc[e->member];
 		/* the oldest copy in the pipeline is acknowledged first,
@@ -328,7 +384,7 @@ void sub_cluster_acked(struct sub *s, struct sub_pub *pc, uint64_t id,
 	if (seq == 0)
 		return;
 	if (e != NULL) {
-		if (&s->pc[e->member] != pc || e->wseq != seq)
+		if (e->member != (uint32_t)(pc - s->pc) || e->wseq != seq)
 			return;	/* an earlier generation's copy */
 		e->acked = 1;
 	}

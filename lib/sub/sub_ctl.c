@@ -1,5 +1,7 @@
 /* gdsub's control socket, where gdack and gdinspect reach it (ctl.h):
- * hello, subs, stats and ack requests by a dispatch table, and the end
+ * subs, stats, ack, takeover and metrics requests by a dispatch table
+ * (hello is the dispatcher's, ctl.c), the takeover of a socket a gdsub
+ * of the same name serves (the client of ctl_client.h), and the end
  * note left beside the socket when gdsub exits (endnote.h). */
 #include "sub_int.h"
 #include "ctl_client.h"
@@ -102,32 +104,47 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	return 0;
 }
 
+/* An "ack N" request between its lines: the keys still to come, what
+ * became of those read, the failures' lines for the reply. One per
+ * client that has sent one, freed with it (ctl.c). */
+struct ack_batch {
+	uint64_t left, ok, failed;
+	struct gd_dbuf fail;
+};
+
+static void batch_free(void *p)
+{
+	struct ack_batch *b = p;
+
+	gd_dbuf_free(&b->fail);
+	free(b);
+}
+
 /* One key of an "ack N" batch; the reply goes out after the last. */
-static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
-    size_t len)
+static int ack_line(struct sub *s, struct gd_ctl_client *cl,
+    struct ack_batch *b, const char *line, size_t len)
 {
 	const char *why = sub_ack_key(s, line, len);
 
 	if (why == NULL) {
-		cl->ok++;
+		b->ok++;
 	} else {
 		int rc;
-		cl->failed++;
-		if ((rc = gd_dbuf_addf(&cl->fail, "%s\t%s\n", line, why)) !=
+		b->failed++;
+		if ((rc = gd_dbuf_addf(&b->fail, "%s\t%s\n", line, why)) !=
 		    GD_DBUF_OK) {
 			/* the reply could not carry them all either */
 			gd_err("cannot answer gdack: the failures of its batch "
-			    "of %" PRIu64 " keys are %s", cl->ok + cl->failed +
-			    cl->left - 1, gd_dbuf_strerror(rc));
+			    "of %" PRIu64 " keys are %s", b->ok + b->failed +
+			    b->left - 1, gd_dbuf_strerror(rc));
 			return -1;
 		}
 	}
-	if (--cl->left == 0) {
-		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
-		    cl->failed);
-		gd_ctl_reply(cl, gd_dbuf_ptr(&cl->fail),
-		    gd_dbuf_len(&cl->fail));
-		gd_dbuf_reset(&cl->fail);
+	if (--b->left == 0) {
+		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", b->ok,
+		    b->failed);
+		gd_ctl_reply(cl, gd_dbuf_ptr(&b->fail), gd_dbuf_len(&b->fail));
+		gd_dbuf_reset(&b->fail);
 		sub_maybe_done(s);
 	}
 	return 0;
@@ -136,6 +153,7 @@ static int ack_line(struct sub *s, struct gd_ctl_client *cl, const char *line,
 static int req_ack(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
+	struct ack_batch *b = cl->req;
 	int64_t n;
 
 	sub_end_acker(user, cl);
@@ -143,10 +161,18 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
 	}
-	cl->ok = cl->failed = 0;
-	cl->left = (uint64_t)n;	/* the keys follow, one a line */
-	if (cl->fail.max == 0)	/* as much as a reply may carry */
-		gd_dbuf_init_sized(&cl->fail, 4096, GD_CTL_REPLY_MAX);
+	if (b == NULL) {
+		if ((b = calloc(1, sizeof(*b))) == NULL) {
+			gd_err("cannot answer gdack: out of memory");
+			return -1;
+		}
+		/* as much as a reply may carry */
+		gd_dbuf_init_sized(&b->fail, 4096, GD_CTL_REPLY_MAX);
+		cl->req = b;
+		cl->req_free = batch_free;
+	}
+	b->ok = b->failed = 0;
+	b->left = (uint64_t)n;	/* the keys follow, one a line */
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
@@ -160,16 +186,6 @@ static int req_bye(void *user, struct gd_ctl_client *cl,
 	(void)args;
 	sub_end_bye(user, cl);
 	return -1;
-}
-
-static int req_hello(void *user, struct gd_ctl_client *cl,
-    const char *line, const char *args)
-{
-	(void)user;
-	(void)line;
-	(void)args;
-	gd_ctl_printf(cl, "hello gdsub %d\n", GD_CTL_PROTO);
-	return 0;
 }
 
 /* A new gdsub of the same config (the same name, the same socket) was
@@ -212,27 +228,30 @@ static int req_metrics(void *user, struct gd_ctl_client *cl,
 	return gd_prom_ctl_reply(ctl_line, user, cl);
 }
 
-/* ack and takeover must have their arguments; the rest are the word alone */
+/* ack and takeover must have their arguments; the rest are the word
+ * alone (hello is the dispatcher's) */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
 	{ "bye", GD_CTL_NOARGS, req_bye },
-	{ "hello", GD_CTL_NOARGS, req_hello },
 	{ "metrics", GD_CTL_NOARGS, req_metrics },
 	{ "stats", GD_CTL_NOARGS, req_stats },
 	{ "subs", GD_CTL_NOARGS, req_subs },
 	{ "takeover", GD_CTL_ARGS, req_takeover },
 };
+static const struct gd_ctl_table table = { "gdsub", requests,
+	sizeof(requests) / sizeof(requests[0]) };
 
 static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
+	struct ack_batch *b = cl->req;
 	int rc;
 
-	if (cl->left > 0)	/* the hot path: a key of gdack's batch */
-		return ack_line(user, cl, line, len);
-	rc = gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
-	    user, cl, line);
-	if (cl->kind == SUB_CL_UNKNOWN)	/* gdinspect, a script */
+	if (b != NULL && b->left > 0)	/* the hot path: a key of gdack's batch */
+		return ack_line(user, cl, b, line, len);
+	rc = gd_ctl_dispatch(&table, user, cl, line);
+	/* gdinspect, a script; hello is gdack's first request too */
+	if (cl->kind == SUB_CL_UNKNOWN && strcmp(line, "hello") != 0)
 		cl->kind = SUB_CL_OTHER;
 	return rc;
 }
@@ -271,63 +290,71 @@ static int proc_gone(long pid)
 static int take_over(struct sub *s, const char *path)
 {
 	struct gd_lreader *rd;
+	struct gd_ctl_peer peer;
 	struct stat st;
-	char *line, prog[32];
+	char *line, said[4 * 80 + 1];
 	size_t len;
-	uid_t uid;
-	long pid = -1;
-	int fd, ver, rc = GD_EX_UNAVAILABLE;
+	int fail, rc = GD_EX_UNAVAILABLE;
 	struct timespec nap = { 0, 20 * 1000 * 1000 };
 	double waited = 0;
 
-	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode) ||
-	    (fd = gd_ctl_connect(path, 0)) < 0)
+	if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
 		return 0;	/* gd_ctl_listen says what is in the way */
 	if ((rd = calloc(1, sizeof(*rd))) == NULL) {
-		close(fd);
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
-	rd->fd = fd;
-	if (gd_ctl_trust(path, fd) != 0)
-		goto out;
-	(void)gd_ctl_peer_uid(fd, &uid, &pid);
-	if (gd_write_all(fd, "hello\n", 6) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1)
-		goto gone;
-	if (sscanf(line, "hello %31s %d", prog, &ver) != 2 ||
-	    strcmp(prog, "gdsub") != 0) {
-		gd_err("cannot use control socket %s: another program (%.32s) is "
+	/* a gdsub that does not answer (stopped) is not waited for forever */
+	rd->timeout = TAKEOVER_WAIT_S;
+	fail = gd_ctl_open(path, 0, rd, &peer);
+	if (fail == GD_CTL_NOCONN && peer.err != EAGAIN) {
+		free(rd);
+		return 0;	/* gd_ctl_listen says what is in the way */
+	}
+	if (fail == GD_CTL_NOANSWER && peer.err == 0)
+		goto gone;	/* it closed as it finished */
+	if ((fail == GD_CTL_OK || fail == GD_CTL_VERSION) &&
+	    strcmp(peer.prog, "gdsub") != 0) {
+		gd_err("cannot use control socket %s: another program (%s) is "
 		    "serving it (give --ctl or a different config)", path,
-		    sscanf(line, "hello %31s", prog) == 1 ? prog : "unknown");
+		    peer.prog);
 		goto out;
 	}
-	if (dprintf(fd, "takeover %s\n", s->name) < 0)
+	if (fail != GD_CTL_OK && fail != GD_CTL_VERSION) {
+		if (fail != GD_CTL_UNTRUSTED)
+			gd_ctl_say(path, fail, &peer);
+		goto out;
+	}
+	if (dprintf(rd->fd, "takeover %s\n", s->name) < 0)
 		goto gone;
 	/* "takeover ok", or the connection closed as it finishes */
 	if (gd_lreader_line(rd, &line, &len) == 1 &&
 	    strcmp(line, "takeover ok") != 0) {
+		if (strncmp(line, "error ", 6) == 0)
+			gd_ctl_escape(said, sizeof(said), line + 6, len - 6, 1);
+		else
+			gd_ctl_escape(said, sizeof(said), line, len, 1);
 		gd_err("cannot use control socket %s: the gdsub (pid %ld) serving "
-		    "it does not give it up: %.300s", path, pid,
-		    strncmp(line, "error ", 6) == 0 ? line + 6 : line);
+		    "it does not give it up: %s", path, peer.pid, said);
 		goto out;
 	}
 gone:
-	while (pid > 0 && !proc_gone(pid)) {
+	while (peer.pid > 0 && !proc_gone(peer.pid)) {
 		if (waited >= TAKEOVER_WAIT_S) {
 			gd_err("cannot use control socket %s: the gdsub (pid %ld) "
 			    "serving it was asked to finish and still runs after "
-			    "%g seconds", path, pid, TAKEOVER_WAIT_S);
+			    "%g seconds", path, peer.pid, TAKEOVER_WAIT_S);
 			goto out;
 		}
 		nanosleep(&nap, NULL);
 		waited += 0.02;
 	}
 	gd_warn("took over control socket %s from the gdsub (pid %ld) that "
-	    "served it: it has finished", path, pid);
+	    "served it: it has finished", path, peer.pid);
 	rc = 0;
 out:
-	close(fd);
+	if (rd->fd >= 0)
+		close(rd->fd);
 	free(rd);
 	return rc;
 }

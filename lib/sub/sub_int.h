@@ -25,6 +25,8 @@
  * wrote (sub_end.c): a pipeline's gdack connects as it starts */
 #define SUB_ORPHAN_MS 1000
 #define SUB_READER_MS 250	/* how often a stdout pipe's reader is looked for */
+/* a payload this large is written from its receive buffer, not copied */
+#define SUB_GIVE_MIN (1u << 20)
 /* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
  * largest frame taken (a block of GDsub_maxBlockSize, or an ack-sized
  * control frame); the buffer grows only to give a read SUB_READ_MIN bytes
@@ -146,7 +148,13 @@ struct sub {
 	uv_prepare_t prep;
 	uv_timer_t linger;
 	uv_timer_t idle;	/* --idle-timeout: looks for arrivals */
-	uint64_t idle_seen;	/* blocks arrived at its last look */
+	uint64_t idle_seen;	/* blocks and bytes arrived at its last look */
+	/* bytes read from the publishers: a large block still arriving is
+	 * no idle time (--idle-timeout) */
+	uint64_t bytes_in;
+	/* the receive buffer of the frame being handled, whose memory
+	 * sub_out_block may take for a large payload instead of copying it */
+	struct gd_rbuf *cur_rb;
 	uint64_t idle_since;	/* loop ms: when that count last moved */
 	uv_signal_t sigint, sigterm;
 	struct gd_ctl_srv ctl;

@@ -204,6 +204,23 @@ static void pc_lost(struct sub_pub *pc, const char *why)
 	pc_close(pc);
 }
 
+/* A block frame whose start has come: its announced length (within the
+ * limit) allocated at once, rather than doubled up to while it arrives,
+ * which would hold up to twice a large block. */
+static int expect_frame(struct sub_pub *pc)
+{
+	const uint8_t *h = gd_rbuf_head(&pc->rb);
+	uint64_t total;
+
+	if (gd_rbuf_avail(&pc->rb) < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
+		return GD_DBUF_OK;
+	total = GD_WIRE_HDR + (uint64_t)gd_get32(h);
+	if (total <= SUB_GIVE_MIN || total > (uint64_t)GD_BLOCK_HDR +
+	    sub_frame_limit(pc->s, pc))
+		return GD_DBUF_OK;	/* small, or refused when parsed */
+	return gd_rbuf_expect(&pc->rb, (size_t)total);
+}
+
 static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 {
 	struct sub_pub *pc = h->data;
@@ -217,7 +234,8 @@ static void pc_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 		b->len = SUB_CIN_SIZE;
 		return;
 	}
-	if ((rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p, &n)) != 0) {
+	if ((rc = expect_frame(pc)) != 0 ||
+	    (rc = gd_rbuf_space(&pc->rb, SUB_READ_MIN, &p, &n)) != 0) {
 		gd_err("cannot read from publisher %s (receive buffer: %s)",
 		    pc->addr, gd_dbuf_strerror(rc));
 		b->base = NULL;
@@ -341,6 +359,7 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		    uv_strerror((int)nread));
 		return;
 	}
+	s->bytes_in += (uint64_t)nread;
 	if (pc->tls != NULL) {
 		if (tls_in(pc, (size_t)nread) != 0)
 			return;
@@ -350,7 +369,10 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	    gd_rbuf_avail(&pc->rb), limit = sub_frame_limit(s, pc), &f,
 	    &used)) == 1) {
 		gd_rbuf_skip(&pc->rb, used);
-		switch (sub_frame(s, pc, &f, &why)) {
+		s->cur_rb = &pc->rb;
+		rc = sub_frame(s, pc, &f, &why);
+		s->cur_rb = NULL;
+		switch (rc) {
 		case SUB_FR_NEXT:
 			continue;
 		case SUB_FR_END:

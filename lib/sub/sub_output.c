@@ -134,11 +134,45 @@ static size_t template_put(uint8_t *d, const char *t,
 	return n;
 }
 
+/* A large payload still in the receive buffer of its frame: the key
+ * (n bytes reserved) committed, the payload written from that buffer's
+ * memory, taken (a new buffer holds what follows the frame), then the
+ * delimiter: 1. 0 when it is to be copied. */
+static int givable(const struct sub *s, const struct gd_block *b)
+{
+	const struct gd_rbuf *rb = s->cur_rb;
+
+	return rb != NULL && b->len >= SUB_GIVE_MIN &&
+	    (s->opt.format == GD_OUT_LINE || s->opt.format == GD_OUT_PAYLOAD) &&
+	    b->data >= (const uint8_t *)gd_dbuf_ptr(&rb->d) &&
+	    b->data + b->len <= gd_rbuf_head(rb);
+}
+
+static int give(struct sub *s, const struct gd_block *b, size_t n)
+{
+	uint8_t *mem;
+
+	if (!givable(s, b))
+		return 0;
+	if ((mem = gd_rbuf_take(s->cur_rb, 256 * 1024)) == NULL) {
+		gd_err("out of memory writing block %" PRIu64, b->id);
+		sub_finish(s, GD_EX_FAIL);
+		return 1;
+	}
+	gd_out_commit(&s->out, n);
+	gd_out_give(&s->out, mem, b->data, b->len);
+	if (gd_out_write(&s->out, &s->opt.delim, 1) != 0) {
+		gd_err("out of memory writing a block");
+		sub_finish(s, GD_EX_FAIL);
+	}
+	return 1;
+}
+
 void sub_out_block(struct sub *s, const struct sub_origin *o,
     const struct gd_block *b, const char *flags)
 {
 	size_t need = s->opt.format == GD_OUT_TEMPLATE ?
-	    template_need(s->opt.tmpl, o, b) :
+	    template_need(s->opt.tmpl, o, b) : givable(s, b) ? o->len + 32 :
 	    o->len + 32 + b->len + GD_SFRAME_HDR + GD_SFRAME_TRAILER;
 	uint8_t *d = gd_out_reserve(&s->out, need);
 	size_t n = 0;
@@ -174,6 +208,8 @@ void sub_out_block(struct sub *s, const struct sub_origin *o,
 		}
 		d[n++] = '\t';
 	}
+	if (give(s, b, n))
+		return;
 	if (b->len)
 		memcpy(d + n, b->data, b->len);
 	n += b->len;

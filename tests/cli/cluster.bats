@@ -322,3 +322,38 @@ words() {
 	grep -q '^gdpub: holding the blocks past GDpub_tentativePreAckTimeout: no GD subscriber has told this member its pre-acknowledgements yet (NACKed if none has within GDpub_timeout, 1 s)$' <<<"$stderr"
 	grep -q '^gdpub: NACKing 5 held blocks from 1: no GD subscriber told this member its pre-acknowledgements within GDpub_timeout (1 s) after GDpub_tentativePreAckTimeout$' <<<"$stderr"
 }
+
+@test "GDsub_state in a cluster: a restarted gdsub recognises the blocks it wrote from the primary's copies; a secondary that never had their pre-acks gets them first and drops its copies instead of forwarding them again (3 rounds)" {
+	seq 1 20 | awk '{ print $1 "\tblock " $1 }' > in.txt
+	for round in 1 2 3; do
+		rm -f ./*.st ./*.rc ./*.port out1 out2 a.err b.err
+		member a p1 primary 20 in.txt
+		hold_port p2
+		cfg s.ini "GDsub_pub=127.0.0.1:$p1" "GDsub_pub=127.0.0.1:$p2" \
+		    'GDsub_retryInt=0.05' 'GDsub_maxRetries=-1' "GDsub_state=s$round.state"
+		# the first pipeline: every block written from the primary's
+		# copy, acknowledged and recorded; the secondary is not running
+		spawn "gdsub -c s.ini 2> sub1.err | gdack -c s.ini --tee > out1 2> ack1.err"
+		pipe=$SPAWNED
+		wait_until 30 file_is a.rc 0
+		assert_equal "$(words a.st ACK)" "$(seq 1 20)"
+		[ "$(nlines out1)" -eq 20 ]
+		kill -KILL -- "-$pipe"
+		# the secondary starts, holding the same blocks; the pipeline
+		# again, the primary gone
+		cfg b.ini "GDpub_port=$p2" 'GDpub_numSubs=1' 'GDpub_timeout=30' \
+		    'GDpub_cluster=c1' 'GDpub_role=secondary' \
+		    'GDpub_preAckTimerInterval=0.1' \
+		    'GDpub_tentativePreAckTimeout=1' 'GDpub_confirmedPreAckTimeout=60'
+		spawn "gdpub -c b.ini -I --wait-ready=20 < in.txt > b.st 2> b.err; echo \$? > b.rc"
+		spawn "gdsub -c s.ini 2> sub2.err | gdack -c s.ini --tee > out2 2> ack2.err"
+		pipe=$SPAWNED
+		wait_until 30 file_is b.rc 0
+		kill -KILL -- "-$pipe"
+		# before: the secondary forwarded all 20 after a second, and
+		# they were written again
+		assert_equal "$(words b.st PREACK)" "$(seq 1 20)"
+		assert_equal "$(words b.st FORWARD)" ""
+		[ "$(nlines out2)" -eq 0 ]
+	done
+}

@@ -190,3 +190,19 @@ setup_file() {
 	grep -q '^relay: seed 42$' relay.err
 	grep -q 'dropped (at random' relay.err
 }
+
+@test "gdsub --idle-timeout counts the bytes of a block still arriving: a 4 MiB block dripping through the relay for seconds longer than the timeout is written and ACKed, then the idle end" {
+	{ head -c 4194304 /dev/zero | tr '\0' x; echo; } > big.txt
+	# the input stays open: the stream does not end, the idle time does
+	spawn "exec gdpub -p 0 --port-file pub.port -n 1 -t 90 --max-block-size 5000000 --wait-ready=30 < <(cat big.txt; sleep 120) > st 2> pub.err"
+	port=$(port_of pub.port)
+	# 64 KiB every 0.1 s at most: 6.4 s or more for the block
+	relay --delay 0.1
+	spawn "gdsub -P 127.0.0.1:$rport --retry-interval 0.05 --max-retries 400 --max-block-size 5000000 --idle-timeout 1.5 2> sub.err | gdack -P 127.0.0.1:$rport --tee > s.out 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	wait_until 60 file_is s.rc "0 0"
+	wait_until 10 has_line st '^ACK 1$'
+	[ "$(nlines s.out)" -eq 1 ]
+	[ "$(cut -f2 s.out | wc -c)" -eq 4194305 ]
+	# before: "ending after 0 blocks" while the block arrived, then NACK
+	grep -Fxq "gdsub: no block arrived for 1.5 seconds (--idle-timeout); ending after 1 block" sub.err
+}

@@ -250,9 +250,9 @@ pending_rows() {
 }
 
 @test "no -c and no --ctl -> 64" {
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect pending
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub), -P HOST:PORT or --name NAME (a gdsub) or --ctl PATH" -- gdinspect pending
 	printf '# nothing\nGDpub_timeout=5\n' > p.ini
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect -c p.ini pending
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub), -P HOST:PORT or --name NAME (a gdsub) or --ctl PATH" -- gdinspect -c p.ini pending
 }
 
 # ---- bad requests straight to the control socket ----

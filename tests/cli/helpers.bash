@@ -286,6 +286,40 @@ sys.stdout.buffer.write(got)
 ' "$@"
 }
 
+# fake_ctl SOCKET HELLO [STATS]: a control server on SOCKET, run with
+# ${PY:-python} as $RUNAS if set, that answers each "hello" with the line
+# HELLO and "stats" with the lines STATS (default a one-field table), and
+# with HELLO empty answers nothing at all; ready once SOCKET.ready exists.
+# The answers may hold any bytes but NUL and a final newline.
+fake_ctl() {
+	local stats=$'stats 1\nx:n\n1'
+	printf '%s' "$2" > "$1.hello"
+	printf '%s' "${3:-$stats}" > "$1.stats"
+	cat > fake.py <<'EOF'
+import socket, sys
+path = sys.argv[1]
+hello = open(path + ".hello", "rb").read()
+stats = open(path + ".stats", "rb").read()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(8)
+open(path + ".ready", "w").close()
+while True:
+    c, _ = s.accept()
+    f = c.makefile("rwb")
+    for line in f:
+        line = line.strip()
+        if hello and line == b"hello":
+            f.write(hello + b"\n")
+        elif hello and line == b"stats":
+            f.write(stats + b"\n")
+        f.flush()
+    c.close()
+EOF
+	spawn "exec ${RUNAS:-} ${PY:-$(python_bin)} fake.py '$1' 2> fake.err"
+	wait_until 10 test -e "$1.ready"
+}
+
 # mkstream [OPTIONS] [SPEC]: write a framed block stream (gdkit-stream(5))
 # from a text spec on stdin, without gdpub; see tests/cli/mkstream.py.
 mkstream() {

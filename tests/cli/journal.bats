@@ -317,3 +317,60 @@ for l in sys.stdin:
 	assert_equal "$(cat p.rc)" 143
 	grep -Fxq "gdpub: standard output did not take the last status lines within a second; exiting" p.err
 }
+
+# acked_ids FILE: the IDs of FILE's ACK lines, sorted, each once
+acked_ids() {
+	awk '$1 == "ACK" { print $2 }' "$1" | sort -n -u
+}
+
+@test "--status FILE with a journal, kill -9 mid-run: the file is appended to, not truncated; after the restart every published ID's ACK is in it (at least once)" {
+	seq 1 200000 > in.txt
+	# held to the end: the restart below binds it again
+	hold_port port
+	sub_conf s.ini "$port" "GDsub_state=s.state"
+	ack_pipeline s
+	spawn "exec gdpub -p $port --port-file pub.port -n 1 -t 60 --window 64 --journal j.gdj --status st --wait-ready=20 < in.txt > p1.out 2> p1.err"
+	pid=$SPAWNED
+	[ "$(port_of pub.port)" = "$port" ]
+	wait_until 60 lines_at_least st 2000
+	kill -KILL "$pid"
+	# nothing on standard output: the lines go to the file
+	[ ! -s p1.out ]
+	high=$(gdinspect --json journal j.gdj | sed -n 's/.*"highest_id":\([0-9]*\).*/\1/p')
+	[ "$high" -ge 1999 ]
+	[ "$high" -lt 200000 ]
+	run --separate-stderr timeout 60 gdpub -p "$port" -n 1 -t 60 --journal j.gdj --status st --wait-ready=20 < /dev/null
+	assert_success
+	assert_output ""
+	# the first run's lines kept, the second's appended
+	[ "$(head -n 1 st)" = READY ]
+	[ "$(grep -c '^READY$' st)" -eq 2 ]
+	assert_equal "$(acked_ids st)" "$(seq 1 "$high")"
+	# GDpub_status is the option's key
+	printf 'GDpub_port=0\nGDpub_numSubs=1\nGDpub_timeout=60\nGDpub_journal=j.gdj\nGDpub_status=st\n' > p.ini
+	sub_conf s2.ini 0
+	pub_bg --separate-stderr bash -c "seq 1 3 | gdpub -c p.ini --port-file pub.port --wait-ready=20"
+	sub_conf s2.ini "$port"
+	ack_pipeline s2
+	pub_wait
+	assert_success
+	assert_output ""
+	assert_equal "$(acked_ids st)" "$(seq 1 "$((high + 3))")"
+}
+
+@test "--status FILE with a journal: a last line cut short (a kill mid-write) is cut off with a warning and said again; without a journal the file is truncated" {
+	printf 'READY\nACK 1\nACK 2\nAC' > st
+	pub_bg --separate-stderr bash -c "seq 1 2 | gdpub -p 0 --port-file pub.port -n 1 -t 60 --journal j.gdj --status st --wait-ready=20"
+	sub_conf s.ini "$port"
+	ack_pipeline s
+	pub_wait
+	assert_success
+	assert_equal "$stderr" "gdpub: warning: the status file 'st' ended in a line cut short (2 bytes, a kill mid-write): cut off; its outcome is said again"
+	assert_equal "$(cat st)" "$(printf 'READY\nACK 1\nACK 2\nREADY\nACK 1\nACK 2')"
+	pub_bg --separate-stderr bash -c "seq 1 2 | gdpub -p 0 --port-file pub.port -n 1 -t 60 --status st --wait-ready=20"
+	sub_conf s2.ini "$port"
+	ack_pipeline s2
+	pub_wait
+	assert_success
+	assert_equal "$(cat st)" "$(printf 'READY\nACK 1\nACK 2')"
+}

@@ -202,3 +202,26 @@ two_subs_ready() {
 		[[ "$n" =~ ~[0-9a-f]{16}$ ]]
 	done <<<"$names"
 }
+
+# maxrss FILE: the peak resident set (KiB) that /usr/bin/time -v wrote
+maxrss() {
+	sed -n 's/.*Maximum resident set size (kbytes): //p' "$1"
+}
+
+@test "a 64 MiB block: gdpub and gdsub each peak under 1.5 times its size (plus 8 MiB), not twice it; the block arrives whole" {
+	[ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
+	{ head -c 67108864 /dev/zero | tr '\0' b; echo; } > big.txt
+	pub_bg --separate-stderr /usr/bin/time -v -o pub.time gdpub -p 0 --port-file pub.port -n 1 -t 120 --max-block-size 70000000 --wait-ready=60 < big.txt
+	spawn "/usr/bin/time -v -o sub.time gdsub -P 127.0.0.1:$port --max-block-size 70000000 2> sub.err | gdack -P 127.0.0.1:$port --tee > s.out 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	pub_wait 120
+	assert_success
+	assert_output "$(printf 'READY\nACK 1')"
+	wait_until 60 file_is s.rc "0 0"
+	[ "$(cut -f2 s.out | wc -c)" -eq 67108865 ]
+	# before: about 133,000 KiB each (the payload copied into a send
+	# batch, and into gdsub's output buffer); now about 70,000
+	bound=$((65536 * 3 / 2 + 8192))
+	echo "# max RSS (KiB): gdpub $(maxrss pub.time), gdsub $(maxrss sub.time); bound $bound" >&3
+	[ "$(maxrss pub.time)" -lt "$bound" ]
+	[ "$(maxrss sub.time)" -lt "$bound" ]
+}

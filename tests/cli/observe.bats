@@ -321,33 +321,6 @@ assert d["reliability"] is None and d["uniqueness"] is None and d["received"] ==
 
 # ---- the control protocol ----
 
-# fake_ctl SOCKET HELLO: a control server on SOCKET (run as $RUNAS, if set)
-# that answers each "hello" with HELLO and "stats" with a one-field table;
-# ready once SOCKET.ready exists
-fake_ctl() {
-	cat > fake.py <<'EOF'
-import os, socket, sys
-path, hello = sys.argv[1], sys.argv[2]
-s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-s.bind(path)
-s.listen(8)
-open(path + ".ready", "w").close()
-while True:
-    c, _ = s.accept()
-    f = c.makefile("rwb")
-    for line in f:
-        line = line.strip()
-        if line == b"hello":
-            f.write(hello.encode() + b"\n")
-        elif line == b"stats":
-            f.write(b"stats 1\nx:n\n1\n")
-        f.flush()
-    c.close()
-EOF
-	spawn "exec ${RUNAS:-} $PY fake.py $1 '$2' 2> fake.err"
-	wait_until 10 test -e "$1.ready"
-}
-
 PY=python3
 
 @test "protocol version: gdinspect refuses a program of another version (69)" {

@@ -142,7 +142,7 @@ load helpers
 	printf 'GDsub_retryInt=1\n' > s.ini
 	expect_usage gdsub "no publisher given: set GDsub_pub in the config file or use --pub HOST:PORT" -- gdsub -c s.ini
 	expect_usage gdack "cannot find gdsub: give -c FILE, --name, --pub or --ctl as it was started with" -- gdack --tee
-	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub) or --ctl PATH" -- gdinspect stats
+	expect_usage gdinspect "no target: give -c FILE (a gdpub or gdsub config), -p PORT (a gdpub), -P HOST:PORT or --name NAME (a gdsub) or --ctl PATH" -- gdinspect stats
 }
 
 @test "unexpected argument" {

@@ -23,18 +23,31 @@ static uv_prepare_t prep;
 static struct gd_ctl_srv srv;
 static int gone;
 
+/* an "ack N" request between its lines, as gdsub keeps it per client */
+struct batch {
+	uint64_t left, ok, failed;
+};
+
 static int req_ack(void *user, struct gd_ctl_client *cl, const char *line,
     const char *args)
 {
 	int64_t n;
+
+	struct batch *b = cl->req;
 
 	(void)user;
 	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
 	}
-	cl->ok = cl->failed = 0;
-	cl->left = (uint64_t)n;
+	if (b == NULL) {
+		if ((b = calloc(1, sizeof(*b))) == NULL)
+			return -1;
+		cl->req = b;
+		cl->req_free = free;
+	}
+	b->ok = b->failed = 0;
+	b->left = (uint64_t)n;
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
@@ -61,43 +74,36 @@ static int req_pending(void *user, struct gd_ctl_client *cl,
 	return 0;
 }
 
-static int req_hello(void *user, struct gd_ctl_client *cl, const char *line,
-    const char *args)
-{
-	(void)user;
-	(void)line;
-	(void)args;
-	gd_ctl_printf(cl, "hello gdfuzz %d\n", GD_CTL_PROTO);
-	return 0;
-}
-
-/* the shapes of the engines' tables: arguments required, optional, none */
+/* the shapes of the engines' tables: arguments required, optional;
+ * hello is the dispatcher's */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
-	{ "hello", GD_CTL_NOARGS, req_hello },
 	{ "pending", GD_CTL_OPTARGS, req_pending },
 };
+static const struct gd_ctl_table table = { "gdfuzz", requests,
+	sizeof(requests) / sizeof(requests[0]) };
 
 static int on_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
 	if (strlen(line) != len)	/* a NUL inside the line */
 		len = strlen(line);
-	if (cl->left > 0) {
+	struct batch *b = cl->req;
+
+	if (b != NULL && b->left > 0) {
 		size_t olen;
 		uint64_t id;
 		int fl;
 		if (gd_key_parse(line, len, &olen, &id, &fl) == 0)
-			cl->ok++;
+			b->ok++;
 		else
-			cl->failed++;
-		if (--cl->left == 0)
-			gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", cl->ok,
-			    cl->failed);
+			b->failed++;
+		if (--b->left == 0)
+			gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", b->ok,
+			    b->failed);
 		return 0;
 	}
-	return gd_ctl_dispatch(requests, sizeof(requests) / sizeof(requests[0]),
-	    user, cl, line);
+	return gd_ctl_dispatch(&table, user, cl, line);
 }
 
 static void on_gone(void *user)

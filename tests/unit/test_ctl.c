@@ -2,7 +2,9 @@
  * libuv loop and a Unix socket, the client side driven by the test: a
  * reply at the cap goes out whole, a reply past it is replaced by one
  * error line and the connection stays usable, a line longer than the old
- * formatting buffer comes out whole; and the request table's dispatch.
+ * formatting buffer comes out whole; the request table's dispatch (hello
+ * answered by it, for every program); a taken path at listen: only our
+ * own stale socket is replaced.
  * The waits are bounded loops on the condition (bytes arrived), never
  * sleeps. */
 #include "ctl.h"
@@ -12,7 +14,10 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #define CAP 4096
@@ -87,7 +92,7 @@ TEST(test_reply_cap)
 	ASSERT_EQ(uv_loop_init(&loop), 0);
 	ASSERT_EQ(gd_ctl_listen(&srv, &loop, path, on_line, NULL), 0);
 	srv.reply_max = CAP;
-	fd = gd_ctl_connect(path, 1);
+	fd = gd_ctl_connect(path, 1, 1);
 	ASSERT(fd >= 0);
 	buf = malloc(1 << 16);
 
@@ -120,6 +125,63 @@ TEST(test_reply_cap)
 	uv_run(&loop, UV_RUN_DEFAULT);
 	ASSERT_EQ(uv_loop_close(&loop), 0);
 	rmdir(dir);
+}
+
+/* A unix socket bound at path that nothing serves */
+static void bind_stale(const char *path)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ASSERT(fd >= 0);
+	ASSERT_EQ(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd);
+}
+
+/* What gd_ctl_listen does with a path that is taken: a stale socket of
+ * ours is replaced; a served one, a file, and (as root, given to uid
+ * 65534) another user's stale socket are left alone: 69. */
+TEST(test_stale)
+{
+	uv_loop_t loop;
+	struct gd_ctl_srv a, b;
+	char dir[] = "/tmp/gdkit-test-stale.XXXXXX", path[108], other[108];
+	struct stat st;
+	FILE *f;
+
+	gd_log_level(-1);
+	ASSERT(mkdtemp(dir) != NULL);
+	snprintf(path, sizeof(path), "%s/s", dir);
+	snprintf(other, sizeof(other), "%s/o", dir);
+	ASSERT_EQ(uv_loop_init(&loop), 0);
+	bind_stale(path);
+	ASSERT_EQ(gd_ctl_listen(&a, &loop, path, on_line, NULL), 0);
+	/* served now: a second server is refused, the first keeps it */
+	ASSERT_EQ(gd_ctl_listen(&b, &loop, path, on_line, NULL), 69);
+	ASSERT_EQ(lstat(path, &st), 0);
+	ASSERT(S_ISSOCK(st.st_mode));
+	gd_ctl_close(&a);
+	ASSERT(lstat(path, &st) != 0);
+	/* a file that is not a socket */
+	ASSERT((f = fopen(other, "w")) != NULL);
+	fclose(f);
+	ASSERT_EQ(gd_ctl_listen(&b, &loop, other, on_line, NULL), 69);
+	ASSERT_EQ(unlink(other), 0);
+	if (geteuid() == 0) {
+		bind_stale(other);
+		ASSERT_EQ(chown(other, 65534, 65534), 0);
+		ASSERT_EQ(gd_ctl_listen(&b, &loop, other, on_line, NULL), 69);
+		ASSERT_EQ(lstat(other, &st), 0);
+		ASSERT_EQ(st.st_uid, 65534);
+		unlink(other);
+	}
+	uv_run(&loop, UV_RUN_DEFAULT);
+	ASSERT_EQ(uv_loop_close(&loop), 0);
+	rmdir(dir);
+	gd_log_level(0);
 }
 
 /* A derived subscriber name over GD_SUB_NAME_MAX (many publishers, a
@@ -196,9 +258,11 @@ static int req_note(void *user, struct gd_ctl_client *cl, const char *line,
 
 static const struct gd_ctl_req reqs[] = {
 	{ "ack", GD_CTL_ARGS, req_note },
-	{ "hello", GD_CTL_NOARGS, req_note },
+	{ "stats", GD_CTL_NOARGS, req_note },
 	{ "pending", GD_CTL_OPTARGS, req_note },
 };
+static const struct gd_ctl_table table = { "gdtest", reqs,
+	sizeof(reqs) / sizeof(reqs[0]) };
 
 /* what line did: the handler's note, or the reply */
 static const char *dispatch(struct gd_ctl_client *cl, const char *line,
@@ -209,8 +273,7 @@ static const char *dispatch(struct gd_ctl_client *cl, const char *line,
 
 	got[0] = '\0';
 	gd_dbuf_reset(&cl->out);
-	*rc = gd_ctl_dispatch(reqs, sizeof(reqs) / sizeof(reqs[0]), "u", cl,
-	    line);
+	*rc = gd_ctl_dispatch(&table, "u", cl, line);
 	if (got[0] != '\0')
 		return got;
 	n = gd_dbuf_len(&cl->out);
@@ -228,7 +291,10 @@ TEST(test_dispatch)
 	int rc;
 
 	gd_dbuf_init(&cl->out, CAP);
-	ASSERT_STR(dispatch(cl, "hello", &rc), "u[]");
+	ASSERT_STR(dispatch(cl, "stats", &rc), "u[]");
+	ASSERT_EQ(rc, 0);
+	/* hello is the dispatcher's, alike for every program */
+	ASSERT_STR(dispatch(cl, "hello", &rc), "hello gdtest 2\n");
 	ASSERT_EQ(rc, 0);
 	ASSERT_STR(dispatch(cl, "ack 5", &rc), "u[5]");
 	ASSERT_STR(dispatch(cl, "ack  5", &rc), "u[ 5]");
@@ -245,6 +311,8 @@ TEST(test_dispatch)
 	    "error unknown request 'hello x'\n");
 	ASSERT_STR(dispatch(cl, "hello ", &rc),
 	    "error unknown request 'hello '\n");
+	ASSERT_STR(dispatch(cl, "stats x", &rc),
+	    "error unknown request 'stats x'\n");
 	ASSERT_STR(dispatch(cl, "pendingx", &rc),
 	    "error unknown request 'pendingx'\n");
 	ASSERT_STR(dispatch(cl, "hel", &rc), "error unknown request 'hel'\n");
@@ -264,5 +332,6 @@ int main(void)
 	RUN(test_reply_cap);
 	RUN(test_identity_long);
 	RUN(test_dispatch);
+	RUN(test_stale);
 	return UNIT_DONE();
 }

@@ -475,6 +475,135 @@ TEST(unusable_files)
 	unlink(at("l.state"));
 }
 
+#define C1 "@c1"
+
+/* A multisend cluster's members share the origin @c1, each with its own
+ * run (epoch) and indexes: one member's run does not clear another's,
+ * and each keeps the ids its copies had acknowledged, across a reopen
+ * (log and compacted forms). */
+TEST(cluster_runs)
+{
+	struct gd_state st;
+	struct gd_srun *p, *q;
+	uint32_t k;
+	pid_t pid;
+	int ws = 0;
+
+	if ((pid = fork()) == 0) {
+		if (gd_state_open(&st, at("k.state"), 0) != 0)
+			_exit(1);
+		p = gd_state_run(&st, C1, 3, 100);
+		gd_state_ack(&st, p, 1, 501);
+		gd_state_ack(&st, p, 2, 502);
+		/* the secondary forwards 503 (its index 7) */
+		q = gd_state_run(&st, C1, 3, 200);
+		gd_state_ack(&st, q, 7, 503);
+		if (p->epoch != 100 || gd_state_commit(&st, 1 * MS) != 0)
+			_exit(2);
+		kill(getpid(), SIGKILL);	/* the log alone has them */
+	}
+	ASSERT(pid > 0 && waitpid(pid, &ws, 0) == pid);
+	ASSERT(WIFSIGNALED(ws) && WTERMSIG(ws) == SIGKILL);
+	if (!open_ok(&st, at("k.state")))
+		return;
+	ASSERT_EQ(st.nruns, 2);
+	p = gd_state_run(&st, C1, 3, 100);
+	q = gd_state_run(&st, C1, 3, 200);
+	ASSERT(p != q);
+	ASSERT_EQ(gd_state_has(p, 2, 502), 1);
+	ASSERT_EQ(gd_state_has(q, 7, 503), 1);
+	ASSERT_EQ(p->ncid, 2);
+	ASSERT_EQ(gd_srun_cid(p, 0), 501);
+	ASSERT_EQ(gd_srun_cid(p, 1), 502);
+	ASSERT_EQ(q->ncid, 1);
+	ASSERT_EQ(gd_srun_cid(q, 0), 503);
+	/* a third member: the others stay */
+	ASSERT_EQ(gd_state_has(gd_state_run(&st, C1, 3, 300), 1, 501), 0);
+	ASSERT_EQ(st.nruns, 3);
+	ASSERT_EQ(gd_state_has(p, 1, 501), 1);
+	/* a publisher that is no cluster's: still one run per origin */
+	ASSERT_EQ(gd_state_ack(&st, run1(&st, 5), 1, 1), 0);
+	ASSERT_EQ(run1(&st, 6)->ncid, 0);
+	ASSERT_EQ(st.nruns, 4);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	/* compacted at open: ranges lose ids, the cluster's ids stay */
+	if (!open_ok(&st, at("k.state")))
+		return;
+	ASSERT_EQ(st.nruns, 4);
+	p = gd_state_run(&st, C1, 3, 100);
+	ASSERT_EQ(p->ncid, 2);
+	ASSERT_EQ(gd_srun_cid(p, 1), 502);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	/* the ring: the last GD_STATE_CIDS, oldest first */
+	p = gd_srun_new();
+	for (k = 0; k < GD_STATE_CIDS + 3; k++)
+		ASSERT_EQ(gd_srun_cid_add(p, k), 0);
+	ASSERT_EQ(p->ncid, GD_STATE_CIDS);
+	ASSERT_EQ(gd_srun_cid(p, 0), 3);
+	ASSERT_EQ(gd_srun_cid(p, GD_STATE_CIDS - 1), GD_STATE_CIDS + 2);
+	gd_srun_free(p);
+	unlink(at("k.state"));
+}
+
+/* A version 1 file (before cluster ids) is read and rewritten as version
+ * 2; a version 3 is refused, naming it; a cluster-ids record in a
+ * version 1 file is corruption. */
+TEST(versions)
+{
+	struct gd_state st;
+	uint8_t h[GD_STATE_HDR], rec[64], body[32];
+	const char *p = at("v.state");
+	size_t n;
+
+	memcpy(h, "\x89GDS\r\n\x1a\n", 8);
+	h[8] = 1; h[9] = 0; h[10] = GD_STATE_HDR; h[11] = 0;
+	gd_put32(h + 12, gd_crc32c(0, h, 12));
+	append(p, h, sizeof(h));
+	gd_put32(body, 0);
+	gd_put64(body + 4, 9);
+	memcpy(body + 12, C1, 3);
+	n = record(rec, GD_SR_RUN, body, 15);
+	append(p, rec, n);
+	gd_put32(body, 0);
+	gd_put64(body + 4, 4);
+	gd_put64(body + 12, 704);
+	n = record(rec, GD_SR_ACKS, body, 20);
+	append(p, rec, n);
+	if (!open_ok(&st, p))
+		return;
+	ASSERT_EQ(gd_state_has(gd_state_run(&st, C1, 3, 9), 4, 704), 1);
+	ASSERT_EQ(gd_srun_cid(gd_state_run(&st, C1, 3, 9), 0), 704);
+	ASSERT_EQ(gd_state_close(&st, 0), 0);
+	{
+		int fd = open(p, O_RDONLY);
+		uint8_t v[GD_STATE_HDR];
+		ASSERT(fd >= 0 && read(fd, v, sizeof(v)) == (ssize_t)sizeof(v));
+		close(fd);
+		ASSERT_EQ(v[8], GD_STATE_VERSION);
+	}
+	unlink(p);
+	/* version 1 with a cluster-ids record: corrupt */
+	append(p, h, sizeof(h));
+	gd_put32(body, 0);
+	gd_put64(body + 4, 9);
+	memcpy(body + 12, C1, 3);
+	append(p, rec, record(rec, GD_SR_RUN, body, 15));
+	gd_put32(body, 0);
+	gd_put64(body + 4, 704);
+	append(p, rec, record(rec, GD_SR_CIDS, body, 12));
+	append(p, rec, record(rec, GD_SR_CIDS, body, 12));
+	ASSERT_EQ(gd_state_open(&st, p, 0), -1);
+	ASSERT(strstr(st.err, "corrupt record at offset 43") != NULL);
+	unlink(p);
+	/* a version from the future */
+	h[8] = 3;
+	gd_put32(h + 12, gd_crc32c(0, h, 12));
+	append(p, h, sizeof(h));
+	ASSERT_EQ(gd_state_open(&st, p, 0), -1);
+	ASSERT(strstr(st.err, "unsupported state file version 3") != NULL);
+	unlink(p);
+}
+
 int main(void)
 {
 	if (mkdtemp(dir) == NULL) {
@@ -490,6 +619,8 @@ int main(void)
 	RUN(torn_tails);
 	RUN(corruption);
 	RUN(unusable_files);
+	RUN(cluster_runs);
+	RUN(versions);
 	unlink(at("c.state.tmp"));
 	rmdir(dir);
 	return UNIT_DONE();
