@@ -416,8 +416,13 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	gd_dbuf_init_sized(&a.req, 65536, REQ_MAX);
 	if (o->sink == NULL || (rc = open_sink(&a)) == 0)
 		rc = run(&a);
-	if (a.fd >= 0)
+	if (a.fd >= 0) {
+		/* a clean end: gdsub tells it from a gdack killed, after which
+		 * nothing acknowledges what it writes (gdsub(1)) */
+		if (rc == 0)
+			(void)gd_write_all(a.fd, "bye\n", 4);
 		close(a.fd);
+	}
 	close_sink(&a);
 	gd_dbuf_free(&a.sbuf);
 	gd_dbuf_free(&a.req);

@@ -12,6 +12,9 @@
  *   pending [sort=S] [limit=N] | subs | stats
  *                         -> "NAME ROWS", a header row of NAME:TYPE fields
  *                            (TYPE n number, s string), then ROWS rows (TSV)
+ *   bye                   -> (gdsub) no reply, the connection closed: a
+ *                            gdack says so before it closes at its clean
+ *                            end, so that a gdack killed is told apart
  *   takeover NAME         -> (gdsub) "takeover ok", then it finishes at once
  *                            when NAME is its own name: a new gdsub of the
  *                            same config takes the socket over
@@ -52,6 +55,8 @@ struct gd_ctl_client {
 	 * batch), freed by req_free with the client */
 	void *req;
 	void (*req_free)(void *req);
+	int kind;		/* what the engine took the client for (gdsub:
+				 * a gdack, which says bye at its clean end) */
 	int closing;
 	int eof;		/* the client is done sending: close once replied */
 	unsigned nwrites;	/* replies handed to libuv, not yet written */

@@ -138,6 +138,7 @@ void sub_begin_close(struct sub *s, const char *why)
 		(void)uv_timer_start(&s->linger, on_linger,
 		    (uint64_t)(s->opt.linger * 1000), 0);
 	sub_maybe_done(s);
+	sub_end_check(s);
 }
 
 void sub_finish(struct sub *s, int code)
@@ -159,6 +160,8 @@ void sub_finish(struct sub *s, int code)
 	uv_close((uv_handle_t *)&s->prep, NULL);
 	uv_close((uv_handle_t *)&s->linger, NULL);
 	uv_close((uv_handle_t *)&s->idle, NULL);
+	uv_close((uv_handle_t *)&s->orphan, NULL);
+	uv_close((uv_handle_t *)&s->reader_tick, NULL);
 	uv_close((uv_handle_t *)&s->sigint, NULL);
 	uv_close((uv_handle_t *)&s->sigterm, NULL);
 	if (s->state)
@@ -263,7 +266,8 @@ static int start(struct sub *s)
 		return rc;
 	if ((rc = uv_prepare_init(&s->loop, &s->prep)) != 0 ||
 	    (rc = uv_timer_init(&s->loop, &s->linger)) != 0 ||
-	    (rc = uv_timer_init(&s->loop, &s->idle)) != 0)
+	    (rc = uv_timer_init(&s->loop, &s->idle)) != 0 ||
+	    (rc = sub_end_init(s)) != 0)
 		goto uv_failed;
 	s->prep.data = s->linger.data = s->idle.data = s;
 	if (s->opt.idle_timeout > 0) {

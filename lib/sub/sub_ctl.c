@@ -156,7 +156,7 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 	struct ack_batch *b = cl->req;
 	int64_t n;
 
-	(void)user;
+	sub_end_acker(user, cl);
 	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
@@ -176,6 +176,16 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
+}
+
+/* A gdack at its clean end; the connection closes (sub_end.c). */
+static int req_bye(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	(void)line;
+	(void)args;
+	sub_end_bye(user, cl);
+	return -1;
 }
 
 /* A new gdsub of the same config (the same name, the same socket) was
@@ -222,6 +232,7 @@ static int req_metrics(void *user, struct gd_ctl_client *cl,
  * alone (hello is the dispatcher's) */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "bye", GD_CTL_NOARGS, req_bye },
 	{ "metrics", GD_CTL_NOARGS, req_metrics },
 	{ "stats", GD_CTL_NOARGS, req_stats },
 	{ "subs", GD_CTL_NOARGS, req_subs },
@@ -234,15 +245,21 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
     size_t len)
 {
 	struct ack_batch *b = cl->req;
+	int rc;
 
 	if (b != NULL && b->left > 0)	/* the hot path: a key of gdack's batch */
 		return ack_line(user, cl, b, line, len);
-	return gd_ctl_dispatch(&table, user, cl, line);
+	rc = gd_ctl_dispatch(&table, user, cl, line);
+	/* gdinspect, a script; hello is gdack's first request too */
+	if (cl->kind == SUB_CL_UNKNOWN && strcmp(line, "hello") != 0)
+		cl->kind = SUB_CL_OTHER;
+	return rc;
 }
 
 static void on_ctl_gone(void *user)
 {
 	sub_maybe_done(user);
+	sub_end_gone(user);
 }
 
 /* Gone, or a zombie its parent has not reaped yet: either way its files

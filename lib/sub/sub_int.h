@@ -21,6 +21,10 @@
 #define SUB_DRAIN_MS 10		/* how often the stdout pipe is looked at */
 #define SUB_CIN_SIZE 65536	/* TLS: ciphertext per read */
 #define SUB_READ_MIN 65536	/* room asked for before a read */
+/* How long gdsub waits for a gdack once nothing can acknowledge what it
+ * wrote (sub_end.c): a pipeline's gdack connects as it starts */
+#define SUB_ORPHAN_MS 1000
+#define SUB_READER_MS 250	/* how often a stdout pipe's reader is looked for */
 /* a payload this large is written from its receive buffer, not copied */
 #define SUB_GIVE_MIN (1u << 20)
 /* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
@@ -41,6 +45,10 @@ enum sub_pstate { SUB_PS_IDLE, SUB_PS_RESOLVING, SUB_PS_CONNECTING,
 	SUB_PS_WELCOME, SUB_PS_ACTIVE, SUB_PS_ENDED };
 
 struct sub;
+
+/* What a control client is to gdsub (gd_ctl_client.kind): not known yet,
+ * a gdack (it sent an ack), a gdack that said bye, anything else. */
+enum { SUB_CL_UNKNOWN, SUB_CL_GDACK, SUB_CL_BYE, SUB_CL_OTHER };
 
 struct sub_ack {
 	uint64_t id, seq;
@@ -178,6 +186,14 @@ struct sub {
 	size_t ncls;
 	struct gd_auth_key key;	/* GDsub_authKeyFile; len 0: none */
 	struct gd_tls_ctx *tls;	/* GDsub_tlsCA; NULL: plain TCP */
+	/* sub_end.c: whether anything can still acknowledge */
+	uv_timer_t orphan;	/* SUB_ORPHAN_MS once nothing can */
+	uv_timer_t reader_tick;	/* SUB_READER_MS: stdout's reader still there? */
+	int orphan_on;		/* ... and it runs */
+	size_t ackers;		/* gdack clients connected, at the last look */
+	int lost_acker;		/* one went without its bye, none since */
+	int bye_seen;		/* one said bye: look at stdout when it goes */
+	int out_broken;		/* stdout's reader has gone */
 };
 
 /* sub.c: wiring and lifecycle */
@@ -300,6 +316,19 @@ void sub_ctl_close(struct sub *s);
 /* sub_hs.c: a publisher's welcome, taken; the connection is active */
 void sub_hs_welcome(struct sub *s, struct sub_pub *pc,
     const struct gd_welcome *w);
+
+/* sub_end.c: the end when nothing can acknowledge what gdsub wrote */
+int sub_end_init(struct sub *s);
+/* Look again (stdout closed, a gdack came or went): the grace of
+ * SUB_ORPHAN_MS starts, or stops when a gdack is there. */
+void sub_end_check(struct sub *s);
+/* Standard output's reader has gone. */
+void sub_end_out_broken(struct sub *s);
+/* A control client sent an ack: a gdack; said bye: it is finishing. */
+void sub_end_acker(struct sub *s, struct gd_ctl_client *cl);
+void sub_end_bye(struct sub *s, struct gd_ctl_client *cl);
+/* A control client went. */
+void sub_end_gone(struct sub *s);
 
 /* sub_notify.c: the service manager's notifications ($NOTIFY_SOCKET) */
 int sub_notify_start(struct sub *s);

@@ -342,7 +342,7 @@ static void on_out_error(struct gd_out *o, int err)
 {
 	struct sub *s = o->data;
 	gd_trace(1, "standard output: %s", uv_strerror(err));
-	sub_begin_close(s, "its reader is gone");
+	sub_end_out_broken(s);
 }
 
 int sub_out_open(struct sub *s)

@@ -29,11 +29,26 @@ got, and the recipe's targets are checked:
                  subscriber holds (issue 21: they must be acknowledged
                  again, not dropped until --resend runs out)
                               target R = 1, UR = 1, every block ACKed
+  service        exactly-once as a service manager runs it (gdkit(7)
+                 RUNNING AS A SERVICE): gdpub --journal with the
+                 unit's --resend 5 (at -t 2, or CHAOS_TMO if longer: a
+                 block has 12 s to reach the next pipeline), gdsub
+                 --state | cat | gdack --sink, where gdpub, gdsub, the
+                 stage (cat) and gdack are each killed in turn; the
+                 harness kills nothing
+                 else: the rest of the pipeline must end by itself
+                 (gdsub once nothing can acknowledge, within about a
+                 second; 30 s at most, or it counts as a hang), and only
+                 then is the pipeline started again, as Restart= does
+                 once every process of the unit has exited
+                 (issue 34: before, 10 s, and NACKs; the issue's own run
+                 had 10,196 NACK and 39,900 sink lines of 50,000)
+                              target R = 1, UR = 1, every block ACKed, 0 NACK
 
 How the producer resumes after gdpub is killed (the point of a recipe as
 much as the flags): the pipe to the dead gdpub loses whatever gdpub had
 not read, and gdpub itself loses what it had read but not recorded.
-  exactly-once   (and eo-pub-kills)
+  exactly-once   (and eo-pub-kills, service)
                  feeds again from the highest ID the journal recorded,
                  plus one (journal.h: block and mark records; a record
                  cut short at the end, a crash mid-write, does not count,
@@ -66,8 +81,10 @@ starts again, with a warning in ack.N.err).
 
 Environment (or options): CHAOS_BLOCKS (100000), CHAOS_KILLS (21),
 CHAOS_CUTS (10), CHAOS_DROP (0.002), CHAOS_RATE (blocks/s fed, 6000),
-CHAOS_SEED (random), CHAOS_RECIPES (eo,alo,amo,eop), CHAOS_TIMEOUT (seconds
+CHAOS_SEED (random), CHAOS_RECIPES (eo,alo,amo,eop; svc on demand: its
+faults wait for a working pipeline, a minute or more), CHAOS_TIMEOUT (seconds
 per recipe before it counts as a hang, 150), CHAOS_TMO (gdpub -t, 1),
+CHAOS_SVC_END (seconds a service's pipeline may take to end after a kill, 30),
 CHAOS_WORK (scratch directory, a new one under $TMPDIR), GDKIT_BIN.
 The seed is printed first: CHAOS_SEED=S replays the same choices (the
 timing of a loaded machine still differs). Exit status 0 when every
@@ -93,9 +110,12 @@ RECIPES = {
     "alo": "at-least-once",
     "amo": "at-most-once",
     "eop": "eo-pub-kills",
+    "svc": "service",
 }
 # the recipes with gdpub's journal and gdsub's state: exactly once
-JOURNALED = ("eo", "eop")
+JOURNALED = ("eo", "eop", "svc")
+# how long a service's pipeline may take to end by itself after a kill
+SVC_END_MAX = float(os.environ.get("CHAOS_SVC_END") or 30)
 
 
 def env(name, default, conv=int):
@@ -212,6 +232,9 @@ class Recipe:
         self.held = hold_port()	# closed once the recipe's programs are gone
         self.port = self.held.getsockname()[1]
         self.rng = random.Random("%d/%s" % (h.seed, name))
+        # svc: gdpub@.service's --resend 5, at a timeout of 2 s or more:
+        # a block waits 12 s at most for the next pipeline
+        self.tmo = max(h.tmo, 2.0) if name == "svc" else h.tmo
         self.pub = None
         self.feeder = None
         self.status_reader = None
@@ -220,7 +243,8 @@ class Recipe:
         self.acked = set()	# alo: IDs some status file shows ACKed
         self.given = set()	# alo: IDs some feeder wrote whole
         self.next_id = 1	# amo, eo: the next ID to feed
-        self.kills = {"gdpub": 0, "gdsub": 0, "gdack": 0}
+        self.kills = {"gdpub": 0, "gdsub": 0, "gdack": 0, "stage": 0}
+        self.svc_ends = []	# svc: seconds from a kill to the pipeline's end
         self.cuts = 0
         self.events = []
         self.unexpected = []
@@ -274,9 +298,11 @@ class Recipe:
         self.npub += 1
         k = self.npub
         cmd = [self.bin("gdpub"), "-p", str(self.port), "-n", "1", "-I",
-               "-t", str(self.h.tmo), "--no-progress"]
+               "-t", str(self.tmo), "--no-progress"]
         if self.name in ("eo", "alo", "eop"):
             cmd += ["--resend", "255"]
+        elif self.name == "svc":
+            cmd += ["--resend", "5"]
         if self.name in JOURNALED:
             cmd += ["--journal", self.p("pub.journal")]
         if self.name == "eop":
@@ -345,6 +371,17 @@ class Recipe:
                                  stderr=aerr)
             t.stdout.close()
             self.pipe = [s, a, t]
+        elif self.name == "svc":
+            # a stage between them, as the unit's WORK: killed, it is a
+            # broken output for gdsub and an end of input for gdack
+            w = subprocess.Popen(["cat"], stdin=s.stdout, stdout=subprocess.PIPE,
+                                 stderr=subprocess.DEVNULL)
+            s.stdout.close()
+            a = subprocess.Popen(ack + ["-v", "--sink", self.p("sink.eo")],
+                                 stdin=w.stdout, stdout=subprocess.DEVNULL,
+                                 stderr=aerr)
+            w.stdout.close()
+            self.pipe = [s, a, w]
         elif self.name in JOURNALED:
             a = subprocess.Popen(ack + ["-v", "--sink", self.p("sink.eo")],
                                  stdin=s.stdout, stdout=subprocess.DEVNULL,
@@ -357,7 +394,29 @@ class Recipe:
                                      stdout=sink, stderr=aerr)
             s.stdout.close()
             self.pipe = [s, a]
+        self.pipe_t0 = time.monotonic()
+        self.pipe_sink0 = self.sink_size()
         self.say("pipeline #%d started: gdsub pid %d, gdack pid %d" % (k, s.pid, a.pid))
+
+    def sink_size(self):
+        try:
+            return os.path.getsize(self.p("sink.eo"))
+        except OSError:
+            return 0
+
+    def working(self, now):
+        """svc: the pipeline started last has run two gdpub timeouts and
+        appended to the sink (or has run four): a fault hits a working
+        pipeline, not one just started, as faults that came due while
+        the last one was down would otherwise do, one right after the
+        other. A service is up far longer than it is down; here it is up
+        long enough for every block gdpub holds to be resent to it once,
+        so a block's resends cannot all fall while no pipeline runs."""
+        if self.name != "svc":
+            return True
+        age = now - self.pipe_t0
+        return age >= 4 * self.tmo or \
+            (age >= 2 * self.tmo and self.sink_size() > self.pipe_sink0)
 
     def stop_pipe(self):
         for q in self.pipe:
@@ -391,6 +450,10 @@ class Recipe:
         victims = ["gdpub", "gdsub", "gdack"]
         if self.name == "eop":
             victims = ["gdpub"] * h.kills
+        elif self.name == "svc":
+            # each of the four in turn: KILLS = 12 kills each 3 times
+            four = ["gdpub", "gdsub", "stage", "gdack"]
+            victims = (four * (h.kills // 4 + 1))[:h.kills]
         self.rng.shuffle(victims)
         while len(victims) < h.kills:
             victims.append(self.rng.choice(("gdpub", "gdsub", "gdack")))
@@ -400,6 +463,7 @@ class Recipe:
         deadline = self.t0 + h.timeout
         pub_restart = pipe_restart = None
         ended = None
+        dying = None	# svc: when a kill hit the pipeline that still runs
         while True:
             now = time.monotonic()
             if now > deadline:
@@ -429,8 +493,28 @@ class Recipe:
                 pub_restart = None
                 self.start_pub()
                 ended = None
+            # svc: the pipeline a kill hit ends by itself, or it hangs
+            if dying is not None:
+                rcs = [q.poll() for q in self.pipe]
+                if all(x is not None for x in rcs):
+                    self.svc_ends.append(now - dying)
+                    self.say("pipeline #%d ended by itself %.3fs after the kill: "
+                             "gdsub %d, gdack %d, stage %d" % ((self.npipe, now - dying) + tuple(rcs)))
+                    self.pipe = []
+                    dying = None
+                    # RestartSec=
+                    pipe_restart = now + self.rng.uniform(0.1, 0.3)
+                elif now - dying > SVC_END_MAX:
+                    self.unexpected.append(
+                        "pipeline #%d still ran %gs after a kill (%s): a service "
+                        "manager would not restart it" % (self.npipe, SVC_END_MAX, rcs))
+                    self.say("pipeline #%d HANGS after the kill: %s" % (self.npipe, rcs))
+                    self.stop_pipe()
+                    dying = None
+                    pipe_restart = now
             # the pipeline
-            if self.pipe and any(q.poll() is not None for q in self.pipe[:2]):
+            if self.pipe and dying is None and \
+                    any(q.poll() is not None for q in self.pipe[:2]):
                 rcs = [q.poll() for q in self.pipe]
                 if ended is None and all(x in (None, 0) for x in rcs[:2]):
                     # gdpub ended its stream (its own exit comes a moment
@@ -459,6 +543,7 @@ class Recipe:
             # the next fault, once its point is reached and everything runs
             if faults and self.pub is not None and self.pipe and \
                     pub_restart is None and pipe_restart is None and \
+                    dying is None and self.working(now) and \
                     self.progress() >= faults[0][0]:
                 _, v = faults.pop(0)
                 if v == "cut":
@@ -475,12 +560,15 @@ class Recipe:
                     pub_restart = now + self.rng.uniform(0, 0.3)
                 else:
                     self.kills[v] += 1
-                    q = self.pipe[0 if v == "gdsub" else 1]
+                    q = self.pipe[{"gdsub": 0, "gdack": 1, "stage": 2}[v]]
                     q.kill()
                     q.wait()
                     self.say("kill -9 %s (pipeline #%d)" % (v, self.npipe))
-                    self.stop_pipe()
-                    pipe_restart = now + self.rng.uniform(0, 0.3)
+                    if self.name == "svc":
+                        dying = now
+                    else:
+                        self.stop_pipe()
+                        pipe_restart = now + self.rng.uniform(0, 0.3)
             time.sleep(0.01)
         if self.pub is not None:
             self.pub.kill()
@@ -537,10 +625,13 @@ class Recipe:
             unsaid = n - len(ids["ACK"] | ids["NACK"])
             if unsaid:
                 self.unexpected.append("%d blocks have no ACK or NACK line" % unsaid)
-        if self.name == "eop" and len(ids["ACK"]) != n:
-            # one subscriber throughout and --resend 255: a NACK is a
-            # resend dropped until --resend ran out (issue 21)
+        if self.name in ("eop", "svc") and len(ids["ACK"]) != n:
+            # eop: one subscriber throughout and --resend 255: a NACK is
+            # a resend dropped until --resend ran out (issue 21); svc: a
+            # pipeline that did not end, or a resend that found none
             self.unexpected.append("%d blocks not ACKed" % (n - len(ids["ACK"])))
+        if self.name == "svc" and ids["NACK"]:
+            self.unexpected.append("%d blocks NACKed" % len(ids["NACK"]))
         return m
 
     def which(self):
@@ -592,7 +683,7 @@ class Harness:
         self.work = os.environ.get("CHAOS_WORK") or tempfile.mkdtemp(prefix="gdkit-chaos.")
         for r in self.recipes:
             if r not in RECIPES:
-                raise SystemExit("chaos: unknown recipe '%s' in CHAOS_RECIPES: expected eo, alo, amo or eop" % r)
+                raise SystemExit("chaos: unknown recipe '%s' in CHAOS_RECIPES: expected eo, alo, amo, eop or svc" % r)
         if self.kills < 3:
             raise SystemExit("chaos: CHAOS_KILLS must be 3 or more (each program once)")
 
@@ -613,7 +704,7 @@ class Harness:
             lost, dup = m["lost"], m["duplicates"]
             if name in JOURNALED:
                 good = lost == 0 and dup == 0
-                target = "R = 1, UR = 1" + (", all ACKed" if name == "eop" else "")
+                target = "R = 1, UR = 1" + (", all ACKed" if name in ("eop", "svc") else "")
             elif name == "alo":
                 good = lost == 0
                 target = "R = 1"
@@ -637,6 +728,12 @@ class Harness:
                    r.torn, k["gdpub"], k["gdsub"], k["gdack"], r.cuts,
                    relay_drops(r), r.status["ACK"], r.status["NACK"], r.status["REJECT"],
                    r.said_again, r.elapsed, target, "met" if good else "MISSED"), flush=True)
+            if name == "svc":
+                e = r.svc_ends
+                print("chaos: %s: kills of the stage %d; the pipeline ended by itself "
+                      "after each of %d kills, in %s s (at most %.2f)" %
+                      (r.mode, k["stage"], len(e), " ".join("%.2f" % x for x in e),
+                       max(e) if e else 0), flush=True)
             for x in problems:
                 print("chaos: %s: %s" % (r.mode, x), flush=True)
             if not good and (lost or dup):

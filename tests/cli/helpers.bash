@@ -13,6 +13,7 @@ load '/usr/lib/bats/bats-assert/load'
 # that must fill) stays in make check. "FILE:NAME", NAME as after @test.
 LONG_TESTS=(
 	"engines.bats:100,000 blocks: gdpub -o - --armor | mosquitto_pub -l -q 0 -> mosquitto_sub | gdsub -i - | gdack: frames batched into lines, every block ACKed, R = UR = 1.000"
+	"chaos.bats:chaos: the service recipe, 50,000 blocks, each of gdpub, gdsub, the stage and gdack killed three times: 0 NACK, the sink exact"
 )
 
 setup() {

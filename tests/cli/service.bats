@@ -194,3 +194,44 @@ PY
 	wait_until 10 bash -c "[ \$(grep -c '^WATCHDOG=1$' wd.log) -ge $((n + 3)) ]"
 	feed_close
 }
+
+# The installed gdkit-pipeline@.service, its ExecStart= run as systemd
+# runs it (unitrun.py: the command line, the specifiers, Restart=,
+# RestartSec=, RestartPreventExitStatus=), never systemd itself: a kill -9
+# of its gdack ends the whole run by itself (gdsub exits 1 a second later,
+# the shell with gdack's 137 under pipefail), the manager starts the next
+# run after RestartSec=, and gdpub --resend sends it what was not
+# acknowledged (issue 34).
+@test "the installed pipeline unit, run as its manager runs it: a killed gdack ends the run, the next one gets the rest; every block in the sink once, none NACKed" {
+	local top="$BATS_TEST_DIRNAME/../.." d="$BATS_TEST_TMPDIR/pfx" unit
+	run make -C "$top" --no-print-directory install-units PREFIX="$d" SYSCONFDIR="$BATS_TEST_TMPDIR/etc"
+	assert_success
+	unit="$d/lib/systemd/system/gdkit-pipeline@.service"
+	mkdir -p "$d/bin" etc/gdkit
+	cp "$GDKIT_BIN"/gdsub "$GDKIT_BIN"/gdack "$d/bin/"
+	feed_open in.fifo
+	hold_port port
+	spawn "gdpub -p $port -n 1 -t 2 --resend 5 --journal pub.journal < in.fifo > st 2> pub.err; echo \$? > pub.rc" 7>&-
+	printf 'GDsub_pub=127.0.0.1:%s\nGDsub_retryInt=0.05\n' "$port" > etc/gdkit/pipeline-t.conf
+	spawn "exec python $BATS_TEST_DIRNAME/unitrun.py $unit t $BATS_TEST_TMPDIR/lib/gdkit-pipeline-t runs.log 2> unitrun.err" 7>&-
+	wait_until 10 has_line runs.log '^start 1 pid [0-9]+$'
+	seq 1 1000 >&7
+	wait_until 30 lines_at_least lib/gdkit-pipeline-t/sink 100
+	# gdack stops, blocks keep coming: some are written and not
+	# acknowledged when it is killed
+	ack=$(pgrep -P "$(sed -n 's/^start 1 pid //p' runs.log)" -x gdack)
+	kill -STOP "$ack"
+	seq 1001 2000 >&7
+	wait_until 30 bash -c "gdinspect -c etc/gdkit/pipeline-t.conf --json stats | grep -Eq '\"unacked\":[1-9]'"
+	kill -KILL "$ack"
+	wait_until 20 has_line runs.log '^exit 1 status 137$'
+	wait_until 20 has_line runs.log '^start 2 pid [0-9]+$'
+	feed_close
+	wait_until 120 test -s pub.rc
+	assert_equal "$(cat pub.rc)" 0
+	[ "$(grep -c '^ACK ' st)" -eq 2000 ]
+	run grep -c '^NACK ' st
+	assert_output 0
+	[ "$(nlines lib/gdkit-pipeline-t/sink)" -eq 2000 ]
+	[ "$(cut -f2 lib/gdkit-pipeline-t/sink | sort -u | wc -l)" -eq 2000 ]
+}
