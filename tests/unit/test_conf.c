@@ -352,6 +352,36 @@ TEST(parse_u64n)
 	ASSERT_U64(v, 99);
 }
 
+/* u64toa writes what %llu writes, at every digit count's edges, and
+ * parse_u64n reads it back */
+TEST(u64toa)
+{
+	uint64_t p = 1, vals[64], v;
+	char got[32], want[32];
+	size_t n = 0, i, len;
+
+	vals[n++] = 0;
+	vals[n++] = UINT64_MAX;
+	vals[n++] = 12345;
+	for (i = 1; i < 20; i++) {
+		p *= 10;
+		vals[n++] = p - 1;
+		vals[n++] = p;
+		vals[n++] = p + 1;
+	}
+	for (i = 0; i < n; i++) {
+		memset(got, 'x', sizeof(got));
+		len = gd_u64toa(got, vals[i]);
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)vals[i]);
+		ASSERT_EQ(len, strlen(want));
+		ASSERT_EQ(got[len], 'x');	/* nothing past the digits */
+		got[len] = '\0';
+		ASSERT_STR(got, want);
+		ASSERT_EQ(gd_parse_u64n(got, len, &v), 0);
+		ASSERT_U64(v, vals[i]);
+	}
+}
+
 /* IDs as keys write them: no leading zero, so "0001" cannot pass as 1 */
 TEST(parse_id)
 {
@@ -1642,6 +1672,7 @@ int main(void)
 	RUN(parse_i64_valid);
 	RUN(parse_i64_invalid);
 	RUN(parse_u64n);
+	RUN(u64toa);
 	RUN(parse_id);
 	RUN(parse_dur);
 	RUN(parse_hostport_valid);
