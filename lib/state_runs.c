@@ -106,8 +106,9 @@ static const struct gd_srange *find(const struct gd_srun *run, uint64_t seq)
 	const struct gd_srange *r;
 	uint32_t i;
 
-	if (run == NULL || run->n == 0 || seq == UINT64_MAX)
-		return NULL;
+	if (run == NULL || run->n == 0 || seq == UINT64_MAX ||
+	    seq >= run->r[run->off + run->n - 1].hi)
+		return NULL;	/* past every range: a new block's index */
 	i = lower(run, seq + 1);	/* the first range with hi > seq */
 	if (i == run->n)
 		return NULL;
