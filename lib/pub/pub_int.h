@@ -184,6 +184,8 @@ struct pub {
 	struct gd_bpool bpool;		/* pub_send.c: batches of BCAST_SIZE */
 	int paused_backlog;
 	uint64_t floor_sent;
+	uint64_t floor_ords;		/* sends numbered at the last turn's end */
+	uv_timer_t floor_timer;		/* a floor with no block to go with */
 
 	/* GDpub_cluster (pub_cluster.c) */
 	int cluster, secondary;
