@@ -166,6 +166,26 @@ int gd_fmt_hostport(char *buf, size_t sz, const char *host, int port)
 	return n < 0 ? 0 : (n >= (int)sz ? (int)sz - 1 : n);
 }
 
+size_t gd_u64toa_next(struct gd_u64txt *t, char *buf, uint64_t v)
+{
+	size_t i;
+
+	if (t->n > 0 && v == t->v + 1 && v != 0) {
+		for (i = t->n; i > 0 && t->d[i - 1] == '9'; i--)
+			t->d[i - 1] = '0';
+		if (i > 0)
+			t->d[i - 1]++;
+		else		/* 99 -> 100: one digit more */
+			t->n = gd_u64toa(t->d, v);
+		t->v = v;
+	} else if (t->n == 0 || v != t->v) {
+		t->n = gd_u64toa(t->d, v);
+		t->v = v;
+	}
+	memcpy(buf, t->d, t->n);
+	return t->n;
+}
+
 /* Two digits a step, from a table, into exactly the digits counted first:
  * every key gdsub writes and every status line gdpub prints goes through
  * here. */

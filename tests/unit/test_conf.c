@@ -382,6 +382,33 @@ TEST(u64toa)
 	}
 }
 
+/* u64toa_next writes what u64toa does, whatever came before: the next
+ * number (across 9 -> 10, 99 -> 100 ... and 2^64 - 1 -> 0), the same
+ * one, another */
+TEST(u64toa_next)
+{
+	static const uint64_t seq[] = { 0, 1, 2, 9, 10, 11, 11, 98, 99, 100,
+		101, 5, 999999, 1000000, 1000001, 17, 18, 19, 20,
+		18446744073709551614ull, 18446744073709551615ull, 0, 1 };
+	struct gd_u64txt t;
+	char got[24], want[24];
+	size_t i, n, w;
+
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		n = gd_u64toa_next(&t, got, seq[i]);
+		w = gd_u64toa(want, seq[i]);
+		ASSERT_EQ(n, w);
+		ASSERT(memcmp(got, want, n) == 0);
+	}
+	for (i = 0; i < 100000; i++) {	/* a run of ids */
+		n = gd_u64toa_next(&t, got, 999000 + i);
+		w = gd_u64toa(want, 999000 + i);
+		ASSERT_EQ(n, w);
+		ASSERT(memcmp(got, want, n) == 0);
+	}
+}
+
 /* IDs as keys write them: no leading zero, so "0001" cannot pass as 1 */
 TEST(parse_id)
 {
@@ -1673,6 +1700,7 @@ int main(void)
 	RUN(parse_i64_invalid);
 	RUN(parse_u64n);
 	RUN(u64toa);
+	RUN(u64toa_next);
 	RUN(parse_id);
 	RUN(parse_dur);
 	RUN(parse_hostport_valid);
