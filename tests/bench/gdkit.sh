@@ -66,6 +66,9 @@
 #                      same count however busy the machine is. Name
 #                      gdkit_instr; N is INSTR_N. Extra: ir_pub ir_sub ir_ack
 #                      (instructions per block). SKIP without valgrind.
+#                      With SINK (tee, sink, eo), the options of that sink
+#                      row: name gdkit_instr_SINK (eo: the exactly-once
+#                      recipe's cost).
 #   gdkit.sh rawtcp    the limit: N lines of SIZE bytes through one plain TCP
 #                      connection of 127.0.0.1 (socat -u file -> socat -u
 #                      TCP-LISTEN | wc -l), seconds from the go until the
@@ -119,7 +122,7 @@ latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 flow) BENCH_NAME=gdkit_flow_${FLOW:-filter_1k} ;;
-instr) BENCH_NAME=gdkit_instr ;;
+instr) BENCH_NAME=gdkit_instr${SINK:+_$SINK} ;;
 rawtcp) BENCH_NAME=gdkit_rawtcp ;;
 *)
     echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending|flow|instr|rawtcp" >&2
@@ -382,7 +385,9 @@ run_journal() {
 }
 
 # --- 1->1 with the output in a file: what gdack --sink and the recipe cost -------
-run_sink() {
+# sink_opts: the options of SINK's row (tee, sink, eo) into PUB_EXTRA,
+# SUB_EXTRA, ACK_EXTRA and ACK_OUT.
+sink_opts() {
     case "${SINK:-sink}" in
     tee) ACK_EXTRA=(--tee); ACK_OUT=$dir/out ;;
     sink) ACK_EXTRA=(--sink "$dir/out") ;;
@@ -391,6 +396,10 @@ run_sink() {
         PUB_EXTRA=(--journal "$dir/pub.journal") ;;
     *) bench_fail "SINK must be tee, sink or eo (got '$SINK')" ;;
     esac
+}
+
+run_sink() {
+    sink_opts
     RUN_EXTRA=("fs=$(stat -f -c %T "$dir")")
     run_throughput 1
     local lines
@@ -642,6 +651,7 @@ run_instr() {
     [[ "$n" =~ ^[1-9][0-9]*$ ]] || bench_fail "INSTR_N must be a positive integer (got '$n')"
     bench_need valgrind
     N=$n
+    if [[ -n "${SINK:-}" ]]; then sink_opts; fi
     cat > "$dir/cg.sh" <<'WRAP'
 #!/bin/sh
 # cg.sh -f FMT -o FILE PROG ARGS...: PROG under callgrind, the profile in FILE.cg

@@ -30,6 +30,7 @@
 #                          (socat), lines/s; gdkit/x = gdkit_1to1 against it
 #   gdkit_instr            instructions per block of gdpub, gdsub and gdack:
 #                          each under callgrind, INSTR_N (100000) blocks 1->1
+#   gdkit_instr_eo         the same with the exactly-once recipe's options
 #   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
@@ -153,6 +154,7 @@ g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
 repeat gdkit_rawtcp bash "$g" rawtcp
 repeat gdkit_instr bash "$g" instr
+repeat gdkit_instr_eo env SINK=eo bash "$g" instr
 repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
