@@ -82,6 +82,21 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 	return GD_NONE;
 }
 
+uint32_t gd_idmap_find(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride, uint32_t *hint)
+{
+	uint32_t i = home_of(m, key), b, t = tag_of(key);
+
+	while ((b = m->t[i]) != EMPTY) {
+		if (b != TOMB && (b & ~SLOT_MASK) == t &&
+		    key_at(base, stride, b & SLOT_MASK) == key)
+			return b & SLOT_MASK;
+		i = (i + 1) & m->mask;
+	}
+	*hint = i;
+	return GD_NONE;
+}
+
 static void insert(struct gd_idmap *m, uint64_t key, uint32_t slot)
 {
 	uint32_t i = home_of(m, key);
@@ -113,8 +128,10 @@ static int rebuild(struct gd_idmap *m, unsigned bits, const void *base,
 	return 0;
 }
 
-int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
-    const void *base, size_t stride)
+/* Room for one more: 1 when the table was rebuilt, 0 when not, -1 when
+ * out of memory or past the slots. */
+static int make_room(struct gd_idmap *m, uint32_t slot, const void *base,
+    size_t stride)
 {
 	uint64_t cap = (uint64_t)m->mask + 1;
 
@@ -125,10 +142,32 @@ int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
 		unsigned bits = 64 - m->shift;
 		if ((uint64_t)(m->count + 1) * 4 > cap)
 			bits++;		/* really full: grow */
-		if (rebuild(m, bits, base, stride) != 0)
-			return -1;
+		return rebuild(m, bits, base, stride) != 0 ? -1 : 1;
 	}
+	return 0;
+}
+
+int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
+    const void *base, size_t stride)
+{
+	if (make_room(m, slot, base, stride) < 0)
+		return -1;
 	insert(m, key, slot);
+	m->count++;
+	return 0;
+}
+
+int gd_idmap_put_hint(struct gd_idmap *m, uint64_t key, uint32_t slot,
+    const void *base, size_t stride, uint32_t hint)
+{
+	int rc = make_room(m, slot, base, stride);
+
+	if (rc < 0)
+		return -1;
+	if (rc == 0 && hint <= m->mask && m->t[hint] == EMPTY)
+		m->t[hint] = tag_of(key) | slot;	/* where the miss ended */
+	else
+		insert(m, key, slot);	/* rebuilt: probe anew */
 	m->count++;
 	return 0;
 }
