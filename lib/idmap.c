@@ -128,29 +128,29 @@ static int rebuild(struct gd_idmap *m, unsigned bits, const void *base,
 	return 0;
 }
 
-/* Room for one more: 1 when the table was rebuilt, 0 when not, -1 when
- * out of memory or past the slots. */
-static int make_room(struct gd_idmap *m, uint32_t slot, const void *base,
-    size_t stride)
+/* live entries and tombstones together stay under half the table */
+static inline int has_room(const struct gd_idmap *m)
 {
-	uint64_t cap = (uint64_t)m->mask + 1;
+	return (uint64_t)(m->count + m->tombs + 1) * 2 <= (uint64_t)m->mask + 1;
+}
 
-	if (slot >= GD_IDMAP_MAX_SLOTS)	/* the top two are EMPTY, TOMB */
-		return -1;
-	/* live entries and tombstones together stay under half the table */
-	if ((uint64_t)(m->count + m->tombs + 1) * 2 > cap) {
-		unsigned bits = 64 - m->shift;
-		if ((uint64_t)(m->count + 1) * 4 > cap)
-			bits++;		/* really full: grow */
-		return rebuild(m, bits, base, stride) != 0 ? -1 : 1;
-	}
-	return 0;
+/* Rebuild for one more: grown when really full, else just without its
+ * tombstones; 0 or -1 (out of memory). */
+static int make_room(struct gd_idmap *m, const void *base, size_t stride)
+{
+	unsigned bits = 64 - m->shift;
+
+	if ((uint64_t)(m->count + 1) * 4 > (uint64_t)m->mask + 1)
+		bits++;		/* really full: grow */
+	return rebuild(m, bits, base, stride);
 }
 
 int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride)
 {
-	if (make_room(m, slot, base, stride) < 0)
+	if (slot >= GD_IDMAP_MAX_SLOTS)	/* the top two are EMPTY, TOMB */
+		return -1;
+	if (!has_room(m) && make_room(m, base, stride) != 0)
 		return -1;
 	insert(m, key, slot);
 	m->count++;
@@ -160,14 +160,15 @@ int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
 int gd_idmap_put_hint(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride, uint32_t hint)
 {
-	int rc = make_room(m, slot, base, stride);
-
-	if (rc < 0)
+	if (slot >= GD_IDMAP_MAX_SLOTS)
 		return -1;
-	if (rc == 0 && hint <= m->mask && m->t[hint] == EMPTY)
+	if (has_room(m) && hint <= m->mask && m->t[hint] == EMPTY) {
 		m->t[hint] = tag_of(key) | slot;	/* where the miss ended */
-	else
+	} else {
+		if (!has_room(m) && make_room(m, base, stride) != 0)
+			return -1;
 		insert(m, key, slot);	/* rebuilt: probe anew */
+	}
 	m->count++;
 	return 0;
 }
