@@ -26,17 +26,23 @@ int gd_key_parse_at(const char *key, size_t len, size_t olen,
     uint64_t *id, int *flags)
 {
 	size_t i = olen + 1, end;
+	uint64_t v = 0;
+	unsigned d;
 	int fl = 0;
 
 	if (olen == 0 || len > GD_KEY_MAX || i >= len || key[olen] != '/')
 		return -1;
-	for (end = i; end < len && key[end] != '/'; end++)
-		if (end - i == 20)
+	/* the digits in one pass: 19 cannot overflow, a 20th is checked */
+	for (end = i; end < len && key[end] != '/'; end++) {
+		if (end - i == 20 || (d = (unsigned char)key[end] - '0') > 9 ||
+		    (end - i == 19 && v > (UINT64_MAX - d) / 10))
 			return -1;
-	if (end < len && parse_flags(key + end + 1, len - end - 1, &fl) != 0)
+		v = v * 10 + d;
+	}
+	if (end == i || (end < len &&
+	    parse_flags(key + end + 1, len - end - 1, &fl) != 0))
 		return -1;
-	if (gd_parse_u64n(key + i, end - i, id) != 0)
-		return -1;
+	*id = v;
 	*flags = fl;
 	return 0;
 }
