@@ -39,14 +39,19 @@
 static int req_add(struct ack *a, const char *origin, size_t olen,
     uint64_t id)
 {
-	size_t was = a->req.len;
-	char num[24];
-	int n = snprintf(num, sizeof(num), "/%" PRIu64 "\n", id), rc;
+	char num[20];
+	size_t nd = gd_u64toa(num, id);
+	int rc = gd_dbuf_reserve(&a->req, olen + nd + 2);
 
-	if ((rc = gd_dbuf_add(&a->req, origin, olen)) == GD_DBUF_OK &&
-	    (rc = gd_dbuf_add(&a->req, num, (size_t)n)) == GD_DBUF_OK)
+	if (rc == GD_DBUF_OK) {
+		char *d = gd_dbuf_end(&a->req);
+		memcpy(d, origin, olen);
+		d[olen] = '/';
+		memcpy(d + olen + 1, num, nd);
+		d[olen + 1 + nd] = '\n';
+		gd_dbuf_commit(&a->req, olen + nd + 2);
 		return 0;
-	gd_dbuf_truncate(&a->req, was);
+	}
 	gd_err("cannot queue the key %.*s/%" PRIu64 " for acknowledgement: "
 	    "the request of %" PRIu64 " keys is %s", (int)olen, origin, id,
 	    a->nreq, gd_dbuf_strerror(rc));

@@ -84,6 +84,20 @@ uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
 	return s;
 }
 
+uint32_t gd_dedup_add_hint(struct gd_dedup *d, uint64_t id, uint64_t seq,
+    uint32_t state, uint32_t hint)
+{
+	uint32_t s = take(d, id, seq, state);
+
+	if (s == GD_NONE)
+		return GD_NONE;
+	if (gd_slab_bind_hint(&d->slab, s, id, hint) != 0) {
+		untake(d, s);
+		return GD_NONE;
+	}
+	return s;
+}
+
 uint32_t gd_dedup_replace(struct gd_dedup *d, uint32_t slot, uint64_t seq,
     uint32_t state)
 {

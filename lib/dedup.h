@@ -60,9 +60,18 @@ static inline struct gd_dent *gd_dedup_at(struct gd_dedup *d, uint32_t s)
 {
 	return &d->e[s];
 }
+static inline uint32_t gd_dedup_find_hint(const struct gd_dedup *d,
+    uint64_t id, uint32_t *hint)
+{
+	return gd_slab_find_hint(&d->slab, id, hint);
+}
 /* id must not be present; returns the slot or GD_NONE (out of memory) */
 uint32_t gd_dedup_add(struct gd_dedup *d, uint64_t id, uint64_t seq,
     uint32_t state);
+/* The same after gd_dedup_find_hint missed id, the set unchanged since:
+ * the insert does not probe again. */
+uint32_t gd_dedup_add_hint(struct gd_dedup *d, uint64_t id, uint64_t seq,
+    uint32_t state, uint32_t hint);
 /* A newer block with the id of slot arrived: a new entry takes the id
  * (the old one is retired), at the tail of the arrival order. Returns the
  * new slot (older 0: the caller carries the old entry's waiting copies

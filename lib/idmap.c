@@ -82,6 +82,21 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 	return GD_NONE;
 }
 
+uint32_t gd_idmap_find(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride, uint32_t *hint)
+{
+	uint32_t i = home_of(m, key), b, t = tag_of(key);
+
+	while ((b = m->t[i]) != EMPTY) {
+		if (b != TOMB && (b & ~SLOT_MASK) == t &&
+		    key_at(base, stride, b & SLOT_MASK) == key)
+			return b & SLOT_MASK;
+		i = (i + 1) & m->mask;
+	}
+	*hint = i;
+	return GD_NONE;
+}
+
 static void insert(struct gd_idmap *m, uint64_t key, uint32_t slot)
 {
 	uint32_t i = home_of(m, key);
@@ -113,22 +128,47 @@ static int rebuild(struct gd_idmap *m, unsigned bits, const void *base,
 	return 0;
 }
 
+/* live entries and tombstones together stay under half the table */
+static inline int has_room(const struct gd_idmap *m)
+{
+	return (uint64_t)(m->count + m->tombs + 1) * 2 <= (uint64_t)m->mask + 1;
+}
+
+/* Rebuild for one more: grown when really full, else just without its
+ * tombstones; 0 or -1 (out of memory). */
+static int make_room(struct gd_idmap *m, const void *base, size_t stride)
+{
+	unsigned bits = 64 - m->shift;
+
+	if ((uint64_t)(m->count + 1) * 4 > (uint64_t)m->mask + 1)
+		bits++;		/* really full: grow */
+	return rebuild(m, bits, base, stride);
+}
+
 int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride)
 {
-	uint64_t cap = (uint64_t)m->mask + 1;
-
 	if (slot >= GD_IDMAP_MAX_SLOTS)	/* the top two are EMPTY, TOMB */
 		return -1;
-	/* live entries and tombstones together stay under half the table */
-	if ((uint64_t)(m->count + m->tombs + 1) * 2 > cap) {
-		unsigned bits = 64 - m->shift;
-		if ((uint64_t)(m->count + 1) * 4 > cap)
-			bits++;		/* really full: grow */
-		if (rebuild(m, bits, base, stride) != 0)
-			return -1;
-	}
+	if (!has_room(m) && make_room(m, base, stride) != 0)
+		return -1;
 	insert(m, key, slot);
+	m->count++;
+	return 0;
+}
+
+int gd_idmap_put_hint(struct gd_idmap *m, uint64_t key, uint32_t slot,
+    const void *base, size_t stride, uint32_t hint)
+{
+	if (slot >= GD_IDMAP_MAX_SLOTS)
+		return -1;
+	if (has_room(m) && hint <= m->mask && m->t[hint] == EMPTY) {
+		m->t[hint] = tag_of(key) | slot;	/* where the miss ended */
+	} else {
+		if (!has_room(m) && make_room(m, base, stride) != 0)
+			return -1;
+		insert(m, key, slot);	/* rebuilt: probe anew */
+	}
 	m->count++;
 	return 0;
 }

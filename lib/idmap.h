@@ -30,6 +30,13 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 /* key must not be present; returns 0 or -1 (out of memory) */
 int gd_idmap_put(struct gd_idmap *m, uint64_t key, uint32_t slot,
     const void *base, size_t stride);
+/* gd_idmap_get; when key is absent, *hint is where the probe ended, for
+ * gd_idmap_put_hint: a miss and the insert after it probe once. */
+uint32_t gd_idmap_find(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride, uint32_t *hint);
+/* gd_idmap_put of a key gd_idmap_find missed, the map unchanged since. */
+int gd_idmap_put_hint(struct gd_idmap *m, uint64_t key, uint32_t slot,
+    const void *base, size_t stride, uint32_t hint);
 /* remove key (present); */
 void gd_idmap_del(struct gd_idmap *m, uint64_t key, const void *base,
     size_t stride);

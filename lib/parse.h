@@ -25,6 +25,17 @@ int gd_parse_id_record(const char *rec, size_t len, uint64_t *id,
 /* decimal digits of v into buf (at least 20 bytes), no NUL; returns the
  * length. For hot paths where printf is too slow. */
 size_t gd_u64toa(char *buf, uint64_t v);
+/* The digits of the number written last, for gd_u64toa_next: ids mostly
+ * come one after the other, and one more is mostly one digit changed.
+ * Zeroed: nothing written yet. */
+struct gd_u64txt {
+	uint64_t v;
+	size_t n;		/* 0: none */
+	char d[20];
+};
+/* gd_u64toa(buf, v), from the digits of the number before when v is it
+ * or the one after it. */
+size_t gd_u64toa_next(struct gd_u64txt *t, char *buf, uint64_t v);
 /* seconds, may be fractional ("0.25"); finite, within [min, max] */
 int gd_parse_dur(const char *s, double min, double max, double *out);
 /* "HOST:PORT" or "[V6]:PORT"; host copied without brackets */

@@ -49,7 +49,12 @@ static inline void gd_pend_resent(struct gd_pend *e)
 /* distinct acknowledgements so far */
 static inline unsigned gd_pend_acks(const struct gd_pend *e)
 {
-	return (unsigned)__builtin_popcount(e->acked);
+	/* the bit trick: without -mpopcnt __builtin_popcount is a call into
+	 * libgcc, once for every acknowledgement */
+	uint32_t v = e->acked - ((e->acked >> 1) & 0x55555555u);
+
+	v = (v & 0x33333333u) + ((v >> 2) & 0x33333333u);
+	return (((v + (v >> 4)) & 0x0F0F0F0Fu) * 0x01010101u) >> 24;
 }
 
 struct gd_pending {

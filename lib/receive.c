@@ -122,7 +122,8 @@ static int same_block(struct gd_recv *r, struct gd_dent *e, int how)
 
 int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 {
-	uint32_t slot, state = (how & GD_RB_GD) ? GD_DS_EMITTED : GD_DS_DONE;
+	uint32_t slot, hint = 0, state = (how & GD_RB_GD) ? GD_DS_EMITTED :
+	    GD_DS_DONE;
 	struct gd_dent *e = NULL;
 	int rv;
 
@@ -131,7 +132,7 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 	if (seq < r->floor && !(how & GD_RB_RELEASED))
 		return resolved_copy(r, id, seq, how);	/* resolved at the
 							 * publisher */
-	slot = gd_dedup_find(&r->dd, id);
+	slot = gd_dedup_find_hint(&r->dd, id, &hint);
 	if (slot != GD_NONE) {
 		e = gd_dedup_at(&r->dd, slot);
 		if (seq == e->seq)
@@ -147,7 +148,7 @@ int gd_recv_block(struct gd_recv *r, uint64_t id, uint64_t seq, int how)
 	if (how & GD_RB_UNWRITABLE)
 		state = GD_DS_DONE;
 	if (e == NULL) {
-		slot = gd_dedup_add(&r->dd, id, seq, state);
+		slot = gd_dedup_add_hint(&r->dd, id, seq, state, hint);
 	} else {
 		/* a re-published id: the copies of the earlier block still in
 		 * the pipeline are credited first */

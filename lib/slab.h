@@ -77,6 +77,17 @@ static inline int gd_slab_bind(struct gd_slab *s, uint32_t i, uint64_t id)
 {
 	return gd_idmap_put(&s->map, id, i, s->base, s->size);
 }
+/* The same, with the hint of a miss for gd_slab_bind_hint (idmap.h). */
+static inline uint32_t gd_slab_find_hint(const struct gd_slab *s, uint64_t id,
+    uint32_t *hint)
+{
+	return gd_idmap_find(&s->map, id, s->base, s->size, hint);
+}
+static inline int gd_slab_bind_hint(struct gd_slab *s, uint32_t i, uint64_t id,
+    uint32_t hint)
+{
+	return gd_idmap_put_hint(&s->map, id, i, s->base, s->size, hint);
+}
 /* Take id (in the map) out of the map. */
 static inline void gd_slab_unbind(struct gd_slab *s, uint64_t id)
 {

@@ -53,6 +53,22 @@ static int room_for_one(struct gd_srun *run)
 	return GD_GROW(run->r, run->cap, run->cap + 1, GD_STATE_RANGES + 1);
 }
 
+/* The common case of one acknowledgement, without a call: the index
+ * after the last range's, which grows by it. 1 when done so, else 0. */
+static int append_one(struct gd_srun *run, uint64_t seq, uint64_t id)
+{
+	struct gd_srange *t;
+
+	if (run->n == 0)
+		return 0;
+	t = &run->r[run->off + run->n - 1];
+	if (t->hi != seq)
+		return 0;
+	t->linear = t->linear && offset_of(t) == id - seq;
+	t->hi = seq + 1;
+	return 1;
+}
+
 /* Add [lo, hi) to the run, merging with the ranges it touches. */
 int gd_srun_add_range(struct gd_srun *run, const struct gd_srange *in)
 {
@@ -106,8 +122,9 @@ static const struct gd_srange *find(const struct gd_srun *run, uint64_t seq)
 	const struct gd_srange *r;
 	uint32_t i;
 
-	if (run == NULL || run->n == 0 || seq == UINT64_MAX)
-		return NULL;
+	if (run == NULL || run->n == 0 || seq == UINT64_MAX ||
+	    seq >= run->r[run->off + run->n - 1].hi)
+		return NULL;	/* past every range: a new block's index */
 	i = lower(run, seq + 1);	/* the first range with hi > seq */
 	if (i == run->n)
 		return NULL;
@@ -184,7 +201,9 @@ int gd_srun_ack(struct gd_srun *run, uint64_t seq, uint64_t id)
 {
 	struct gd_srange m = { seq, seq + 1, id, 1 };
 
-	return seq == UINT64_MAX ? 0 : gd_srun_add_range(run, &m);
+	if (seq == UINT64_MAX || append_one(run, seq, id))
+		return 0;
+	return gd_srun_add_range(run, &m);
 }
 
 void gd_srun_free(struct gd_srun *run)
@@ -282,7 +301,7 @@ int gd_state_ack(struct gd_state *st, struct gd_srun *run, uint64_t seq,
 	if (GD_GROW(run->pend, run->cappend, run->npend + 1,
 	    GD_IDMAP_MAX_SLOTS) != 0)
 		return -1;
-	if (gd_srun_add_range(run, &m) != 0 ||
+	if ((!append_one(run, seq, id) && gd_srun_add_range(run, &m) != 0) ||
 	    (run->origin[0] == '@' && gd_srun_cid_add(run, id) != 0))
 		return -1;
 	run->pend[run->npend].seq = seq;

@@ -22,6 +22,10 @@
 #include <unistd.h>
 
 #define TICK_MS 250		/* --progress redraws at most 4 times a second */
+/* A new floor goes out with the next blocks sent, in the same write; with
+ * none sent within this long, alone (a frame of its own wakes every
+ * subscriber: at a low rate that was a third wake-up a block). */
+#define FLOOR_ALONE_MS 20
 
 /* ---- what the delivery rules decide ---- */
 
@@ -90,6 +94,42 @@ static void on_tick(uv_timer_t *t)
 
 /* ---- every loop turn's writes ---- */
 
+static void send_floor(struct pub *p)
+{
+	uint64_t f = gd_deliver_floor(&p->dv);
+
+	if (f != p->floor_sent) {
+		p->sink->floor(p, f);
+		p->floor_sent = f;
+	}
+}
+
+static void on_floor_timer(uv_timer_t *t)
+{
+	struct pub *p = t->data;
+
+	if (p->wound_up || p->finished || !p->sink->readers(p))
+		return;
+	send_floor(p);
+	p->sink->flush(p);
+}
+
+/* The floor rides with the blocks this turn sent; none sent, it waits
+ * FLOOR_ALONE_MS for some. */
+static void floor_turn(struct pub *p)
+{
+	uint64_t ords = p->dv.pend.ords;
+
+	if (ords != p->floor_ords) {
+		p->floor_ords = ords;
+		send_floor(p);
+		uv_timer_stop(&p->floor_timer);
+	} else if (gd_deliver_floor(&p->dv) != p->floor_sent &&
+	    !uv_is_active((uv_handle_t *)&p->floor_timer)) {
+		uv_timer_start(&p->floor_timer, on_floor_timer, FLOOR_ALONE_MS, 0);
+	}
+}
+
 static void on_prepare(uv_prepare_t *h)
 {
 	struct pub *p = h->data;
@@ -103,13 +143,8 @@ static void on_prepare(uv_prepare_t *h)
 		gd_ctl_flush(&p->ctl);
 		return;
 	}
-	if (p->sink->readers(p) && !p->finished) {
-		uint64_t f = gd_deliver_floor(&p->dv);
-		if (f != p->floor_sent) {
-			p->sink->floor(p, f);
-			p->floor_sent = f;
-		}
-	}
+	if (p->sink->readers(p) && !p->finished)
+		floor_turn(p);
 	p->sink->flush(p);
 	gd_out_flush(&p->status);
 	pub_journal_settle(p, 0);	/* committed with the next turn's records */
@@ -178,6 +213,7 @@ void pub_finish(struct pub *p)
 	p->sink->close(p);
 	pub_send_close(p);
 	uv_close((uv_handle_t *)&p->timer, NULL);
+	uv_close((uv_handle_t *)&p->floor_timer, NULL);
 	uv_close((uv_handle_t *)&p->ready_timer, NULL);
 	uv_close((uv_handle_t *)&p->end_timer, NULL);
 	uv_close((uv_handle_t *)&p->idle, NULL);
@@ -441,6 +477,7 @@ static int start(struct pub *p)
 	if ((rc = pub_outputs_open(p)) != 0)
 		return rc;
 	if (uv_timer_init(&p->loop, &p->timer) != 0 ||
+	    uv_timer_init(&p->loop, &p->floor_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->ready_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->end_timer) != 0 ||
 	    uv_timer_init(&p->loop, &p->force_exit) != 0 ||
@@ -452,7 +489,8 @@ static int start(struct pub *p)
 	}
 	p->timer.data = p->ready_timer.data = p->force_exit.data = p;
 	p->end_timer.data = p->status_timer.data = p;
-	p->tick.data = p->prep.data = p;
+	p->tick.data = p->prep.data = p->floor_timer.data = p;
+	uv_unref((uv_handle_t *)&p->floor_timer);	/* nor does a late floor */
 	uv_timer_start(&p->tick, on_tick, TICK_MS, TICK_MS);
 	uv_unref((uv_handle_t *)&p->tick);	/* it never keeps gdpub running */
 	uv_prepare_start(&p->prep, on_prepare);

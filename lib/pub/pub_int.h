@@ -22,6 +22,7 @@
 #include "notify.h"
 #include "qos.h"
 #include "out.h"
+#include "parse.h"
 #include "pub.h"
 #include "slots.h"
 #include "snapshot.h"
@@ -120,6 +121,7 @@ struct pub_sink {
 
 struct pub {
 	const struct gd_conf *conf;
+	struct gd_u64txt idtxt;	/* the id of the status line written last */
 	struct gd_pub_opts opt;
 	unsigned needed;		/* numSubs; 0: GD off */
 	char origin[300];		/* HOST:PORT in every key */
@@ -187,6 +189,8 @@ struct pub {
 	struct gd_bpool bpool;		/* pub_send.c: batches of BCAST_SIZE */
 	int paused_backlog;
 	uint64_t floor_sent;
+	uint64_t floor_ords;		/* sends numbered at the last turn's end */
+	uv_timer_t floor_timer;		/* a floor with no block to go with */
 
 	/* GDpub_cluster (pub_cluster.c) */
 	int cluster, secondary;

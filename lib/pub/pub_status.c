@@ -120,13 +120,13 @@ void pub_status_line(struct pub *p, const char *what, const struct gd_pend *e)
 		return;
 	memcpy(d, what, wl);
 	d[wl] = ' ';
-	n = wl + 1 + gd_u64toa((char *)d + wl + 1, e->id);
+	n = wl + 1 + gd_u64toa_next(&p->idtxt, (char *)d + wl + 1, e->id);
 	if (up != NULL) {
 		d[n++] = ' ';
 		memcpy(d + n, up, uplen);
 		n += uplen;
 		d[n++] = '/';
-		n += gd_u64toa((char *)d + n, e->id);
+		n += gd_u64toa_next(&p->idtxt, (char *)d + n, e->id);
 		if (snap) {	/* never acknowledged upstream */
 			memcpy(d + n, "/s", 2);
 			n += 2;

@@ -11,6 +11,7 @@
 
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* 0, or -1 when out of memory or full: then the block stays unacknowledged at
  * its publisher, which resends it (acknowledged again then) or NACKs it. */
@@ -53,6 +54,29 @@ static int ack_how(const struct sub *s, const struct sub_pub *pc)
 	    (gd_recv_stale(&pc->rv, pc->epoch) ? GD_RK_OTHER_RUN : 0);
 }
 
+/* The publisher whose origin (or address) begins the key, and the key's
+ * id and flags after it, without looking for the key's last '/' first:
+ * what sub_pub_find would answer for what gd_key_parse gives (the first
+ * publisher with that origin or address), or NULL (then they decide). */
+static struct sub_pub *key_pub(struct sub *s, const char *key, size_t len,
+    uint64_t *id, int *flags)
+{
+	size_t i;
+
+	if (len == 0 || key[0] == '@')
+		return NULL;	/* a cluster's key: sub_cluster_find */
+	for (i = 0; i < s->npc; i++) {
+		struct sub_pub *pc = &s->pc[i];
+		size_t n = pc->origin_len;
+		if ((n < len && memcmp(pc->origin, key, n) == 0 &&
+		    gd_key_parse_at(key, len, n, id, flags) == 0) ||
+		    ((n = pc->addr_len) < len && memcmp(pc->addr, key, n) == 0 &&
+		    gd_key_parse_at(key, len, n, id, flags) == 0))
+			return pc;
+	}
+	return NULL;
+}
+
 /* NULL when acknowledged, else why not */
 const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 {
@@ -61,13 +85,17 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 	uint64_t id, seq = 0;	/* 0: no copy of the current block */
 	int flags;
 
-	if (gd_key_parse(key, len, &olen, &id, &flags) != 0)
+	if ((pc = key_pub(s, key, len, &id, &flags)) != NULL) {
+		if (flags & GD_FL_SNAPSHOT)
+			return NULL;
+	} else if (gd_key_parse(key, len, &olen, &id, &flags) != 0) {
 		return "malformed key (expected HOST:PORT/ID)";
-	if (flags & GD_FL_SNAPSHOT)
+	} else if (flags & GD_FL_SNAPSHOT) {
 		return NULL;	/* snapshot blocks need no acknowledgement */
-	if ((pc = key[0] == '@' ? sub_cluster_find(s, key, olen, id) :
-	    sub_pub_find(s, key, olen)) == NULL)
+	} else if ((pc = key[0] == '@' ? sub_cluster_find(s, key, olen, id) :
+	    sub_pub_find(s, key, olen)) == NULL) {
 		return "not a publisher of this gdsub";
+	}
 	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
 	case GD_RA_SEND:
 		if (sub_ack_queue(pc, id, seq) != 0)

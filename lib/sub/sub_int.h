@@ -11,6 +11,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "out.h"
+#include "parse.h"
 #include "receive.h"
 #include "stream.h"
 #include "tag.h"
@@ -143,6 +144,7 @@ struct sub_in {
 
 struct sub {
 	const struct gd_conf *conf;
+	struct gd_u64txt idtxt;	/* the id of the key written last */
 	struct gd_sub_opts opt;
 	uv_loop_t loop;
 	uv_prepare_t prep;

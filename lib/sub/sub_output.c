@@ -200,7 +200,7 @@ void sub_out_block(struct sub *s, const struct sub_origin *o,
 		memcpy(d, o->s, o->len);
 		n = o->len;
 		d[n++] = '/';
-		n += gd_u64toa((char *)d + n, b->id);
+		n += gd_u64toa_next(&s->idtxt, (char *)d + n, b->id);
 		if (flags[0]) {
 			d[n++] = '/';
 			while (*flags)

@@ -59,6 +59,21 @@
 #                      Extra: pending_min/pending_max over the timed polls.
 #                      (The timed span may include the pipeline's tail of stuck
 #                      blocks still on their way to grep when pending hit STUCK.)
+#   gdkit.sh instr     1to1 with INSTR_N (100000) blocks, each of gdpub, gdsub
+#                      and gdack under valgrind --tool=callgrind instead of
+#                      GNU time: the instructions each program executed (Ir,
+#                      start-up and exit included) divided by INSTR_N. The
+#                      same count however busy the machine is. Name
+#                      gdkit_instr; N is INSTR_N. Extra: ir_pub ir_sub ir_ack
+#                      (instructions per block). SKIP without valgrind.
+#                      With SINK (tee, sink, eo), the options of that sink
+#                      row: name gdkit_instr_SINK (eo: the exactly-once
+#                      recipe's cost).
+#   gdkit.sh rawtcp    the limit: N lines of SIZE bytes through one plain TCP
+#                      connection of 127.0.0.1 (socat -u file -> socat -u
+#                      TCP-LISTEN | wc -l), seconds from the go until the
+#                      reader counted the last line; name gdkit_rawtcp.
+#                      SKIP without socat.
 #   gdkit.sh flow      flow control with stages that drop, hold or slow
 #                      blocks, all with the default window; FLOW names the row
 #                      (name gdkit_flow_FLOW), each a gdpub -n 1 (sed2: -n 2)
@@ -107,8 +122,10 @@ latency) BENCH_NAME=gdkit_latency ;;
 memory) BENCH_NAME=gdkit_memory ;;
 pending) BENCH_NAME=gdkit_pending_${STUCK:-${N:-1000000}} ;;
 flow) BENCH_NAME=gdkit_flow_${FLOW:-filter_1k} ;;
+instr) BENCH_NAME=gdkit_instr${SINK:+_$SINK} ;;
+rawtcp) BENCH_NAME=gdkit_rawtcp ;;
 *)
-    echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending|flow" >&2
+    echo "usage: gdkit.sh 1to1|tls|journal|sink|stream|fanout|latency|memory|pending|flow|instr|rawtcp" >&2
     echo "FAIL gdkit unknown mode '$mode'"
     exit 1
     ;;
@@ -337,6 +354,7 @@ run_throughput() {
     check_acks "$WAIT_RC" "$N"
     wait_pipelines 30
     secs=$(bench_secs "$t0" "$t1")
+    if (( NO_REPORT )); then RUN_SECS=$secs; return 0; fi
     local cs=0 ca=0 rs=0 ra=0
     for (( k = 1; k <= subs; k++ )); do
         cs=$(awk -v a="$cs" -v b="$(cpu_of "$dir/sub$k.time")" 'BEGIN { printf "%.2f", a + b }')
@@ -352,6 +370,7 @@ run_throughput() {
         "rss_pub_kb=$(time_field "$dir/pub.time" 4)" "rss_sub_kb=$rs" "rss_ack_kb=$ra" "${RUN_EXTRA[@]}"
 }
 RUN_EXTRA=()
+NO_REPORT=0   # 1: run_throughput sets RUN_SECS instead of reporting (instr)
 
 # --- 1->1 with a journal: what recording every block (and syncing) costs --------
 run_journal() {
@@ -366,7 +385,9 @@ run_journal() {
 }
 
 # --- 1->1 with the output in a file: what gdack --sink and the recipe cost -------
-run_sink() {
+# sink_opts: the options of SINK's row (tee, sink, eo) into PUB_EXTRA,
+# SUB_EXTRA, ACK_EXTRA and ACK_OUT.
+sink_opts() {
     case "${SINK:-sink}" in
     tee) ACK_EXTRA=(--tee); ACK_OUT=$dir/out ;;
     sink) ACK_EXTRA=(--sink "$dir/out") ;;
@@ -375,6 +396,10 @@ run_sink() {
         PUB_EXTRA=(--journal "$dir/pub.journal") ;;
     *) bench_fail "SINK must be tee, sink or eo (got '$SINK')" ;;
     esac
+}
+
+run_sink() {
+    sink_opts
     RUN_EXTRA=("fs=$(stat -f -c %T "$dir")")
     run_throughput 1
     local lines
@@ -617,6 +642,61 @@ run_flow() {
     report "$secs" "$lines" "ack=$ack" "nack=$nack" "done=$done"
 }
 
+# --- instructions per block: each program under callgrind ------------------------
+# GNU time's place in run_throughput and start_pipeline is taken by a wrapper
+# that takes the same -f FMT -o FILE and runs the program under callgrind,
+# its profile in FILE.cg.
+run_instr() {
+    local n=${INSTR_N:-100000} p k ir=() v
+    [[ "$n" =~ ^[1-9][0-9]*$ ]] || bench_fail "INSTR_N must be a positive integer (got '$n')"
+    bench_need valgrind
+    N=$n
+    if [[ -n "${SINK:-}" ]]; then sink_opts; fi
+    cat > "$dir/cg.sh" <<'WRAP'
+#!/bin/sh
+# cg.sh -f FMT -o FILE PROG ARGS...: PROG under callgrind, the profile in FILE.cg
+shift 2; out=$2; shift 2
+exec valgrind --tool=callgrind --callgrind-out-file="$out.cg" --log-file="$out.vg" "$@"
+WRAP
+    chmod +x "$dir/cg.sh"
+    TIME=$dir/cg.sh
+    NO_REPORT=1
+    run_throughput 1
+    for p in pub sub1 ack1; do
+        # the profile's total: the "totals:" line (callgrind 3.x), else "summary:"
+        v=$(awk '/^(totals|summary):/ { t = $2 } END { print t }' "$dir/$p.time.cg" 2> /dev/null)
+        [[ "$v" =~ ^[0-9]+$ ]] || bench_fail "no instruction total in $dir/$p.time.cg"
+        ir+=("$(awk -v a="$v" -v n="$n" 'BEGIN { printf "%.0f", a / n }')")
+    done
+    bench_log "instructions per block (callgrind, $n blocks 1->1): gdpub ${ir[0]}, gdsub ${ir[1]}, gdack ${ir[2]}"
+    report "$RUN_SECS" "$n" "ir_pub=${ir[0]}" "ir_sub=${ir[1]}" "ir_ack=${ir[2]}"
+}
+
+# --- the limit: the same lines through one plain TCP connection --------------------
+run_rawtcp() {
+    bench_need socat wc
+    bench_payload_file
+    local port
+    bench_hold_port port
+    ( trap - EXIT INT TERM; socat -u "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" STDOUT | wc -l > "$dir/count" ) \
+        2> "$dir/reader.err" &
+    local reader=$!
+    bench_track "$reader"
+    bench_wait_listen "$port" "$reader" 10 || bench_fail "socat did not listen: $(tail -n 1 "$dir/reader.err")"
+    start_feeder "$BENCH_PAYLOAD"
+    ( trap - EXIT INT TERM; exec socat -u STDIN "TCP:127.0.0.1:$port" ) < "$dir/in.fifo" 2> "$dir/writer.err" &
+    bench_track "$!"
+    arm_watchdog "$reader" "$TMO"
+    local t0 t1 lines
+    t0=$(bench_now_ns)
+    go
+    wait_exit "$reader" "$TMO" || bench_fail "the raw TCP reader did not finish within TMO=$TMO s"
+    t1=$(bench_now_ns)
+    lines=$(tr -d ' ' < "$dir/count")
+    (( lines == N )) || bench_fail "the raw TCP reader counted $lines lines, want $N"
+    report "$(bench_secs "$t0" "$t1")" "$N"
+}
+
 # lib.sh's cleanup waits for every tracked PID: forget those the shell has
 # already reaped (bash would complain that it has no record of them).
 # Only this shell cleans up: a child forked for a background command that is
@@ -644,4 +724,6 @@ latency) run_latency ;;
 memory) run_memory ;;
 pending) run_pending ;;
 flow) run_flow ;;
+instr) run_instr ;;
+rawtcp) run_rawtcp ;;
 esac

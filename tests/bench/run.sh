@@ -19,13 +19,18 @@
 #   ONLY    an extended regular expression: run only the scenarios whose name
 #           matches (e.g. ONLY='^(mosquitto_qos1|gdkit_mqtt_)'; peers still need
 #           PEERS=1)                                  (default: all)
-#   also LAT_N, LAT_RATE, WINDOW, POLL, SUBS (see tests/bench/gdkit.sh)
+#   also INSTR_N, LAT_N, LAT_RATE, WINDOW, POLL, SUBS (see tests/bench/gdkit.sh)
 #
 # Scenarios (tests/bench/gdkit.sh MODE and tests/bench/peers/*.sh; each prints
 # one RESULT/SKIP/FAIL line, its stderr goes to WORK/logs/):
 #   gdkit_1to1             gdpub -n 1 -> gdsub | gdack, N blocks, first input byte
 #                          until gdpub exited after the last ACK; CPU s and peak
 #                          RSS of each program (GNU time)
+#   gdkit_rawtcp           the limit: N lines through one plain TCP connection
+#                          (socat), lines/s; gdkit/x = gdkit_1to1 against it
+#   gdkit_instr            instructions per block of gdpub, gdsub and gdack:
+#                          each under callgrind, INSTR_N (100000) blocks 1->1
+#   gdkit_instr_eo         the same with the exactly-once recipe's options
 #   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
@@ -147,6 +152,9 @@ say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN${ON
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
+repeat gdkit_rawtcp bash "$g" rawtcp
+repeat gdkit_instr bash "$g" instr
+repeat gdkit_instr_eo env SINK=eo bash "$g" instr
 repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done

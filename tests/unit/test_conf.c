@@ -353,6 +353,63 @@ TEST(parse_u64n)
 	ASSERT_U64(v, 99);
 }
 
+/* u64toa writes what %llu writes, at every digit count's edges, and
+ * parse_u64n reads it back */
+TEST(u64toa)
+{
+	uint64_t p = 1, vals[64], v;
+	char got[32], want[32];
+	size_t n = 0, i, len;
+
+	vals[n++] = 0;
+	vals[n++] = UINT64_MAX;
+	vals[n++] = 12345;
+	for (i = 1; i < 20; i++) {
+		p *= 10;
+		vals[n++] = p - 1;
+		vals[n++] = p;
+		vals[n++] = p + 1;
+	}
+	for (i = 0; i < n; i++) {
+		memset(got, 'x', sizeof(got));
+		len = gd_u64toa(got, vals[i]);
+		snprintf(want, sizeof(want), "%llu", (unsigned long long)vals[i]);
+		ASSERT_EQ(len, strlen(want));
+		ASSERT_EQ(got[len], 'x');	/* nothing past the digits */
+		got[len] = '\0';
+		ASSERT_STR(got, want);
+		ASSERT_EQ(gd_parse_u64n(got, len, &v), 0);
+		ASSERT_U64(v, vals[i]);
+	}
+}
+
+/* u64toa_next writes what u64toa does, whatever came before: the next
+ * number (across 9 -> 10, 99 -> 100 ... and 2^64 - 1 -> 0), the same
+ * one, another */
+TEST(u64toa_next)
+{
+	static const uint64_t seq[] = { 0, 1, 2, 9, 10, 11, 11, 98, 99, 100,
+		101, 5, 999999, 1000000, 1000001, 17, 18, 19, 20,
+		18446744073709551614ull, 18446744073709551615ull, 0, 1 };
+	struct gd_u64txt t;
+	char got[24], want[24];
+	size_t i, n, w;
+
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		n = gd_u64toa_next(&t, got, seq[i]);
+		w = gd_u64toa(want, seq[i]);
+		ASSERT_EQ(n, w);
+		ASSERT(memcmp(got, want, n) == 0);
+	}
+	for (i = 0; i < 100000; i++) {	/* a run of ids */
+		n = gd_u64toa_next(&t, got, 999000 + i);
+		w = gd_u64toa(want, 999000 + i);
+		ASSERT_EQ(n, w);
+		ASSERT(memcmp(got, want, n) == 0);
+	}
+}
+
 /* IDs as keys write them: no leading zero, so "0001" cannot pass as 1 */
 TEST(parse_id)
 {
@@ -1643,6 +1700,8 @@ int main(void)
 	RUN(parse_i64_valid);
 	RUN(parse_i64_invalid);
 	RUN(parse_u64n);
+	RUN(u64toa);
+	RUN(u64toa_next);
 	RUN(parse_id);
 	RUN(parse_dur);
 	RUN(parse_hostport_valid);

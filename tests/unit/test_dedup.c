@@ -393,15 +393,26 @@ TEST(idmap_random_vs_reference)
 			bad++;
 	ASSERT_U64(bad, 0);
 
-	/* phase 2: random toggles, checking each touched key and a sample */
+	/* phase 2: random toggles, checking each touched key and a sample;
+	 * every other insert after a gd_idmap_find miss, by its hint */
 	for (r = 0; r < 300000; r++) {
 		uint32_t j = (uint32_t)(rnd() % N);
 		if (in[j]) {
 			gd_idmap_del(&m, e[j].id, e, sizeof(e[0]));
 			in[j] = 0;
 			count--;
-		} else {
+		} else if (r & 1) {
 			if (gd_idmap_put(&m, e[j].id, j, e, sizeof(e[0])) != 0)
+				bad++;
+			in[j] = 1;
+			count++;
+		} else {	/* a miss, and the insert where it ended */
+			uint32_t hint = UINT32_MAX;
+			if (gd_idmap_find(&m, e[j].id, e, sizeof(e[0]), &hint) !=
+			    GD_NONE || hint > m.mask)
+				bad++;
+			if (gd_idmap_put_hint(&m, e[j].id, j, e, sizeof(e[0]),
+			    hint) != 0)
 				bad++;
 			in[j] = 1;
 			count++;

@@ -185,6 +185,45 @@ TEST(origin_with_slash)
 	ASSERT_U64(kid, 1);
 }
 
+/* gd_key_parse_at, given every origin length, answers as gd_key_parse
+ * does when it succeeds, and only at the origin length gd_key_parse finds */
+TEST(parse_at_agrees)
+{
+	static const char *const keys[] = {
+		"h:1/5", "h:1/5/r", "h:1/5/rs", "h:1/5/s", "[::1]:9/18446744073709551615",
+		"a/b/12", "a/12/34", "a/12/r", "h:1/", "h:1/x", "h:1/5/", "h:1/5/q",
+		"h:1/5/rrr", "h:1/005", "/5", "h:1/18446744073709551616",
+		"h:1/123456789012345678901", "h:1//5", "@c/7/r", "h:1/5/r/s",
+	};
+	size_t k, n;
+
+	for (k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+		size_t len = strlen(keys[k]), want_o = 0;
+		uint64_t want_id = 0, id;
+		int want_fl = 0, fl, ok = parse_n(keys[k], len) == 0;
+		char *c = malloc(len ? len : 1);
+		ASSERT(c != NULL);
+		memcpy(c, keys[k], len);
+		if (ok) {
+			want_o = olen;
+			want_id = kid;
+			want_fl = kflags;
+		}
+		for (n = 0; n <= len; n++) {
+			int rc = gd_key_parse_at(c, len, n, &id, &fl);
+			if (rc != 0)
+				continue;
+			ASSERT(ok);
+			ASSERT_EQ(n, want_o);
+			ASSERT_U64(id, want_id);
+			ASSERT_EQ(fl, want_fl);
+		}
+		if (ok)	/* and it finds it there */
+			ASSERT_EQ(gd_key_parse_at(c, len, want_o, &id, &fl), 0);
+		free(c);
+	}
+}
+
 int main(void)
 {
 	RUN(ipv4_key);
@@ -197,5 +236,6 @@ int main(void)
 	RUN(empty_and_length);
 	RUN(length_bounded);
 	RUN(origin_with_slash);
+	RUN(parse_at_agrees);
 	return UNIT_DONE();
 }

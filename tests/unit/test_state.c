@@ -604,12 +604,42 @@ TEST(versions)
 	unlink(p);
 }
 
+/* An acknowledgement of the index after the last range's grows it; an id
+ * that does not run with the indexes makes the range unchecked, as the
+ * merge does (gd_srun_ack: the ranges kept in memory without a file). */
+TEST(append_after_last)
+{
+	struct gd_srun *m = gd_srun_new();
+
+	ASSERT(m != NULL);
+	ASSERT_EQ(gd_srun_ack(m, 1, 101), 0);
+	ASSERT_EQ(gd_srun_ack(m, 2, 102), 0);
+	ASSERT_EQ(m->n, 1);
+	ASSERT_EQ(gd_state_has(m, 2, 102), 1);
+	ASSERT_EQ(gd_state_has(m, 2, 5), -1);	/* checked */
+	ASSERT_EQ(gd_srun_ack(m, 3, 7), 0);	/* not id 103 */
+	ASSERT_EQ(m->n, 1);
+	ASSERT_U64(m->r[m->off].hi, 4);
+	ASSERT_EQ(gd_state_has(m, 2, 5), 1);	/* no longer checked */
+	ASSERT_EQ(gd_state_has(m, 4, 104), 0);
+	ASSERT_EQ(gd_srun_ack(m, 5, 105), 0);	/* a gap: a range of its own */
+	ASSERT_EQ(m->n, 2);
+	ASSERT_EQ(gd_srun_ack(m, 6, 106), 0);
+	ASSERT_EQ(m->n, 2);
+	ASSERT_EQ(gd_state_has(m, 6, 106), 1);
+	ASSERT_EQ(gd_state_has(m, 6, 1), -1);
+	ASSERT_EQ(gd_srun_ack(m, UINT64_MAX, 1), 0);	/* never a range end */
+	ASSERT_EQ(m->n, 2);
+	gd_srun_free(m);
+}
+
 int main(void)
 {
 	if (mkdtemp(dir) == NULL) {
 		perror("mkdtemp");
 		return 1;
 	}
+	RUN(append_after_last);
 	RUN(ranges_and_ids);
 	RUN(floor_and_resume);
 	RUN(reopen);
