@@ -453,13 +453,14 @@ static int start(struct pub *p)
 	if ((rc = pub_listen(p)) != 0 || (rc = pub_journal_begin(p)) != 0)
 		return rc;
 	p->korigin = p->origin;
-	/* -p 0: say which port, unless --port-file already tells */
-	if (p->conf->port == 0 && p->opt.port_file == NULL)
-		gd_info("listening on %s", p->origin);
 	bound.port = p->port;	/* the control socket follows the port */
 	if ((rc = gd_ctl_path_pub(&bound, path, sizeof(path))) != 0 ||
 	    (rc = gd_ctl_listen(&p->ctl, &p->loop, path, pub_ctl_line, p)) != 0)
 		return rc;
+	/* -p 0: say which port, unless --port-file already tells; once
+	 * the control socket answers, as the port file is written */
+	if (p->conf->port == 0 && p->opt.port_file == NULL)
+		gd_info("listening on %s", p->origin);
 	if ((rc = pub_metrics_open(p)) != 0)
 		return rc;
 	if (p->opt.port_file && (rc = write_port_file(p)) != 0)
