@@ -68,8 +68,10 @@ void gd_idmap_free(struct gd_idmap *m)
 	m->count = 0;
 }
 
-uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
-    const void *base, size_t stride)
+/* The slot holding key, or GD_NONE with *end at the empty cell where the
+ * probe ended (where a put of key goes until the table changes). */
+static inline uint32_t probe(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride, uint32_t *end)
 {
 	uint32_t i = home_of(m, key), b, t = tag_of(key);
 
@@ -79,22 +81,22 @@ uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
 			return b & SLOT_MASK;
 		i = (i + 1) & m->mask;
 	}
+	*end = i;
 	return GD_NONE;
+}
+
+uint32_t gd_idmap_get(const struct gd_idmap *m, uint64_t key,
+    const void *base, size_t stride)
+{
+	uint32_t end;
+
+	return probe(m, key, base, stride, &end);
 }
 
 uint32_t gd_idmap_find(const struct gd_idmap *m, uint64_t key,
     const void *base, size_t stride, uint32_t *hint)
 {
-	uint32_t i = home_of(m, key), b, t = tag_of(key);
-
-	while ((b = m->t[i]) != EMPTY) {
-		if (b != TOMB && (b & ~SLOT_MASK) == t &&
-		    key_at(base, stride, b & SLOT_MASK) == key)
-			return b & SLOT_MASK;
-		i = (i + 1) & m->mask;
-	}
-	*hint = i;
-	return GD_NONE;
+	return probe(m, key, base, stride, hint);
 }
 
 static void insert(struct gd_idmap *m, uint64_t key, uint32_t slot)
