@@ -1,6 +1,6 @@
 /* gdpub's TCP sink (see pub_net.c for the connections): blocks encoded
  * once into a shared batch buffer (BCAST_SIZE) that every data connection
- * writes; a connection with its own queue (reliability=ordered, or
+ * writes, on plain TCP each write followed by the connection's seal; a connection with its own queue (reliability=ordered, or
  * GDpub_sendQueueSizeMax) is pumped from it, with the QoS rules of qos.c
  * (send timeout, drop policy, discard while offline); the floor and end
  * frames; QoS transitions logged at -vv. */
@@ -25,7 +25,20 @@ struct bwrite {
 	struct sconn *c;
 	uint32_t nblk;
 	int raw;		/* no blocks, no QoS: handshake, alert */
+	/* plain TCP: the seal after the batch (seal.h), or after each piece
+	 * of a batch over GD_SEAL_SPAN (in seals then) */
+	uint8_t seal[GD_SEAL_FRAME_MAX];
+	uint8_t *seals;
 };
+
+static void bwrite_free(struct bwrite *w)
+{
+	if (w->b != NULL)
+		gd_bcast_unref(w->b);
+	free(w->own);
+	free(w->seals);
+	free(w);
+}
 
 /* ---- QoS transitions (qos.c decides, this logs) ---- */
 
@@ -112,31 +125,70 @@ static void on_bwritten(uv_write_t *req, int status)
 		if (c->queued)
 			pub_pump(c);
 	}
-	if (w->b != NULL)
-		gd_bcast_unref(w->b);
-	free(w->own);
-	free(w);
+	bwrite_free(w);
 	pub_backlog_recheck(p);
 	if (p->bpool.nfree > p->bpool.keep && conn_backlog(c) == 0)
 		trim_when_drained(p);
 }
 
-/* w's buffer to the socket: 0 or a libuv error (w then freed). */
-static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
-    size_t len)
+/* w's buffers to the socket: 0 or a libuv error (w then freed). */
+static int bwrite_bufs(struct sconn *c, struct bwrite *w, const uv_buf_t *b,
+    unsigned n)
 {
-	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
-	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, &buf, 1, on_bwritten);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, b, n, on_bwritten);
 
 	if (rc != 0) {
-		if (w->b != NULL)
-			gd_bcast_unref(w->b);
-		free(w->own);
-		free(w);
+		bwrite_free(w);
 		return rc;
 	}
 	c->nwrites++;
 	return 0;
+}
+
+static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
+
+	return bwrite_bufs(c, w, &buf, 1);
+}
+
+/* The bytes d[0..len), each piece followed by its seal (seal.h): one
+ * piece for a batch, several for a welcome with a large snapshot. 0 or a
+ * libuv error (w then freed). */
+static int bwrite_sealed(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t two[2], *b = two;
+	size_t n = 0, pos, k, cut, sl;
+	uint8_t *sd;
+	int rc;
+
+	for (pos = 0; pos < len; pos += gd_seal_cut(d + pos, len - pos))
+		n++;
+	if (n > 1 && ((w->seals = malloc(n * GD_SEAL_FRAME_MAX)) == NULL ||
+	    (b = malloc(2 * n * sizeof(*b))) == NULL)) {
+		bwrite_free(w);
+		return UV_ENOMEM;
+	}
+	for (pos = 0, k = 0; k < n; k++, pos += cut) {
+		cut = gd_seal_cut(d + pos, len - pos);
+		sd = n > 1 ? w->seals + k * GD_SEAL_FRAME_MAX : w->seal;
+		if ((sl = gd_seal_make(&c->tx, d + pos, cut, sd)) == 0)
+			break;
+		b[2 * k] = uv_buf_init((char *)d + pos, (unsigned)cut);
+		b[2 * k + 1] = uv_buf_init((char *)sd, (unsigned)sl);
+	}
+	if (k < n) {
+		if (b != two)
+			free(b);
+		bwrite_free(w);
+		return UV_EPROTO;	/* the cipher failed */
+	}
+	rc = bwrite_bufs(c, w, b, (unsigned)(2 * n));
+	if (b != two)
+		free(b);
+	return rc;
 }
 
 int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len)
@@ -207,7 +259,9 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		if (c->tls == NULL) {
 			w->b = b;
 			gd_bcast_ref(b);
-			rc = bwrite_start(c, w, b->data + off, len);
+			rc = gd_seal_on(&c->tx) ?
+			    bwrite_sealed(c, w, b->data + off, len) :
+			    bwrite_start(c, w, b->data + off, len);
 		} else if (gd_tls_write(c->tls, b->data + off, len) != 0) {
 			/* the batch as a whole, in as few records as TLS
 			 * allows: one encryption and one write per batch */
