@@ -25,7 +25,10 @@
 # one RESULT/SKIP/FAIL line, its stderr goes to WORK/logs/):
 #   gdkit_1to1             gdpub -n 1 -> gdsub | gdack, N blocks, first input byte
 #                          until gdpub exited after the last ACK; CPU s and peak
-#                          RSS of each program (GNU time)
+#                          RSS of each program (GNU time); a CRC32C seals
+#                          every TCP write both ways
+#   gdkit_1to1_key         gdkit_1to1 with --auth-key-file: every TCP write
+#                          sealed with a MAC (GMAC, AES-256-GCM) instead
 #   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
@@ -147,12 +150,13 @@ say "N=$N SIZE=$SIZE RUNS=$RUNS PEERS=$PEERS WORK=$WORK GDKIT_BIN=$GDKIT_BIN${ON
 say "$(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg) (other work on this machine makes numbers noisy)"
 g="$HERE/gdkit.sh"
 repeat gdkit_1to1 bash "$g" 1to1
+key="$WORK/bench.key"
+( umask 077; head -c 32 /dev/urandom | base64 > "$key" ) || die "cannot write $key"
+repeat gdkit_1to1_key env AUTH_KEY="$key" bash "$g" 1to1
 repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
-key="$WORK/bench.key"
-( umask 077; head -c 32 /dev/urandom | base64 > "$key" ) || die "cannot write $key"
 repeat gdkit_stream_key env AUTH_KEY="$key" bash "$g" stream
 repeat gdkit_fanout4 env SUBS=4 bash "$g" fanout
 repeat gdkit_latency bash "$g" latency
