@@ -181,9 +181,16 @@ int gd_seal_next(struct gd_seal *s, struct gd_rbuf *r, uint32_t max_block,
 			return rc;
 		}
 		if (s->ready > 0) {
-			/* read again: the limit may have changed since the
-			 * scan (a welcome's block size) */
-			if (gd_wire_next(h, s->ready, max_block, f, &used) != 1)
+			/* checked by the scan, unless the limit changed since
+			 * (a welcome's block size): then read again */
+			if (max_block == s->limit && !s->relimit) {
+				f->len = gd_get32(h);
+				f->type = h[4];
+				f->flags = h[5];
+				f->body = h + GD_WIRE_HDR;
+				used = GD_WIRE_HDR + (size_t)f->len;
+			} else if (gd_wire_next(h, s->ready, max_block, f,
+			    &used) != 1)
 				return -1;
 			gd_rbuf_skip(r, used);
 			if ((s->ready -= used) == 0) {
@@ -192,6 +199,10 @@ int gd_seal_next(struct gd_seal *s, struct gd_rbuf *r, uint32_t max_block,
 			}
 			return 1;
 		}
+		if (s->scanned == 0)
+			s->limit = max_block, s->relimit = 0;
+		else if (s->limit != max_block)
+			s->relimit = 1;
 		for (;;) {
 			rc = gd_wire_next(h + s->scanned, avail - s->scanned,
 			    max_block, f, &used);

@@ -47,6 +47,9 @@ struct gd_seal {
 	 * verified (acted on one by one), followed by their seal of
 	 * seal_len bytes */
 	size_t scanned, ready, seal_len;
+	uint32_t limit;		/* the block limit of the whole scan */
+	int relimit;		/* ... which changed during it: read the
+				 * frames again as they are handed out */
 	size_t bad_at;		/* where the frame gd_seal_next found
 				 * malformed starts, after the head */
 };
