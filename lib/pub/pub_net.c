@@ -217,13 +217,17 @@ static void tls_failed(struct sconn *c, const char *why)
 }
 
 /* A plain gdkit frame at a TLS listener: refused in plain words, which a
- * gdsub without GDsub_tlsCA can read. */
-static void plain_at_tls(struct sconn *c)
+ * gdsub without GDsub_tlsCA can read (n bytes of it in c->cin: a gdsub
+ * of this version without a key reads only what a CRC32C seals). */
+static void plain_at_tls(struct sconn *c, size_t n)
 {
 	static const char why[] = "this publisher speaks TLS only "
 	    "(GDpub_tlsCert): give gdsub GDsub_tlsCA (--tls-ca) with the CA "
 	    "of its certificate";
-	uint8_t *d = malloc(GD_WIRE_HDR + sizeof(why));
+	uint8_t *d = malloc(GD_WIRE_HDR + sizeof(why) + GD_SEAL_FRAME_MAX);
+	struct gd_frame f;
+	struct gd_hello h;
+	size_t used, len;
 
 	c->p->n_tls_refused++;
 	gd_err("refused connection from %s: it speaks plain gdkit, and this "
@@ -233,7 +237,13 @@ static void plain_at_tls(struct sconn *c)
 		pub_conn_close(c, NULL);
 		return;
 	}
-	if (pub_conn_raw(c, d, gd_wire_text(d, GD_F_REFUSE, why)) == 0)
+	len = gd_wire_text(d, GD_F_REFUSE, why);
+	if (gd_wire_next(c->cin, n, 0, &f, &used) == 1 &&
+	    gd_wire_get_hello(&f, &h) == 0 && h.version == GD_WIRE_VERSION &&
+	    !(h.flags & GD_HF_AUTH) &&
+	    gd_seal_start(&c->tx, GD_SEAL_CRC, NULL) == 0)
+		len += gd_seal_make(&c->tx, d, len, d + len);
+	if (pub_conn_raw(c, d, len) == 0)
 		refuse_early(c);
 }
 
@@ -263,7 +273,7 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 
 	switch (pub_tls_in(c, nread, &why)) {
 	case PUB_TLS_PLAIN:
-		plain_at_tls(c);
+		plain_at_tls(c, nread);
 		return -1;
 	case PUB_TLS_RBUF:
 		gd_err("cannot read from %s (receive buffer: %s); "
