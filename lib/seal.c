@@ -25,7 +25,8 @@ int gd_seal_hello_hash(const uint8_t *body, size_t len, uint8_t out[32])
 	    n == 32 ? 0 : -1;
 }
 
-int gd_seal_key(const struct gd_auth_key *key, enum gd_seal_dir dir,
+/* The session key of direction dir. */
+static int seal_key(const struct gd_auth_key *key, enum gd_seal_dir dir,
     const uint8_t nc[GD_AUTH_NONCE], const uint8_t ns[GD_AUTH_NONCE],
     const uint8_t hh[32], uint8_t out[GD_SEAL_KEY])
 {
@@ -78,9 +79,9 @@ int gd_seal_start_macs(struct gd_seal *tx, struct gd_seal *rx,
 	uint8_t k[GD_SEAL_KEY];
 	int rc;
 
-	rc = gd_seal_key(key, out, nc, ns, hh, k) != 0 ||
+	rc = seal_key(key, out, nc, ns, hh, k) != 0 ||
 	    gd_seal_start(tx, GD_SEAL_MAC, k) != 0 ||
-	    gd_seal_key(key, in, nc, ns, hh, k) != 0 ||
+	    seal_key(key, in, nc, ns, hh, k) != 0 ||
 	    gd_seal_start(rx, GD_SEAL_MAC, k) != 0 ? -1 : 0;
 	OPENSSL_cleanse(k, sizeof(k));
 	return rc;

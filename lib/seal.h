@@ -54,12 +54,6 @@ struct gd_seal {
 				 * malformed starts, after the head */
 };
 
-/* The session key of direction dir for the connection whose subscriber
- * nonce is nc, publisher nonce ns, whose HELLO body hashed to hh
- * (gd_seal_hello_hash): 0, or -1. */
-int gd_seal_key(const struct gd_auth_key *key, enum gd_seal_dir dir,
-    const uint8_t nc[GD_AUTH_NONCE], const uint8_t ns[GD_AUTH_NONCE],
-    const uint8_t hh[32], uint8_t out[GD_SEAL_KEY]);
 /* SHA-256 of a HELLO frame's body: 0, or -1. */
 int gd_seal_hello_hash(const uint8_t *body, size_t len, uint8_t out[32]);
 
@@ -70,7 +64,8 @@ int gd_seal_start(struct gd_seal *s, int mode, const uint8_t *key);
 void gd_seal_free(struct gd_seal *s);
 /* Both directions of a connection in MAC mode: tx seals what role
  * writes, rx checks what the other side writes, under the session keys
- * of key, the nonces and the HELLO's hash. 0, or -1. */
+ * of key, the subscriber's nonce nc, the publisher's ns and the HELLO's
+ * hash hh (gd_seal_hello_hash). 0, or -1. */
 int gd_seal_start_macs(struct gd_seal *tx, struct gd_seal *rx,
     const struct gd_auth_key *key, enum gd_auth_role role,
     const uint8_t nc[GD_AUTH_NONCE], const uint8_t ns[GD_AUTH_NONCE],
