@@ -128,7 +128,7 @@ struct gd_block {
 	const uint8_t *data;
 };
 
-/* HELLO body (version 3): u16 version, u8 gd, u8 want data, u8 flags,
+/* HELLO body (versions 3 and 4): u16 version, u8 gd, u8 want data, u8 flags,
  * 3 zero bytes, the nonce (GD_AUTH_NONCE bytes), u64 run (the gdsub
  * process: a reconnect of the same run continues its subscription), u8
  * name length, the name, then the QoS as NAME=VALUE lines (the rest). */
