@@ -46,6 +46,7 @@ static const struct metric pub_stats[] = {
 	{ "tls_refused", "tls_refused_total", C, "Connections whose TLS handshake failed or that spoke the wrong protocol (TLS or not)." },
 	{ "nack_held", "nack_held_total", C, "Blocks NACKed at their deadline that the first stage of every pipeline owing them read, with no acknowledgement since (dropped or held by a stage)." },
 	{ "ack_rate", "ack_rate_blocks_per_second", G, "Blocks ACKed per second over the last second." },
+	{ "seal_failed", "seal_failed_total", C, "Connections closed because a frame failed its seal (CRC32C, or the MAC with a key)." },
 	{ "held", "cluster_held", G, "Blocks a secondary holds for a pre-acknowledgement." },
 	{ "preacks_kept", "cluster_preacks_kept", G, "Pre-acknowledgements remembered." },
 	{ "preacks", "cluster_preacks_total", C, "Pre-acknowledgements received." },
@@ -70,6 +71,7 @@ static const struct metric sub_stats[] = {
 	{ "frames", "frames_total", C, "Input frames read (-i)." },
 	{ "bad_lines", "bad_lines_total", C, "Damaged input lines skipped (-i)." },
 	{ "bad_tags", "bad_tags_total", C, "Input frames skipped for a missing or wrong tag (-i)." },
+	{ "seal_failed", "seal_failed_total", C, "Connections closed because a frame failed its seal (CRC32C, or the MAC with a key)." },
 	{ NULL, NULL, G, NULL }
 };
 

@@ -47,7 +47,8 @@ int gd_wire_next(const uint8_t *buf, size_t len, uint32_t max_block,
 		return -1;
 	if ((type == GD_F_CHALLENGE && blen != GD_CHALLENGE_LEN) ||
 	    (type == GD_F_PROOF && blen != GD_PROOF_LEN) ||
-	    (type == GD_F_CONSUMED && blen != 8))
+	    (type == GD_F_CONSUMED && blen != 8) ||
+	    (type == GD_F_SEAL && blen != 4 && blen != 16))
 		return -1;
 	if (len - GD_WIRE_HDR < blen)
 		return 0;

@@ -17,8 +17,9 @@
 
 /* 2: acks name (id, seq); 3: the hello carries a nonce and says whether
  * the subscriber has a key (CHALLENGE and PROOF, see below), the gdsub's
- * run and its QoS; CONFIRM and REFUSE */
-#define GD_WIRE_VERSION 3
+ * run and its QoS; CONFIRM and REFUSE; 4: SEAL frames (seal.h) follow
+ * every write on plain TCP, a MAC with a key, else a CRC32C */
+#define GD_WIRE_VERSION 4
 #define GD_WIRE_HDR 8			/* u32 body length, u8 type, u8 flags, u16 0 */
 #define GD_BLOCK_HDR (GD_WIRE_HDR + 24)	/* + u64 id, u64 seq, u64 time_ns */
 #define GD_CTRL_MAX 4096		/* bound on every non-block frame body */
@@ -42,14 +43,16 @@ enum gd_ftype {
 				 * pipeline has read every block up to it that
 				 * gdsub wrote (sent only to a publisher whose
 				 * welcome has GD_WF_CONSUMED) */
-	GD_F_MAX = 12,
+	GD_F_SEAL = 13,		/* both ways, plain TCP: the seal of every byte
+				 * written since the last (seal.h) */
+	GD_F_MAX = 13,
 	/* a number apart from the handshake's: multisend clusters (cluster.h) */
 	GD_F_PREACK = 32,	/* sub -> cluster member: n x u64 id, the keys
 				 * @CLUSTER/ID acknowledged from another member */
 };
 #define GD_PREACK_SIZE 8
 
-/* The handshake (version 3). The subscriber speaks first:
+/* The handshake (version 4). The subscriber speaks first:
  *   HELLO      version, gd, want data, flags (GD_HF_AUTH: it has a key),
  *              its nonce nc, its run, name, QoS (struct gd_hello)
  * Neither side has a key: the publisher answers WELCOME at once. Both do:
@@ -59,9 +62,19 @@ enum gd_ftype {
  *   WELCOME    when the proof is right, else a refusal and the close.
  * Only one side has a key, or the versions differ: a WELCOME whose ack
  * status says why (GD_ACK_AUTH_*, GD_ACK_VERSION), and the close; a
- * version 2 subscriber reads the version 3 WELCOME as a refusal. Nothing
- * but HELLO and PROOF is read before the handshake is done, within
- * GD_HANDSHAKE_MS of the connect. */
+ * subscriber of an earlier version reads the WELCOME as a refusal. Nothing
+ * but HELLO, PROOF and SEAL is read before the handshake is done, within
+ * GD_HANDSHAKE_MS of the connect.
+ *
+ * Seals (seal.h), on plain TCP only (TLS protects every byte already):
+ * without keys (CRC), each side seals everything it writes from its
+ * first byte, HELLO and WELCOME included. With keys (MAC), the HELLO and
+ * CHALLENGE go unsealed (the session keys bind the HELLO, the CHALLENGE
+ * carries its proof), and everything after them is sealed, PROOF and
+ * WELCOME included. Two refusals go unsealed: of another version (a
+ * subscriber reads a WELCOME of an earlier version unsealed, as the
+ * refusal it is) and of a subscriber with a key by a gdpub without one
+ * (that subscriber reads unsealed until its PROOF is out). */
 #define GD_HF_AUTH 0x01
 #define GD_HELLO_FIXED (8 + GD_AUTH_NONCE)	/* before the run */
 #define GD_HELLO_NAME_AT (GD_HELLO_FIXED + 9)	/* run, name length */
@@ -115,7 +128,7 @@ struct gd_block {
 	const uint8_t *data;
 };
 
-/* HELLO body (version 3): u16 version, u8 gd, u8 want data, u8 flags,
+/* HELLO body (versions 3 and 4): u16 version, u8 gd, u8 want data, u8 flags,
  * 3 zero bytes, the nonce (GD_AUTH_NONCE bytes), u64 run (the gdsub
  * process: a reconnect of the same run continues its subscription), u8
  * name length, the name, then the QoS as NAME=VALUE lines (the rest). */

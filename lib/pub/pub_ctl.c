@@ -291,7 +291,7 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	    "port:n\tconnections:n\tauth_refused:n\tconn_refused:n\t"
 	    "handshake_timeouts:n\tpassed_over:n\tnack_passed:n\t"
 	    "nack_absent:n\tnack_late:n\ttls_refused:n\tnack_held:n\t"
-	    "ack_rate:n%s\n",
+	    "ack_rate:n\tseal_failed:n%s\n",
 	    p->cluster ? "\theld:n\theld_max:n\t"
 	    "preacks_kept:n\tpreacks_max:n\tpreacks:n\tpreacked:n\t"
 	    "forwarded:n\tpreacks_expired:n\tpreacks_evicted:n" : "");
@@ -311,8 +311,8 @@ static int ctl_stats(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "\t%u\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64, d.passed, d.nack_passed, d.nack_absent, d.nack_slow,
 	    p->n_tls_refused);
-	gd_ctl_printf(cl, "\t%" PRIu64 "\t%.1f", d.nack_held,
-	    pub_ack_rate(p, now));
+	gd_ctl_printf(cl, "\t%" PRIu64 "\t%.1f\t%" PRIu64, d.nack_held,
+	    pub_ack_rate(p, now), p->n_seal_failed);
 	if (p->cluster)	/* held blocks and pre-acks: counts and bounds */
 		gd_ctl_printf(cl, "\t%u\t%u\t%u\t%u\t%" PRIu64 "\t%" PRIu64
 		    "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, p->cl.held.n,

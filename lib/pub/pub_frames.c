@@ -15,6 +15,10 @@ static int read_hello(struct pub *p, struct sconn *c,
 
 	if (c->state != PUB_CS_HELLO || gd_wire_get_hello(f, &h) != 0)
 		return PUB_FR_BAD;
+	/* with keys, the session keys bind what it said */
+	if ((h.flags & GD_HF_AUTH) && p->key.len > 0 &&
+	    gd_seal_hello_hash(f->body, f->len, c->hh) != 0)
+		return PUB_FR_BAD;
 	return pub_hello_frame(p, c, &h) != 0 ? PUB_FR_CLOSED : PUB_FR_NEXT;
 }
 

@@ -1,6 +1,8 @@
-/* gdpub's side of the handshake (wire protocol 3, see wire.h): a HELLO
+/* gdpub's side of the handshake (wire protocol 4, see wire.h): a HELLO
  * welcomed at once, challenged (both sides have a key, GDpub_authKeyFile)
  * or refused (version, key on one side only, a wrong proof, a bad QoS);
+ * on plain TCP the seals of what follows (seal.h: CRC32C, or with keys
+ * a MAC under session keys from both nonces and the HELLO);
  * admission to a GD slot and the snapshot with the welcome; connections
  * that do not finish it within GD_HANDSHAKE_MS are swept. */
 #include "pub_int.h"
@@ -184,6 +186,14 @@ int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 		    h->version, GD_WIRE_VERSION);
 		return refuse(p, c, GD_ACK_VERSION);
 	}
+	/* without keys every byte from here on is sealed, a refusal too */
+	if (!theirs && c->tls == NULL && gd_seal_start(&c->tx, GD_SEAL_CRC,
+	    NULL) != 0) {
+		gd_err("out of memory greeting subscriber %s (%s); closing its "
+		    "connection", pub_conn_who(c), c->addr);
+		pub_conn_close(c, NULL);
+		return -1;
+	}
 	if (ours != theirs) {
 		p->n_auth_refused++;
 		if (ours)
@@ -225,6 +235,15 @@ int pub_hello_frame(struct pub *p, struct sconn *c, const struct gd_hello *h)
 	if (c->state == PUB_CS_CLOSING)
 		return -1;
 	c->state = PUB_CS_PROOF;
+	/* all that follows the challenge is sealed, both ways */
+	if (c->tls == NULL && gd_seal_start_macs(&c->tx, &c->rx, &p->key,
+	    GD_AUTH_PUB, c->nc, c->ns, c->hh) != 0) {
+		gd_err("cannot authenticate subscriber %s (%s): no session "
+		    "keys (out of memory?); closing its connection",
+		    pub_conn_who(c), c->addr);
+		pub_conn_close(c, NULL);
+		return -1;
+	}
 	return 0;
 }
 

@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "qos.h"
+#include "seal.h"
 #include "out.h"
 #include "parse.h"
 #include "pub.h"
@@ -38,12 +39,12 @@
 #define PUB_CIN_SIZE 65536		/* TLS: ciphertext per read */
 #define PUB_READ_MIN 16384		/* room asked for before a read */
 /* A subscriber's receive buffer (gd_rbuf): a parse leaves less than the
- * largest frame it sends (an ack frame); the buffer grows only to give a
- * read PUB_READ_MIN bytes of room, and over TLS a feed's plaintext comes
- * in before the next parse (the ciphertext read, and a record held back
- * from the feed before). */
-#define PUB_RB_MAX (GD_WIRE_HDR + GD_CTRL_MAX * 64 + PUB_CIN_SIZE + \
-	GD_TLS_RECORD_MAX + PUB_READ_MIN)
+ * largest span under a seal (an ack frame, seal.h) and its seal; the
+ * buffer grows only to give a read PUB_READ_MIN bytes of room, and over
+ * TLS a feed's plaintext comes in before the next parse (the ciphertext
+ * read, and a record held back from the feed before). */
+#define PUB_RB_MAX (GD_WIRE_HDR + GD_CTRL_MAX * 64 + GD_SEAL_FRAME_MAX + \
+	PUB_CIN_SIZE + GD_TLS_RECORD_MAX + PUB_READ_MIN)
 #define PUB_RATE_SAMPLES 5		/* 4 Hz ticks: the rate over a second */
 
 struct pub;
@@ -82,6 +83,10 @@ struct sconn {
 	int want_data, slot, ack_status;
 	struct gd_hello *hs_hello;	/* the HELLO, while its proof is awaited */
 	uint8_t nc[GD_AUTH_NONCE], ns[GD_AUTH_NONCE];	/* both nonces */
+	uint8_t hh[32];			/* SHA-256 of its HELLO's body */
+	/* plain TCP: the seals of what we write and of what it writes
+	 * (seal.h; off with TLS) */
+	struct gd_seal tx, rx;
 	uint64_t accept_ns;		/* the handshake's deadline runs from it */
 	uint64_t acks;
 	uint64_t hello_ns;		/* blocks sent since then reached it */
@@ -184,6 +189,7 @@ struct pub {
 	struct gd_tls_ctx *tls;		/* GDpub_tlsCert; NULL: plain TCP */
 	uint64_t n_auth_refused, n_conn_refused, n_hs_timeout;
 	uint64_t n_tls_refused;		/* TLS handshakes failed */
+	uint64_t n_seal_failed;		/* connections closed: a seal failed */
 	uint64_t conn_refused_logged;	/* when the last such line was said */
 	struct gd_bcast *cur;
 	struct gd_bpool bpool;		/* pub_send.c: batches of BCAST_SIZE */

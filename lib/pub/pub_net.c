@@ -24,6 +24,8 @@ static void conn_closed(uv_handle_t *h)
 	c->p->nconns--;
 	gd_rbuf_free(&c->rb);
 	gd_tls_free(c->tls);
+	gd_seal_free(&c->tx);
+	gd_seal_free(&c->rx);
 	free(c->cin);
 	free(c->hs_hello);
 	free(c);
@@ -131,6 +133,55 @@ static int on_frame(struct pub *p, struct sconn *c, const struct gd_frame *f)
 	return -1;	/* PUB_FR_CLOSED */
 }
 
+/* A seal did not verify: bytes damaged on the way (CRC), or forged or
+ * altered (MAC). Nothing of its span was acted on; the connection goes
+ * (its blocks are resent or NACKed as for any lost subscriber). */
+static void seal_failed(struct sconn *c)
+{
+	struct gd_frame f;
+	size_t used;
+
+	/* a PROOF under it that is wrong says more: the keys differ (a
+	 * gdsub with another key stops at our CHALLENGE; this is no gdsub) */
+	if (c->state == PUB_CS_PROOF && gd_wire_next(gd_rbuf_head(&c->rb),
+	    c->rx.scanned, 0, &f, &used) == 1 && f.type == GD_F_PROOF &&
+	    !gd_auth_verify(&c->p->key, GD_AUTH_SUB, c->nc, c->ns, f.body)) {
+		(void)pub_proof_frame(c->p, c, &f);
+		return;
+	}
+	c->p->n_seal_failed++;
+	if (c->rx.mode == GD_SEAL_MAC)
+		gd_err("subscriber %s (%s): frames failed authentication (their "
+		    "seal does not verify under the session key: forged or "
+		    "altered on the way); closing its connection, nothing they "
+		    "said counts", pub_conn_who(c), c->addr);
+	else
+		gd_err("subscriber %s (%s): frames failed their CRC32C check "
+		    "(damaged on the way); closing its connection, nothing "
+		    "they said counts", pub_conn_who(c), c->addr);
+	pub_conn_close(c, NULL);
+}
+
+/* Before its HELLO is read: a subscriber of this version without a key
+ * seals everything, its HELLO too, and that HELLO is acted on only once
+ * its seal verified. Any other HELLO is read as it comes (and refused, or
+ * challenged: the session keys then bind it). */
+static void hello_seal(struct sconn *c)
+{
+	struct gd_frame f;
+	struct gd_hello h;
+	size_t used;
+
+	if (c->state != PUB_CS_HELLO || c->tls != NULL || gd_seal_on(&c->rx) ||
+	    gd_wire_next(gd_rbuf_head(&c->rb), gd_rbuf_avail(&c->rb), 0, &f,
+	    &used) != 1 || f.type != GD_F_HELLO ||
+	    gd_wire_get_hello(&f, &h) != 0 || h.version != GD_WIRE_VERSION ||
+	    (h.flags & GD_HF_AUTH))
+		return;
+	(void)gd_seal_start(&c->rx, GD_SEAL_CRC, NULL);	/* no cipher: no
+							 * failure */
+}
+
 /* The connection is refused before a word of gdkit: what was said is
  * out (an alert, a plain REFUSE), the close follows. */
 static void refuse_early(struct sconn *c)
@@ -166,13 +217,17 @@ static void tls_failed(struct sconn *c, const char *why)
 }
 
 /* A plain gdkit frame at a TLS listener: refused in plain words, which a
- * gdsub without GDsub_tlsCA can read. */
-static void plain_at_tls(struct sconn *c)
+ * gdsub without GDsub_tlsCA can read (n bytes of it in c->cin: a gdsub
+ * of this version without a key reads only what a CRC32C seals). */
+static void plain_at_tls(struct sconn *c, size_t n)
 {
 	static const char why[] = "this publisher speaks TLS only "
 	    "(GDpub_tlsCert): give gdsub GDsub_tlsCA (--tls-ca) with the CA "
 	    "of its certificate";
-	uint8_t *d = malloc(GD_WIRE_HDR + sizeof(why));
+	uint8_t *d = malloc(GD_WIRE_HDR + sizeof(why) + GD_SEAL_FRAME_MAX);
+	struct gd_frame f;
+	struct gd_hello h;
+	size_t used, len;
 
 	c->p->n_tls_refused++;
 	gd_err("refused connection from %s: it speaks plain gdkit, and this "
@@ -182,7 +237,13 @@ static void plain_at_tls(struct sconn *c)
 		pub_conn_close(c, NULL);
 		return;
 	}
-	if (pub_conn_raw(c, d, gd_wire_text(d, GD_F_REFUSE, why)) == 0)
+	len = gd_wire_text(d, GD_F_REFUSE, why);
+	if (gd_wire_next(c->cin, n, 0, &f, &used) == 1 &&
+	    gd_wire_get_hello(&f, &h) == 0 && h.version == GD_WIRE_VERSION &&
+	    !(h.flags & GD_HF_AUTH) &&
+	    gd_seal_start(&c->tx, GD_SEAL_CRC, NULL) == 0)
+		len += gd_seal_make(&c->tx, d, len, d + len);
+	if (pub_conn_raw(c, d, len) == 0)
 		refuse_early(c);
 }
 
@@ -212,7 +273,7 @@ static int tls_in(struct pub *p, struct sconn *c, size_t nread)
 
 	switch (pub_tls_in(c, nread, &why)) {
 	case PUB_TLS_PLAIN:
-		plain_at_tls(c);
+		plain_at_tls(c, nread);
 		return -1;
 	case PUB_TLS_RBUF:
 		gd_err("cannot read from %s (receive buffer: %s); "
@@ -240,7 +301,6 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	struct sconn *c = st->data;
 	struct pub *p = c->p;
 	struct gd_frame f;
-	size_t used;
 	int rc;
 
 	(void)buf;
@@ -278,21 +338,28 @@ static void conn_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		return;
 	} else
 		gd_rbuf_commit(&c->rb, (size_t)nread);
-	while ((rc = gd_wire_next(gd_rbuf_head(&c->rb), gd_rbuf_avail(&c->rb),
-	    0, &f, &used)) == 1) {
-		gd_rbuf_skip(&c->rb, used);
+	hello_seal(c);
+	while ((rc = gd_seal_next(&c->rx, &c->rb, 0, &f)) == 1) {
 		if (on_frame(p, c, &f) != 0) {
 			pub_maybe_done(p);
 			return;
 		}
 	}
-	/* before its handshake a peer gets to send HELLO and PROOF, which
-	 * are small: the header of any other frame is enough to close it */
-	if (rc == 0 && c->state < PUB_CS_ACTIVE &&
-	    gd_rbuf_avail(&c->rb) >= GD_WIRE_HDR &&
-	    gd_rbuf_head(&c->rb)[4] != GD_F_HELLO &&
-	    gd_rbuf_head(&c->rb)[4] != GD_F_PROOF)
-		rc = -1;
+	if (rc == GD_SEAL_BAD) {
+		seal_failed(c);
+		pub_maybe_done(p);
+		return;
+	}
+	/* before its handshake a peer gets to send HELLO, PROOF and SEAL,
+	 * which are small: the header of any other frame is enough to close
+	 * it */
+	if (rc == 0 && c->state < PUB_CS_ACTIVE) {
+		const uint8_t *h = gd_rbuf_head(&c->rb) + c->rx.scanned;
+		if (gd_rbuf_avail(&c->rb) - c->rx.scanned >= GD_WIRE_HDR &&
+		    h[4] != GD_F_HELLO && h[4] != GD_F_PROOF &&
+		    h[4] != GD_F_SEAL)
+			rc = -1;
+	}
 	if (rc < 0) {
 		malformed(c, 0);
 		pub_maybe_done(p);

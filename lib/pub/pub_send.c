@@ -1,6 +1,6 @@
 /* gdpub's TCP sink (see pub_net.c for the connections): blocks encoded
  * once into a shared batch buffer (BCAST_SIZE) that every data connection
- * writes; a connection with its own queue (reliability=ordered, or
+ * writes, on plain TCP each write followed by the connection's seal; a connection with its own queue (reliability=ordered, or
  * GDpub_sendQueueSizeMax) is pumped from it, with the QoS rules of qos.c
  * (send timeout, drop policy, discard while offline); the floor and end
  * frames; QoS transitions logged at -vv. */
@@ -25,7 +25,20 @@ struct bwrite {
 	struct sconn *c;
 	uint32_t nblk;
 	int raw;		/* no blocks, no QoS: handshake, alert */
+	/* plain TCP: the seal after the batch (seal.h), or after each piece
+	 * of a batch over GD_SEAL_SPAN (in seals then) */
+	uint8_t seal[GD_SEAL_FRAME_MAX];
+	uint8_t *seals;
 };
+
+static void bwrite_free(struct bwrite *w)
+{
+	if (w->b != NULL)
+		gd_bcast_unref(w->b);
+	free(w->own);
+	free(w->seals);
+	free(w);
+}
 
 /* ---- QoS transitions (qos.c decides, this logs) ---- */
 
@@ -112,26 +125,20 @@ static void on_bwritten(uv_write_t *req, int status)
 		if (c->queued)
 			pub_pump(c);
 	}
-	if (w->b != NULL)
-		gd_bcast_unref(w->b);
-	free(w->own);
-	free(w);
+	bwrite_free(w);
 	pub_backlog_recheck(p);
 	if (p->bpool.nfree > p->bpool.keep && conn_backlog(c) == 0)
 		trim_when_drained(p);
 }
 
 /* w's buffers to the socket: 0 or a libuv error (w then freed). */
-static int bwrite_startv(struct sconn *c, struct bwrite *w, uv_buf_t *bufs,
+static int bwrite_bufs(struct sconn *c, struct bwrite *w, const uv_buf_t *b,
     unsigned n)
 {
-	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, bufs, n, on_bwritten);
+	int rc = uv_write(&w->req, (uv_stream_t *)&c->h, b, n, on_bwritten);
 
 	if (rc != 0) {
-		if (w->b != NULL)
-			gd_bcast_unref(w->b);
-		free(w->own);
-		free(w);
+		bwrite_free(w);
 		return rc;
 	}
 	c->nwrites++;
@@ -143,7 +150,7 @@ static int bwrite_start(struct sconn *c, struct bwrite *w, uint8_t *d,
 {
 	uv_buf_t buf = uv_buf_init((char *)d, (unsigned)len);
 
-	return bwrite_startv(c, w, &buf, 1);
+	return bwrite_bufs(c, w, &buf, 1);
 }
 
 /* Bytes [off, off + len) of b: one piece, or two when they reach a large
@@ -164,6 +171,60 @@ static unsigned pieces(const struct gd_bcast *b, size_t off, size_t len,
 		buf[n++] = uv_buf_init((char *)(uintptr_t)(b->ext + (off - h)),
 		    (unsigned)len);
 	return n;
+}
+
+/* A large block's frame, its head and its payload (ext) apart, followed
+ * by one seal over both. 0 or a libuv error (w then freed). */
+static int bwrite_sealed2(struct sconn *c, struct bwrite *w, uv_buf_t two[2])
+{
+	uv_buf_t b[3] = { two[0], two[1] };
+	size_t sl = gd_seal_make2(&c->tx, (const uint8_t *)two[0].base,
+	    two[0].len, (const uint8_t *)two[1].base, two[1].len, w->seal);
+
+	if (sl == 0) {
+		bwrite_free(w);
+		return UV_EPROTO;	/* the cipher failed */
+	}
+	b[2] = uv_buf_init((char *)w->seal, (unsigned)sl);
+	return bwrite_bufs(c, w, b, 3);
+}
+
+/* The bytes d[0..len), each piece followed by its seal (seal.h): one
+ * piece for a batch, several for a welcome with a large snapshot. 0 or a
+ * libuv error (w then freed). */
+static int bwrite_sealed(struct sconn *c, struct bwrite *w, uint8_t *d,
+    size_t len)
+{
+	uv_buf_t two[2], *b = two;
+	size_t n = 0, pos, k, cut, sl;
+	uint8_t *sd;
+	int rc;
+
+	for (pos = 0; pos < len; pos += gd_seal_cut(d + pos, len - pos))
+		n++;
+	if (n > 1 && ((w->seals = malloc(n * GD_SEAL_FRAME_MAX)) == NULL ||
+	    (b = malloc(2 * n * sizeof(*b))) == NULL)) {
+		bwrite_free(w);
+		return UV_ENOMEM;
+	}
+	for (pos = 0, k = 0; k < n; k++, pos += cut) {
+		cut = gd_seal_cut(d + pos, len - pos);
+		sd = n > 1 ? w->seals + k * GD_SEAL_FRAME_MAX : w->seal;
+		if ((sl = gd_seal_make(&c->tx, d + pos, cut, sd)) == 0)
+			break;
+		b[2 * k] = uv_buf_init((char *)d + pos, (unsigned)cut);
+		b[2 * k + 1] = uv_buf_init((char *)sd, (unsigned)sl);
+	}
+	if (k < n) {
+		if (b != two)
+			free(b);
+		bwrite_free(w);
+		return UV_EPROTO;	/* the cipher failed */
+	}
+	rc = bwrite_bufs(c, w, b, (unsigned)(2 * n));
+	if (b != two)
+		free(b);
+	return rc;
 }
 
 int pub_conn_raw(struct sconn *c, uint8_t *own, size_t len)
@@ -236,7 +297,13 @@ void pub_conn_write(struct sconn *c, struct gd_bcast *b, size_t off,
 		if (c->tls == NULL) {
 			w->b = b;
 			gd_bcast_ref(b);
-			rc = bwrite_startv(c, w, bufs, nb);
+			if (!gd_seal_on(&c->tx))
+				rc = bwrite_bufs(c, w, bufs, nb);
+			else if (nb > 1)
+				rc = bwrite_sealed2(c, w, bufs);
+			else
+				rc = bwrite_sealed(c, w, (uint8_t *)bufs[0].base,
+				    bufs[0].len);
 		} else if (gd_tls_write(c->tls, (const uint8_t *)bufs[0].base,
 		    bufs[0].len) != 0 || (nb > 1 && gd_tls_write(c->tls,
 		    (const uint8_t *)bufs[1].base, bufs[1].len) != 0)) {

@@ -367,6 +367,8 @@ int gd_sub_run(const struct gd_conf *conf, const struct gd_sub_opts *opt)
 	(void)gd_loop_close(&s->loop);	/* says what was left open */
 	for (i = 0; s->pc && i < s->npc; i++) {
 		gd_rbuf_free(&s->pc[i].rb);
+		gd_seal_free(&s->pc[i].tx);
+		gd_seal_free(&s->pc[i].rx);
 		gd_tls_free(s->pc[i].tls);
 		free(s->pc[i].cin);
 		gd_recv_free(&s->pc[i].rv);

@@ -271,8 +271,18 @@ static size_t make_proof(uint8_t *dst, const void *mac)
 	return gd_wire_proof(dst, mac);
 }
 
+/* The HELLO, and with a key its hash for the session keys (seal.h). */
 int sub_send_hello(struct sub_pub *pc, const struct gd_hello *h)
 {
+	uint8_t d[GD_WIRE_HDR + GD_CTRL_MAX];
+	size_t n;
+
+	if (pc->s->key.len > 0) {
+		n = gd_wire_hello(d, h);
+		if (gd_seal_hello_hash(d + GD_WIRE_HDR, n - GD_WIRE_HDR,
+		    pc->hh) != 0)
+			return UV_ENOMEM;
+	}
 	return send_ctrl(pc, make_hello, h);
 }
 

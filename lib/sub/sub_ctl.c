@@ -81,7 +81,7 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	gd_ctl_printf(cl, "publishers:n\tended:n\treceived:n\tunique:n\t"
 	    "duplicates:n\tsnapshot:n\tacked:n\tunacked:n\tsent:n\t"
 	    "reliability:n\tuniqueness:n\tlines:n\tframes:n\tbad_lines:n\t"
-	    "bad_tags:n\n");
+	    "bad_tags:n\tseal_failed:n\n");
 	gd_ctl_printf(cl, "%zu\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
 	    PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t", s->npc, ended,
 	    recv, uniq, dup, snap, acked, sub_unacked(s), sent);
@@ -97,10 +97,12 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	 * lines, frames whose tag failed; none of it without -i */
 	if (s->stream_in)
 		gd_ctl_printf(cl, "%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%"
-		    PRIu64 "\n", s->in.n_lines, s->in.n_frames +
+		    PRIu64 "\t", s->in.n_lines, s->in.n_frames +
 		    s->in.sr.frames, s->in.n_bad, s->in.n_badtag);
 	else
-		gd_ctl_reply(cl, "-\t-\t-\t-\n", 8);
+		gd_ctl_reply(cl, "-\t-\t-\t-\t", 8);
+	/* TCP connections lost to a seal that failed (seal.h) */
+	gd_ctl_printf(cl, "%" PRIu64 "\n", s->n_seal_failed);
 	return 0;
 }
 

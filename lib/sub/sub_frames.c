@@ -35,7 +35,8 @@ static int read_block(struct sub *s, struct sub_pub *pc,
 	return s->done ? SUB_FR_STOP : SUB_FR_NEXT;
 }
 
-/* The publisher's CHALLENGE: check its proof, send ours. */
+/* The publisher's CHALLENGE: check its proof, send ours; on plain TCP
+ * all that follows it is sealed both ways, our PROOF included. */
 static int read_challenge(struct sub *s, struct sub_pub *pc,
     const struct gd_frame *f, const char **why)
 {
@@ -50,8 +51,10 @@ static int read_challenge(struct sub *s, struct sub_pub *pc,
 		    "key (its GDpub_authKeyFile differs from GDsub_authKeyFile)";
 		return SUB_FR_DENIED;
 	}
-	if (gd_auth_proof(&s->key, GD_AUTH_SUB, pc->nc, f->body, mac) != 0) {
-		*why = "cannot compute the proof of the key";
+	if (gd_auth_proof(&s->key, GD_AUTH_SUB, pc->nc, f->body, mac) != 0 ||
+	    (pc->tls == NULL && gd_seal_start_macs(&pc->tx, &pc->rx, &s->key,
+	    GD_AUTH_SUB, pc->nc, f->body, pc->hh) != 0)) {
+		*why = "cannot compute the proof of the key or the session keys";
 		return SUB_FR_FAILED;
 	}
 	if ((rc = sub_send_proof(pc, mac)) != 0) {
@@ -147,10 +150,11 @@ int sub_frame(struct sub *s, struct sub_pub *pc, const struct gd_frame *f,
  * damaged. */
 uint32_t sub_frame_too_large(const struct sub_pub *pc, uint32_t limit)
 {
-	const uint8_t *h = gd_rbuf_head(&pc->rb);
+	const uint8_t *h = gd_rbuf_head(&pc->rb) + pc->rx.bad_at;
 	uint32_t body, size;
 
-	if (gd_rbuf_avail(&pc->rb) < GD_WIRE_HDR || h[4] != GD_F_BLOCK)
+	if (gd_rbuf_avail(&pc->rb) - pc->rx.bad_at < GD_WIRE_HDR ||
+	    h[4] != GD_F_BLOCK)
 		return 0;
 	body = gd_get32(h);
 	if (body < GD_BLOCK_HDR - GD_WIRE_HDR)

@@ -13,6 +13,7 @@
 #include "out.h"
 #include "parse.h"
 #include "receive.h"
+#include "seal.h"
 #include "stream.h"
 #include "tag.h"
 #include "tls.h"
@@ -29,8 +30,8 @@
 /* a payload this large is written from its receive buffer, not copied */
 #define SUB_GIVE_MIN (1u << 20)
 /* A publisher's receive buffer (gd_rbuf): a parse leaves less than the
- * largest frame taken (a block of GDsub_maxBlockSize, or an ack-sized
- * control frame); the buffer grows only to give a read SUB_READ_MIN bytes
+ * largest span under a seal (seal.h: a block of GDsub_maxBlockSize, or
+ * an ack-sized span) and its seal; the buffer grows only to give a read SUB_READ_MIN bytes
  * of room, and over TLS a feed's plaintext comes in before the next parse
  * (the ciphertext read, and a record held back from the feed before). */
 static inline size_t sub_rb_max(uint32_t max_block)
@@ -38,8 +39,8 @@ static inline size_t sub_rb_max(uint32_t max_block)
 	size_t block = GD_BLOCK_HDR + (size_t)max_block;
 	size_t ctrl = GD_WIRE_HDR + GD_CTRL_MAX * 64;
 
-	return (block > ctrl ? block : ctrl) + SUB_CIN_SIZE +
-	    GD_TLS_RECORD_MAX + SUB_READ_MIN;
+	return (block > ctrl ? block : ctrl) + GD_SEAL_FRAME_MAX +
+	    SUB_CIN_SIZE + GD_TLS_RECORD_MAX + SUB_READ_MIN;
 }
 
 enum sub_pstate { SUB_PS_IDLE, SUB_PS_RESOLVING, SUB_PS_CONNECTING,
@@ -78,6 +79,10 @@ struct sub_pub {
 	int tls_eof;		/* the publisher's close_notify: the connection
 				 * is lost once the frames before it are read */
 	uint8_t nc[GD_AUTH_NONCE];	/* this connection's nonce */
+	uint8_t hh[32];		/* SHA-256 of our HELLO's body */
+	/* plain TCP: the seals of what we write and of what the publisher
+	 * writes (seal.h; off with TLS) */
+	struct gd_seal tx, rx;
 	uint64_t epoch;		/* its run, 0 before its first welcome */
 	uint32_t max_block;
 	struct gd_rbuf rb;
@@ -184,6 +189,7 @@ struct sub {
 	int notified;		/* READY=1 sent */
 	int state_err;		/* it failed (said): nothing more is written */
 	uint64_t n_gave_up;	/* --consecutive: runs whose gap passed the limit */
+	uint64_t n_seal_failed;	/* connections closed: a seal failed */
 	struct sub_cluster *cls;	/* multisend clusters among the publishers */
 	size_t ncls;
 	struct gd_auth_key key;	/* GDsub_authKeyFile; len 0: none */
@@ -232,8 +238,9 @@ int sub_frame(struct sub *s, struct sub_pub *pc, const struct gd_frame *f,
 /* Our block limit, or the publisher's once it announced a lower one: a
  * frame's length is checked against it before the buffer grows for it. */
 uint32_t sub_frame_limit(const struct sub *s, const struct sub_pub *pc);
-/* The payload size of the block frame at pc's read position when it is
- * over limit but within the publisher's own, else 0. */
+/* The payload size of the block frame at pc's read position (at
+ * pc->rx.bad_at after it) when it is over limit but within the
+ * publisher's own, else 0. */
 uint32_t sub_frame_too_large(const struct sub_pub *pc, uint32_t limit);
 
 /* sub_tls.c: the bytes to and from a publisher */

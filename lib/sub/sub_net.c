@@ -218,6 +218,8 @@ static int expect_frame(struct sub_pub *pc)
 	if (total <= SUB_GIVE_MIN || total > (uint64_t)GD_BLOCK_HDR +
 	    sub_frame_limit(pc->s, pc))
 		return GD_DBUF_OK;	/* small, or refused when parsed */
+	if (gd_seal_on(&pc->rx))	/* the seal after it comes in too */
+		total += GD_SEAL_FRAME_MAX;
 	return gd_rbuf_expect(&pc->rb, (size_t)total);
 }
 
@@ -322,6 +324,37 @@ static int tls_in(struct sub_pub *pc, size_t nread)
 	return 0;
 }
 
+/* A seal did not verify: bytes damaged on the way (CRC), or forged or
+ * altered (MAC). Nothing under it was acted on (its blocks not written,
+ * so never acknowledged: the publisher resends them); the connection is
+ * lost, and gdsub connects again. */
+static void seal_failed(struct sub_pub *pc)
+{
+	pc->s->n_seal_failed++;
+	pc_lost(pc, pc->rx.mode == GD_SEAL_MAC ? "frames failed "
+	    "authentication (their seal does not verify under the session key: "
+	    "forged or altered on the way); nothing they said counts" :
+	    "frames failed their CRC32C check (damaged on the way); nothing "
+	    "they said counts");
+}
+
+/* A publisher of an earlier version seals nothing: its WELCOME, which
+ * refuses us, is read as it comes (sub_frames.c says why). */
+static void old_welcome(struct sub_pub *pc)
+{
+	struct gd_frame f;
+	struct gd_welcome w;
+	size_t used;
+
+	if (pc->state != SUB_PS_WELCOME || pc->rx.mode != GD_SEAL_CRC ||
+	    gd_seal_busy(&pc->rx) || gd_wire_next(gd_rbuf_head(&pc->rb),
+	    gd_rbuf_avail(&pc->rb), 0, &f, &used) != 1 ||
+	    f.type != GD_F_WELCOME || gd_wire_get_welcome(&f, &w) != 0 ||
+	    w.version >= GD_WIRE_VERSION)
+		return;
+	gd_seal_free(&pc->rx);
+}
+
 /* The publisher ended its stream: our BYE, and the run ends once every
  * publisher has. */
 static void pc_ended(struct sub_pub *pc)
@@ -341,7 +374,6 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 	struct sub_pub *pc = st->data;
 	struct sub *s = pc->s;
 	struct gd_frame f;
-	size_t used;
 	uint32_t limit = sub_frame_limit(s, pc), size;
 	int rc;
 	const char *why = NULL;
@@ -365,10 +397,9 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 			return;
 	} else
 		gd_rbuf_commit(&pc->rb, (size_t)nread);
-	while ((rc = gd_wire_next(gd_rbuf_head(&pc->rb),
-	    gd_rbuf_avail(&pc->rb), limit = sub_frame_limit(s, pc), &f,
-	    &used)) == 1) {
-		gd_rbuf_skip(&pc->rb, used);
+	old_welcome(pc);
+	while ((rc = gd_seal_next(&pc->rx, &pc->rb,
+	    limit = sub_frame_limit(s, pc), &f)) == 1) {
 		s->cur_rb = &pc->rb;
 		rc = sub_frame(s, pc, &f, &why);
 		s->cur_rb = NULL;
@@ -389,6 +420,10 @@ static void pc_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *buf)
 		}
 		rc = -1;	/* SUB_FR_BAD */
 		break;
+	}
+	if (rc == GD_SEAL_BAD) {
+		seal_failed(pc);
+		return;
 	}
 	if (rc < 0 && (size = sub_frame_too_large(pc, limit)) > 0) {
 		gd_err("publisher %s sent a block of %" PRIu32 " bytes, over "
@@ -435,6 +470,15 @@ static void greet(struct sub_pub *pc)
 		return;
 	}
 	memcpy(h.nonce, pc->nc, GD_AUTH_NONCE);
+	/* plain TCP without a key: every byte both ways is sealed with a
+	 * CRC, from our HELLO on (with a key, from the CHALLENGE on) */
+	if (pc->tls == NULL && s->key.len == 0 &&
+	    (gd_seal_start(&pc->tx, GD_SEAL_CRC, NULL) != 0 ||
+	    gd_seal_start(&pc->rx, GD_SEAL_CRC, NULL) != 0)) {
+		gd_err("out of memory greeting publisher %s", pc->addr);
+		sub_finish(s, GD_EX_FAIL);
+		return;
+	}
 	snprintf(h.name, sizeof(h.name), "%s", s->name);
 	{
 		struct gd_qos_params q = { s->conf->reliability == GD_REL_ORDERED,
@@ -470,6 +514,8 @@ static void on_connect(uv_connect_t *req, int status)
 	pc->state = SUB_PS_WELCOME;
 	(void)uv_tcp_nodelay(&pc->h, 1);	/* latency only */
 	gd_rbuf_clear(&pc->rb);
+	gd_seal_free(&pc->tx);
+	gd_seal_free(&pc->rx);
 	pc->confirm_due = 0;
 	pc->greeted = 0;
 	pc->tls_eof = 0;

@@ -7,6 +7,9 @@
 #                      first input byte until gdpub exited after its last ACK.
 #                      Extra: cpu_pub cpu_sub cpu_ack (user+sys seconds) and
 #                      rss_pub_kb rss_sub_kb rss_ack_kb (peak RSS, GNU time).
+#                      With AUTH_KEY=FILE, gdpub and gdsub get --auth-key-file
+#                      FILE (every TCP frame both ways sealed with a MAC;
+#                      without it, a CRC32C): name gdkit_1to1_key.
 #   gdkit.sh fanout    the same with SUBS (default 4) pipelines and -n SUBS:
 #                      every block acked by all of them. cpu_sub/cpu_ack are
 #                      sums over the pipelines, rss_sub_kb/rss_ack_kb maxima.
@@ -112,7 +115,7 @@
 # Every process started here is stopped on exit (lib.sh's trap).
 mode=${1:-}
 case "$mode" in
-1to1) BENCH_NAME=gdkit_1to1 ;;
+1to1) BENCH_NAME=gdkit_1to1${AUTH_KEY:+_key} ;;
 tls) BENCH_NAME=gdkit_tls ;;
 stream) BENCH_NAME=gdkit_stream${AUTH_KEY:+_key} ;;
 journal) BENCH_NAME=gdkit_journal_${FSYNC:-batch} ;;
@@ -715,7 +718,12 @@ gd_exit() {
 trap gd_exit EXIT
 
 case "$mode" in
-1to1|tls) run_throughput 1 ;;
+1to1|tls)
+    if [[ -n "${AUTH_KEY:-}" ]]; then
+        PUB_EXTRA=(--auth-key-file "$AUTH_KEY")
+        SUB_EXTRA=(--auth-key-file "$AUTH_KEY")
+    fi
+    run_throughput 1 ;;
 journal) run_journal ;;
 sink) run_sink ;;
 stream) run_stream ;;

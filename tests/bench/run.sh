@@ -31,6 +31,10 @@
 #   gdkit_instr            instructions per block of gdpub, gdsub and gdack:
 #                          each under callgrind, INSTR_N (100000) blocks 1->1
 #   gdkit_instr_eo         the same with the exactly-once recipe's options
+#                          RSS of each program (GNU time); a CRC32C seals
+#                          every TCP write both ways
+#   gdkit_1to1_key         gdkit_1to1 with --auth-key-file: every TCP write
+#                          sealed with a MAC (GMAC, AES-256-GCM) instead
 #   gdkit_tls              gdkit_1to1 over TLS 1.3 (GDpub_tlsCert, GDsub_tlsCA)
 #   gdkit_journal_<F>      gdkit_1to1 with gdpub --journal --fsync F (never, batch,
 #                          always), and none: without a journal, in the same run
@@ -155,12 +159,13 @@ repeat gdkit_1to1 bash "$g" 1to1
 repeat gdkit_rawtcp bash "$g" rawtcp
 repeat gdkit_instr bash "$g" instr
 repeat gdkit_instr_eo env SINK=eo bash "$g" instr
+key="$WORK/bench.key"
+( umask 077; head -c 32 /dev/urandom | base64 > "$key" ) || die "cannot write $key"
+repeat gdkit_1to1_key env AUTH_KEY="$key" bash "$g" 1to1
 repeat gdkit_tls bash "$g" tls
 for f in none never batch always; do repeat "gdkit_journal_$f" env FSYNC=$f bash "$g" journal; done
 for f in tee sink eo; do repeat "gdkit_sink_$f" env SINK=$f bash "$g" sink; done
 repeat gdkit_stream bash "$g" stream
-key="$WORK/bench.key"
-( umask 077; head -c 32 /dev/urandom | base64 > "$key" ) || die "cannot write $key"
 repeat gdkit_stream_key env AUTH_KEY="$key" bash "$g" stream
 repeat gdkit_fanout4 env SUBS=4 bash "$g" fanout
 repeat gdkit_latency bash "$g" latency

@@ -110,7 +110,7 @@ import hashlib, hmac, os, socket, struct, sys
 key = open(sys.argv[2], "rb").read().rstrip()
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
 nc = os.urandom(32)
-body = struct.pack("<HBBB3x", 3, 1, 1, 1) + nc + struct.pack("<QB", 1, 7) + b"mallory"
+body = struct.pack("<HBBB3x", 4, 1, 1, 1) + nc + struct.pack("<QB", 1, 7) + b"mallory"
 s.sendall(struct.pack("<IBBH", len(body), 1, 0, 0) + body)
 def frame():
     h = b""
@@ -130,13 +130,15 @@ assert t == 8 and len(b) == 64, (t, len(b))
 ns = b[:32]
 assert hmac.compare_digest(b[32:], hmac.new(key, b"gdkit-auth-v3 pub >" + nc + ns, hashlib.sha256).digest())
 bad = hmac.new(key + b"x", b"gdkit-auth-v3 sub <" + nc + ns, hashlib.sha256).digest()
-s.sendall(struct.pack("<IBBH", 32, 9, 0, 0) + bad)
+# under a seal it cannot make either (the session keys come from the key)
+s.sendall(struct.pack("<IBBH", 32, 9, 0, 0) + bad + struct.pack("<IBBH", 16, 13, 0, 0) + bytes(16))
 t, b = frame()
 print(t, b[0] | b[1] << 8, b[2])
-print(repr(s.recv(1)))
+t, b = frame()	# the refusal's seal
+print(t, len(b), repr(s.recv(1)))
 PY
 	assert_success
-	assert_output "$(printf "2 3 6\nb''")"
+	assert_output "$(printf "2 4 6\n13 16 b''")"
 	wait_until 10 auth_refused_is "$port" 1
 	grep -Eq "^gdpub: refused subscriber mallory \(127\.0\.0\.1:[0-9]+\): authentication failed: its key differs from this gdpub's \(GDpub_authKeyFile\)$" pub.err
 }
@@ -159,7 +161,7 @@ PY
 @test "a publisher that welcomes without proving the key is refused by a gdsub with one" {
 	hold_port port
 	mkkey k
-	# a publisher of version 3 that skips the challenge
+	# a publisher of version 4 that skips the challenge
 	spawn "python - $port > fake.out 2>&1 <<'PY'
 import socket, struct, sys
 l = socket.socket()
@@ -169,7 +171,7 @@ l.listen(8)
 while True:
     c, _ = l.accept()
     c.recv(4096)
-    w = struct.pack('<HBBIIIQ', 3, 0, 0, 1, 1 << 20, 10000, 1) + b'127.0.0.1:1'
+    w = struct.pack('<HBBIIIQ', 4, 0, 0, 1, 1 << 20, 10000, 1) + b'127.0.0.1:1'
     c.sendall(struct.pack('<IBBH', len(w), 2, 0, 0) + w)
 PY"
 	wait_until 10 listening "$port"
@@ -177,7 +179,7 @@ PY"
 	    --auth-key-file k
 }
 
-@test "an older subscriber (protocol version 2) gets a version 3 welcome that refuses it, and gdpub says why" {
+@test "an older subscriber (protocol version 2) gets a version 4 welcome that refuses it, and gdpub says why" {
 	pub_with 0
 	run --separate-stderr python - "$port" <<'PY'
 import socket, struct, sys
@@ -194,8 +196,33 @@ n, t = struct.unpack("<IB", d[:5])
 print(t, d[8] | d[9] << 8, d[10], len(d) == 8 + n)
 PY
 	assert_success
-	assert_output "2 3 8 True"
-	grep -Eq '^gdpub: refused subscriber 127\.0\.0\.1:[0-9]+: it speaks protocol version 2, this gdpub 3 \(a different gdkit version\)$' pub.err
+	assert_output "2 4 8 True"
+	grep -Eq '^gdpub: refused subscriber 127\.0\.0\.1:[0-9]+: it speaks protocol version 2, this gdpub 4 \(a different gdkit version\)$' pub.err
+}
+
+@test "an older publisher (protocol version 3, no seals) refuses a gdsub of version 4: gdsub says why, with and without a key" {
+	hold_port port
+	mkkey k
+	# a version 3 gdpub: an unsealed welcome refusing the version
+	spawn "python - $port > fake.out 2>&1 <<'PY'
+import socket, struct, sys
+l = socket.socket()
+l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+l.bind(('127.0.0.1', int(sys.argv[1])))
+l.listen(8)
+while True:
+    c, _ = l.accept()
+    c.recv(4096)
+    w = struct.pack('<HBBIIIQ', 3, 8, 0, 1, 1 << 20, 10000, 1) + b'127.0.0.1:1'
+    c.sendall(struct.pack('<IBBH', len(w), 2, 0, 0) + w)
+    c.close()
+PY"
+	wait_until 10 listening "$port"
+	for key in "" "--auth-key-file k"; do
+		run --separate-stderr gdsub -P "127.0.0.1:$port" --max-retries 1 $key
+		assert_failure 69
+		assert_equal "$stderr" "gdsub: publisher 127.0.0.1:$port speaks protocol version 3, this gdsub 4 (a different gdkit version)"
+	done
 }
 
 @test "a key file that group or others may read is refused: 64 as an option, 78 in a config file, naming file and mode" {

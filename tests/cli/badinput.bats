@@ -262,9 +262,9 @@ print(got.hex())' "$@"
 }
 @test "protocol: an ack frame whose length is not a multiple of 16 closes the connection, logged" {
 	start_pub
-	# hello v3 gd=1 want=0 (no key, a zero nonce, run 1) name "x", then a
-	# 17-byte ack frame
-	run send "$port" "3200000001000000030001000000000000000000000000000000000000000000000000000000000000000000000000000100000000000000017811000000040000000000000000000000000000000000000000"
+	# hello v4 gd=1 want=0 (no key, a zero nonce, run 1) name "x" and its
+	# CRC seal, then a 17-byte ack frame
+	run send "$port" "32000000010000000400010000000000000000000000000000000000000000000000000000000000000000000000000001000000000000000178040000000d0000008612873811000000040000000000000000000000000000000000000000"
 	assert_success
 	stop_pub
 	assert_equal "$(cat rc)" 0
@@ -276,7 +276,7 @@ print(got.hex())' "$@"
 	assert_success
 	stop_pub
 	assert_equal "$(cat rc)" 0
-	grep -q "^gdpub: refused subscriber 127.0.0.1:[0-9]*: it speaks protocol version 9, this gdpub 3 (a different gdkit version)$" pub.err
+	grep -q "^gdpub: refused subscriber 127.0.0.1:[0-9]*: it speaks protocol version 9, this gdpub 4 (a different gdkit version)$" pub.err
 }
 
 # a scripted publisher: answers gdsub's hello with a welcome (max_block
@@ -292,8 +292,9 @@ import os; os.rename(\"fakepub.port.tmp\", \"fakepub.port\")
 c, _ = s.accept(); s.close()
 c.recv(4096)
 origin = b\"127.0.0.1:1\"
-body = struct.pack(\"<HBBIIIQ\", 3, 1, 0, 0, maxb, 10000, 7) + origin
-c.sendall(struct.pack(\"<IBBH\", len(body), 2, 0, 0) + body + rest)
+body = struct.pack(\"<HBBIIIQ\", 4, 1, 0, 0, maxb, 10000, 7) + origin
+import gdwire
+c.sendall(gdwire.Seal(\"crc\").wrap(struct.pack(\"<IBBH\", len(body), 2, 0, 0) + body + rest))
 c.recv(4096)
 ' $1 $2"
 	wait_until 10 test -s fakepub.port

@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """A scripted gdsub for fault injection: speaks gdpub's wire protocol
-(version 3, without a key) on one TCP connection and acknowledges only what the test says.
+(version 4, without a key: every write sealed with a CRC, gdwire.py) on
+one TCP connection and acknowledges only what the test says.
 
 usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   Connects as a GD subscriber NAME, writes one line per event to EVENTS
   ("welcome STATUS", "block ID SEQ FLAGS PAYLOAD", "floor N", "end"), and
   follows the commands appended to CMDFILE, one a line:
-  "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are),
+  "ack ID SEQ [ID SEQ...]" (one ack frame), "raw HEX" (bytes as they are,
+  sealed), "rawnoseal HEX" (as they are, no seal),
   "confirm SEQ" (reliability=ordered), "stall" (stop reading the socket),
   "resume", "bye", "quit". Exits at "quit", at the publisher's end (said
   BYE to, as gdsub does) or at
@@ -16,12 +18,14 @@ usage: fakesub.py HOST PORT NAME CMDFILE EVENTS
   its run id (default 1); $FAKESUB_RCVBUF: a small receive buffer.
 """
 import os, select, socket, struct, sys, time
+import gdwire
 
 host, port, name, cmdfile, events = sys.argv[1:6]
 ev = open(events, "a", buffering=1)
 
 
 def connect():
+    global tx, rd
     end = time.monotonic() + 20
     while True:
         try:
@@ -39,14 +43,20 @@ def connect():
     c.setblocking(False)
     qos = os.environ.get("FAKESUB_QOS", "").replace(";", "\n").encode()
     run = int(os.environ.get("FAKESUB_RUN", "1"))
-    hello = (struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) +
-             struct.pack("<QB", run, len(name)) + name.encode() + qos)
-    c.sendall(struct.pack("<IBBH", len(hello), 1, 0, 0) + hello)
+    hello = gdwire.hello_body(name, nonce=os.urandom(32), run=run, qos=qos)
+    tx, rd = gdwire.Seal("crc"), gdwire.Reader(gdwire.Seal("crc"))
+    c.sendall(tx.wrap(gdwire.frame(gdwire.F_HELLO, hello)))
     return c
 
 
+def send(data, seal=True):
+    s.setblocking(True)
+    s.sendall(tx.wrap(data) if seal else data)
+    s.setblocking(False)
+
+
 s = connect()
-buf, done, pos, stalled = b"", False, 0, False
+done, pos, stalled = False, 0, False
 while not done:
     r, _, _ = select.select([] if stalled else [s], [], [], 0.02)
     if r:
@@ -57,15 +67,14 @@ while not done:
         if not d:
             ev.write("closed\n")
             s.close()
-            buf = b""
             s = connect()
             continue
-        buf += d
-        while len(buf) >= 8:
-            n, t, fl = struct.unpack_from("<IBB", buf)
-            if len(buf) < 8 + n:
-                break
-            body, buf = buf[8:8 + n], buf[8 + n:]
+        try:
+            got = rd.feed(d)
+        except gdwire.SealError:
+            ev.write("badseal\n")
+            got = []
+        for t, fl, body in got:
             if t == 2:
                 ev.write("welcome %d\n" % body[2])
             elif t == 3:
@@ -77,8 +86,7 @@ while not done:
                 ev.write("end\n")
                 # as gdsub does: BYE says the end arrived
                 try:
-                    s.setblocking(True)
-                    s.sendall(struct.pack("<IBBH", 0, 7, 0, 0))
+                    send(gdwire.frame(gdwire.F_BYE))
                 except OSError:
                     pass
                 done = True
@@ -97,26 +105,18 @@ while not done:
             if w[0] == "ack":
                 v = [int(x) for x in w[1:]]
                 body = b"".join(struct.pack("<QQ", v[i], v[i + 1]) for i in range(0, len(v), 2))
-                s.setblocking(True)
-                s.sendall(struct.pack("<IBBH", len(body), 4, 0, 0) + body)
-                s.setblocking(False)
-            elif w[0] == "raw":
-                s.setblocking(True)
-                s.sendall(bytes.fromhex(w[1]))
-                s.setblocking(False)
+                send(gdwire.frame(gdwire.F_ACK, body))
+            elif w[0] in ("raw", "rawnoseal"):
+                send(bytes.fromhex(w[1]), w[0] == "raw")
             elif w[0] == "confirm":
-                s.setblocking(True)
-                s.sendall(struct.pack("<IBBHQ", 8, 10, 0, 0, int(w[1])))
-                s.setblocking(False)
+                send(gdwire.frame(gdwire.F_CONFIRM, struct.pack("<Q", int(w[1]))))
             elif w[0] == "stall":
                 stalled = True
                 ev.write("stalled\n")
             elif w[0] == "resume":
                 stalled = False
             elif w[0] == "bye":
-                s.setblocking(True)
-                s.sendall(struct.pack("<IBBH", 0, 7, 0, 0))
-                s.setblocking(False)
+                send(gdwire.frame(gdwire.F_BYE))
             elif w[0] == "quit":
                 done = True
 s.close()

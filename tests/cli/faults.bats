@@ -1,11 +1,13 @@
 #!/usr/bin/env bats
 # gdpub <-> gdsub through a fault-injecting relay (tests/faults/relay.py):
 # a connection dropped after N bytes either way, delayed chunks, one-byte
-# writes, a duplicated chunk, a corrupted frame header, random drops. The
-# SPEC's outcomes: a lost connection is said and reconnected, what it
-# carried is resent and every block ACKed; a copy is dropped (or
-# acknowledged again) by key; a malformed frame is an error naming the
-# publisher; nothing is lost.
+# writes, a duplicated chunk, a corrupted frame header or payload, random
+# drops, forged acknowledgements. The SPEC's outcomes: a lost connection
+# is said and reconnected, what it carried is resent and every block
+# ACKed; a copy is dropped (or acknowledged again) by key, or fails its
+# seal; a malformed frame is an error naming the publisher; a frame whose
+# seal fails (CRC32C, or the MAC with a key) is never acted on; nothing is
+# lost.
 load helpers
 bats_require_minimum_version 1.5.0
 
@@ -106,7 +108,7 @@ setup_file() {
 	once 1000
 }
 
-@test "a duplicated chunk towards gdsub: a copy of whole frames is dropped by key, a copy that breaks the framing is a malformed frame: reconnect, resend; written once" {
+@test "a duplicated chunk towards gdsub: the copy fails its seal, or breaks the framing (a malformed frame): reconnect, resend; written once" {
 	publish 200 -t 0.5 --resend 20
 	relay --dup-at 200 --dir down
 	pipeline
@@ -115,7 +117,9 @@ setup_file() {
 	grep -q '^relay: connection [0-9]*: duplicated [0-9]* bytes at [0-9]* down$' relay.err
 	# either outcome, and nothing else on gdsub's stderr (but the
 	# connections the relay closed before gdpub listened)
-	run grep -v -E -e "^gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting$" -e "$early" sub.err
+	run grep -v -E -e "^gdsub: publisher 127.0.0.1:$rport sent a malformed frame; reconnecting$" \
+	    -e "^gdsub: lost connection to publisher 127.0.0.1:$rport: frames failed their CRC32C check \(damaged on the way\); nothing they said counts; reconnecting$" \
+	    -e "$early" sub.err
 	refute_output
 }
 
@@ -205,4 +209,73 @@ setup_file() {
 	[ "$(cut -f2 s.out | wc -c)" -eq 4194305 ]
 	# before: "ending after 0 blocks" while the block arrived, then NACK
 	grep -Fxq "gdsub: no block arrived for 1.5 seconds (--idle-timeout); ending after 1 block" sub.err
+}
+
+# seals_failed PORT: the gdpub on PORT counts connections lost to a seal
+seals_failed() {
+	timeout 10 gdinspect -p "$1" --json stats | grep -Eq '"seal_failed":[1-9]'
+}
+
+# big N: N lines of 501 bytes ("I-000...0"), in big.in
+big() {
+	seq 1 "$1" | awk '{ printf "%d-%0499d\n", $1, 0 }' > big.in
+}
+
+# sealed MSG KEY...: gdpub -n 1 (with KEY... as options) publishes big.in
+# through a relay that flips byte 300 towards gdsub, inside the first
+# block's payload; gdsub (with KEY...) loses that connection with MSG,
+# every block is resent, written intact and ACKed once
+sealed() {
+	local msg=$1
+	shift
+	big 20
+	pub_bg --separate-stderr timeout 60 bash -c "gdpub -p 0 --port-file pub.port -n 1 -t 0.5 --resend 20 --wait-ready=20 $* < big.in > st 2> pub.err"
+	relay --corrupt-at 300 --dir down
+	pipeline "$*"
+	published 20
+	wait_until 20 has_lines s.out 20
+	assert_equal "$(cut -f2 s.out | sort -n)" "$(sort -n big.in)"
+	grep -q '^relay: connection [0-9]*: corrupted byte 300 down$' relay.err
+	run grep -v -E -e "$early" sub.err
+	assert_output "gdsub: lost connection to publisher 127.0.0.1:$rport: $msg; nothing they said counts; reconnecting"
+}
+
+@test "no key: a payload byte flipped towards gdsub fails the CRC32C seal: the connection is lost, the block resent, written intact and ACKed once" {
+	# before seals, the block was written with the flipped byte, and ACKed
+	sealed "frames failed their CRC32C check (damaged on the way)"
+}
+
+@test "a key: a payload byte flipped towards gdsub fails the MAC: the connection is lost, the block resent, written intact and ACKed once" {
+	head -c 32 /dev/urandom | base64 > k
+	chmod 600 k
+	sealed "frames failed authentication (their seal does not verify under the session key: forged or altered on the way)" --auth-key-file k
+}
+
+@test "no key: a byte of the hello flipped towards gdpub fails its CRC32C seal: gdpub acts on nothing, closes, says so once and counts it; gdsub gets in again" {
+	publish 20 -t 10
+	# byte 20: in the hello's nonce
+	relay --corrupt-at 20 --dir up
+	pipeline
+	published 20
+	once 20
+	grep -q '^relay: connection [0-9]*: corrupted byte 20 up$' relay.err
+	[ "$(grep -c 'failed their CRC32C' pub.err)" -eq 1 ]
+	grep -Eq "^gdpub: subscriber \? \(127\.0\.0\.1:[0-9]+\): frames failed their CRC32C check \(damaged on the way\); closing its connection, nothing they said counts$" pub.err
+}
+
+@test "a key: a relay that swallows the blocks and forges their ACKs gets none of them ACKed: gdpub closes each such connection, says so, counts it; the blocks are NACKed" {
+	head -c 32 /dev/urandom | base64 > k
+	chmod 600 k
+	# before the seals (wire 3), gdpub reported ACK 1 ... ACK 5 here while
+	# the pipeline's output had 0 lines
+	pub_bg --separate-stderr timeout 60 bash -c "seq 1 5 | gdpub -p 0 --port-file pub.port -n 1 -t 2 --wait-ready=20 --auth-key-file k > st 2> pub.err"
+	relay --forge-acks
+	pipeline "--auth-key-file k"
+	wait_until 20 grep -q 'forged its ACK' relay.err
+	wait_until 20 seals_failed "$port"
+	pub_wait 60
+	assert_failure 1
+	assert_equal "$(cat st)" "$(echo READY; statuses NACK 1 2 3 4 5)"
+	grep -Eq "^gdpub: subscriber [^ ]+ \(127\.0\.0\.1:[0-9]+\): frames failed authentication \(their seal does not verify under the session key: forged or altered on the way\); closing its connection, nothing they said counts$" pub.err
+	[ ! -s s.out ]
 }

@@ -23,10 +23,9 @@ second has passed. Exit status 0, or 1 when the GD connection could not
 be set up (refused, wrong key).
 """
 import argparse, hashlib, hmac, os, random, socket, struct, sys, threading, time
-
-VERSION = 3
-F_HELLO, F_WELCOME, F_ACK, F_CHALLENGE, F_PROOF = 1, 2, 4, 8, 9
-LABEL_PUB, LABEL_SUB = b"gdkit-auth-v3 pub >", b"gdkit-auth-v3 sub <"
+import gdwire
+from gdwire import (F_HELLO, F_WELCOME, F_ACK, F_CHALLENGE, F_PROOF,
+                    LABEL_PUB, LABEL_SUB)
 
 ap = argparse.ArgumentParser()
 ap.add_argument("host")
@@ -60,12 +59,21 @@ def frame(t, body):
 
 
 def hello(name, gd, want, nonce, auth):
-    return frame(F_HELLO, struct.pack("<HBBB3x", VERSION, gd, want,
-                                      1 if auth else 0) + nonce +
-                 struct.pack("<QB", 1, len(name)) + name.encode())
+    return frame(F_HELLO, gdwire.hello_body(name, gd, want, nonce, auth))
 
 
-def recv_frame(s):
+def recv_frame(s, rd=None):
+    """The next frame (t, body); with rd (a gdwire.Reader) the next one
+    under a good seal."""
+    while rd is not None:
+        if rd.pending:
+            t, _, body = rd.pending.pop(0)
+            return t, body
+        d = s.recv(65536)
+        if not d:
+            raise EOFError("closed")
+        rd.pending += rd.feed(d)
+
     def exact(n):
         b = b""
         while len(b) < n:
@@ -83,16 +91,22 @@ def gd_connection():
     """The GD subscriber: handshake, then ack frames of unknown ids."""
     s = socket.create_connection((a.host, a.port), timeout=10)
     nc = os.urandom(32)
-    s.sendall(hello(a.name, 1, 0, nc, key is not None))
-    t, body = recv_frame(s)
+    hb = gdwire.hello_body(a.name, 1, 0, nc, key is not None)
+    tx = gdwire.Seal(None if key else "crc")
+    rd = gdwire.Reader(gdwire.Seal(None if key else "crc"))
+    rd.pending = []
+    s.sendall(tx.wrap(frame(F_HELLO, hb)))
+    t, body = recv_frame(s, rd)
     if t == F_CHALLENGE:
         ns, proof = body[:32], body[32:]
         want = hmac.new(key, LABEL_PUB + nc + ns, hashlib.sha256).digest()
         if not hmac.compare_digest(want, proof):
             sys.exit("flood: the publisher did not prove the key")
-        s.sendall(frame(F_PROOF, hmac.new(key, LABEL_SUB + nc + ns,
-                                           hashlib.sha256).digest()))
-        t, body = recv_frame(s)
+        p2s, s2p = gdwire.session_keys(key, nc, ns, hb)
+        tx, rd.seal = gdwire.Seal("mac", s2p), gdwire.Seal("mac", p2s)
+        s.sendall(tx.wrap(frame(F_PROOF, hmac.new(key, LABEL_SUB + nc + ns,
+                                                   hashlib.sha256).digest())))
+        t, body = recv_frame(s, rd)
     if t != F_WELCOME or body[2] != 0:
         sys.exit("flood: not welcomed as a GD subscriber (frame %d, status %d)"
                  % (t, body[2] if len(body) > 2 else -1))
@@ -105,7 +119,7 @@ def gd_connection():
         body = b"".join(struct.pack("<QQ", rnd.getrandbits(64), rnd.getrandbits(64))
                         for _ in range(n))
         try:
-            s.sendall(frame(F_ACK, body))
+            s.sendall(tx.wrap(frame(F_ACK, body)))
         except OSError as e:
             sys.exit("flood: the GD connection failed: %s" % e)
         count("acks", n)

@@ -27,6 +27,8 @@ setup() {
 		skip "in make check-long"
 	fi
 	export XDG_RUNTIME_DIR="$BATS_TEST_TMPDIR/run"
+	# the tests' fakes import gdwire.py (the wire protocol, its seals)
+	export PYTHONPATH="$BATS_TEST_DIRNAME${PYTHONPATH:+:$PYTHONPATH}"
 	mkdir -p -m 700 "$XDG_RUNTIME_DIR"
 	cd "$BATS_TEST_TMPDIR" || return 1
 	BG_PIDS=()

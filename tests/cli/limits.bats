@@ -17,14 +17,15 @@ pub_with() {
 	port=$(port_of pub.port)
 }
 
-# welcomed PORT: a receive-only hello (version 3, no key) to the gdpub on
-# PORT gets its WELCOME
+# welcomed PORT: a receive-only hello (version 4, no key, sealed) to the
+# gdpub on PORT gets its WELCOME
 welcomed() {
 	python - "$1" <<'PY'
 import os, socket, struct, sys
+import gdwire
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
-b = struct.pack("<HBBB3x", 3, 0, 0, 0) + os.urandom(32) + struct.pack("<QB", 1, 5) + b"probe"
-s.sendall(struct.pack("<IBBH", len(b), 1, 0, 0) + b)
+b = gdwire.hello_body("probe", gd=0, want=0, nonce=os.urandom(32))
+s.sendall(gdwire.Seal("crc").wrap(gdwire.frame(gdwire.F_HELLO, b)))
 h = s.recv(8)
 sys.exit(0 if len(h) == 8 and h[4] == 2 else 1)
 PY
@@ -40,8 +41,9 @@ stat_is() {
 	run --separate-stderr python - "$port" <<'PY'
 import os, socket, struct, sys, threading, time
 port = int(sys.argv[1])
-hello = struct.pack("<HBBB3x", 3, 1, 1, 0) + os.urandom(32) + struct.pack("<QB", 1, 4) + b"slow"
-hello = struct.pack("<IBBH", len(hello), 1, 0, 0) + hello
+import gdwire
+# a hello without its seal: never acted on
+hello = gdwire.frame(gdwire.F_HELLO, gdwire.hello_body("slow", nonce=os.urandom(32)))
 res = {}
 def client(name, trickle):
     s = socket.create_connection(("127.0.0.1", port), timeout=10)

@@ -213,8 +213,8 @@ for f in ("lat_p50_us", "lat_p90_us", "lat_p99_us", "lat_max_us"):
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c p.ini stats
 	assert_success
-	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE +TLS_REFUSED +NACK_HELD +ACK_RATE$'
-	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0 +0 +0 +[0-9.]+\$"
+	assert_line --index 0 --regexp ' LAT_P50_US +LAT_P90_US +LAT_P99_US +LAT_MAX_US +LATE_ACKS +WINDOW +PORT +CONNECTIONS +AUTH_REFUSED +CONN_REFUSED +HANDSHAKE_TIMEOUTS +PASSED_OVER +NACK_PASSED +NACK_ABSENT +NACK_LATE +TLS_REFUSED +NACK_HELD +ACK_RATE +SEAL_FAILED$'
+	assert_line --index 1 --regexp " - +- +- +- +0 +[0-9]+ +$port +1 +0 +0 +0 +0 +0 +0 +0 +0 +0 +[0-9.]+ +0\$"
 	timeout 20 gdack -c s.ini < s.out
 	wait_until 10 has_lines pub.out 3	# READY, ACK 1, ACK 2
 	run --separate-stderr timeout 30 gdinspect -c p.ini --json stats
@@ -249,13 +249,13 @@ d = json.loads(sys.stdin.read())
 want = {"publishers": 1, "ended": 0, "received": 3, "unique": 3, "duplicates": 0,
         "snapshot": 0, "acked": 0, "unacked": 0, "sent": 6, "reliability": 0.5,
         "uniqueness": 1.0, "lines": None, "frames": None, "bad_lines": None,
-        "bad_tags": None}
+        "bad_tags": None, "seal_failed": 0}
 assert d == want, d
 ' <<<"$output"
 	run --separate-stderr timeout 30 gdinspect -c s.ini stats
 	assert_success
-	assert_line --index 0 --regexp '^PUBLISHERS +ENDED +RECEIVED +UNIQUE +DUPLICATES +SNAPSHOT +ACKED +UNACKED +SENT +RELIABILITY +UNIQUENESS +LINES +FRAMES +BAD_LINES +BAD_TAGS$'
-	assert_line --index 1 --regexp '^ +1 +0 +3 +3 +0 +0 +0 +0 +6 +0\.5000 +1\.0000 +- +- +- +-$'
+	assert_line --index 0 --regexp '^PUBLISHERS +ENDED +RECEIVED +UNIQUE +DUPLICATES +SNAPSHOT +ACKED +UNACKED +SENT +RELIABILITY +UNIQUENESS +LINES +FRAMES +BAD_LINES +BAD_TAGS +SEAL_FAILED$'
+	assert_line --index 1 --regexp '^ +1 +0 +3 +3 +0 +0 +0 +0 +6 +0\.5000 +1\.0000 +- +- +- +- +0$'
 	feed_close
 	wait_until 10 test -s pub.rc
 }

@@ -94,7 +94,8 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind((\"127.0.0.1\", $port)); s.listen(1)
 c, _ = s.accept(); c.recv(4096)
 why = b\"bad QoS test\"
-c.sendall(struct.pack(\"<IBBH\", len(why), 11, 0, 0) + why); c.recv(10)
+import gdwire
+c.sendall(gdwire.Seal(\"crc\").wrap(struct.pack(\"<IBBH\", len(why), 11, 0, 0) + why)); c.recv(10)
 '"
 	wait_until 10 listening "$port"
 	expect_fail 78 "gdsub: publisher 127.0.0.1:$port refused the subscription: bad QoS test" -- gdsub -P "127.0.0.1:$port"

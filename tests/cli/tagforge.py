@@ -31,6 +31,8 @@ import socket
 import struct
 import sys
 
+import gdwire
+
 HDR = struct.Struct("<2sBBHBBIQQQQ")   # the 44 bytes of gdkit-stream(5)
 
 
@@ -216,8 +218,12 @@ def oldpub(args):
     send(8, ns + hmac.new(key, b"gdkit-auth-v3 pub >" + nc + ns,
                           hashlib.sha256).digest())
     frame()                                         # the proof
+    frame()                                         # its seal
     origin = b"127.0.0.1:%d" % port
-    send(2, struct.pack("<HBBIIIQ", 3, 0, 1, 1, 1048576, 10000, 7) + origin)
+    # this wire's version (its seals), but no tags on the stream
+    p2s, _ = gdwire.session_keys(key, nc, ns, hello)
+    w = struct.pack("<HBBIIIQ", gdwire.VERSION, 0, 1, 1, 1048576, 10000, 7) + origin
+    c.sendall(gdwire.Seal("mac", p2s).wrap(struct.pack("<IBBH", len(w), 2, 0, 0) + w))
     while c.recv(4096):
         pass
 

@@ -25,6 +25,12 @@ Faults (byte offsets count per connection and per direction, from 0):
                      3 bytes, body) and close the connection just before
                      the first frame of type T (6: the end of the stream),
                      delivering what came before it
+  --forge-acks       an on-path forger: pass the handshake through, then
+                     swallow every block frame gdpub sends (and the seals
+                     after the first) and send gdpub, in the subscriber's
+                     name, an acknowledgement frame for each, followed by
+                     a seal frame of 16 zero bytes (the forger has no
+                     key); both ways are relayed frame by frame
   --dir up|down|both which direction the faults above apply to (down)
   --conns K          the byte-offset faults (drop-after, dup-at,
                      corrupt-at, drop-before-type) hit the first K connections that reach
@@ -65,6 +71,8 @@ class Conn:
         self.lock = threading.Lock()
         self.closed = False
         self.faulty = False	# set once the target answered
+        self.wlock = threading.Lock()	# writes to the target (--forge-acks)
+        self.dlock = threading.Lock()
 
     def drop(self, why):
         with self.lock:
@@ -136,8 +144,47 @@ class Conn:
                 st[0], st[1] = b"", length
         return None
 
+    def forge(self, src, dst, d):
+        """--forge-acks: whole frames only, both ways (the forged ones
+        go between them)."""
+        buf, blocks = b"", False
+        try:
+            while not self.closed:
+                b = src.recv(65536)
+                if not b:
+                    try:
+                        dst.shutdown(socket.SHUT_WR)
+                    except OSError:
+                        pass
+                    return
+                buf += b
+                while len(buf) >= 8:
+                    n, t = struct.unpack_from("<IB", buf)
+                    if len(buf) < 8 + n:
+                        break
+                    f, buf = buf[:8 + n], buf[8 + n:]
+                    if d == "down" and t == 3:
+                        blocks = True
+                        bid, seq = struct.unpack_from("<QQ", f, 8)
+                        ack = struct.pack("<IBBHQQ", 16, 4, 0, 0, bid, seq)
+                        seal = struct.pack("<IBBH", 16, 13, 0, 0) + bytes(16)
+                        with self.wlock:
+                            self.target.sendall(ack + seal)
+                        log("connection %d: swallowed block %d, forged its ACK" % (self.n, bid))
+                        continue
+                    if d == "down" and t == 13 and blocks:
+                        continue
+                    with self.wlock if d == "up" else self.dlock:
+                        dst.sendall(f)
+        except OSError as e:
+            if not self.closed:
+                self.drop("%s: %s" % (d, e.strerror or e))
+
     def pump(self, src, dst, d):
         a = self.relay.a
+        if a.forge_acks:
+            self.forge(src, dst, d)
+            return
         hit = a.dir in (d, "both")
         off = 0
         fst = [b"", 0]
@@ -263,6 +310,7 @@ def main():
     p.add_argument("--dup-at", type=int)
     p.add_argument("--corrupt-at", type=int)
     p.add_argument("--drop-before-type", type=int)
+    p.add_argument("--forge-acks", action="store_true")
     p.add_argument("--dir", choices=("up", "down", "both"), default="down")
     p.add_argument("--conns", type=int, default=1)
     p.add_argument("--reset", action="store_true")

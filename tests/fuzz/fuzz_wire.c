@@ -1,10 +1,13 @@
 /* The wire protocol between gdpub and gdsub (lib/wire.c): frames as they
  * come off a TCP connection, in pieces, through the receive buffer both
- * ends use. The first 4 bytes are the reader's max_block. Every frame
- * accepted is decoded as what its type says (block, hello, welcome, ack
+ * ends use. The first 4 bytes are the reader's max_block; the fifth says
+ * how many bytes a read brings (its low 6 bits) and whether the frames
+ * come under CRC32C seals (its top bit: gd_seal_next acts on nothing
+ * before the seal after it verifies). Every frame accepted is decoded as what its type says (block, hello, welcome, ack
  * pairs, pre-ack ids, a consumption report) and the control frames
  * encoded again must decode the same. */
 #include "fuzz.h"
+#include "seal.h"
 #include "wire.h"
 
 static volatile uint8_t sink;
@@ -80,6 +83,7 @@ static void check_frame(const struct gd_frame *f, uint32_t max_block)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gd_rbuf rb;
+	struct gd_seal sl = { 0 };
 	uint32_t max_block;
 	size_t pos = 0, step;
 
@@ -87,11 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	max_block = gd_get32(data) % (1u << 21);
 	step = 1 + data[4] % 64;	/* bytes per read, as TCP cuts them */
+	if ((data[4] & 0x80) && gd_seal_start(&sl, GD_SEAL_CRC, NULL) != 0)
+		abort();
 	data += 5;
 	size -= 5;
-	/* the cap as gdsub's: the largest frame and a read */
+	/* the cap as gdsub's: the largest span, its seal and a read */
 	if (gd_rbuf_init(&rb, 256, GD_BLOCK_HDR + (size_t)max_block +
-	    GD_WIRE_HDR + GD_CTRL_MAX * 64 + 64) != 0)
+	    GD_WIRE_HDR + GD_CTRL_MAX * 64 + GD_SEAL_FRAME_MAX + 64) != 0)
 		abort();
 	while (pos < size) {
 		uint8_t *p;
@@ -105,24 +111,26 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		pos += n;
 		while (k == 1) {
 			struct gd_frame f;
-			size_t used = 0;
-			k = gd_wire_next(gd_rbuf_head(&rb), gd_rbuf_avail(&rb),
-			    max_block, &f, &used);
+			k = gd_seal_next(&sl, &rb, max_block, &f);
 			if (k == 1) {
-				if (used < GD_WIRE_HDR || used > gd_rbuf_avail(&rb))
+				/* behind the read position, within what came;
+				 * under seals, never a seal (without, a seal is
+				 * a frame like another, out of place) */
+				if (f.body + f.len > gd_rbuf_head(&rb) ||
+				    (f.type == GD_F_SEAL && gd_seal_on(&sl)))
 					abort();
 				check_frame(&f, max_block);
-				gd_rbuf_skip(&rb, used);
 			}
 		}
 		if (k < 0)
 			break;	/* the connection is closed */
 		gd_rbuf_compact(&rb);
-		/* what the reader holds never exceeds one frame's bound */
+		/* what the reader holds never exceeds one span's bound */
 		if (gd_rbuf_avail(&rb) > GD_WIRE_HDR + 24 + (size_t)max_block +
-		    GD_CTRL_MAX * 64 + step)
+		    GD_CTRL_MAX * 64 + GD_SEAL_FRAME_MAX + step)
 			abort();
 	}
 	gd_rbuf_free(&rb);
+	gd_seal_free(&sl);
 	return 0;
 }

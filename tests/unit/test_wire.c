@@ -460,7 +460,12 @@ TEST(malformed_headers)
 	for (t = 1; t <= GD_F_MAX; t++)
 		ASSERT_EQ(hdr_verdict((uint8_t)t, 0, MAXB), t == GD_F_BLOCK ||
 		    t == GD_F_CHALLENGE || t == GD_F_PROOF ||
-		    t == GD_F_CONSUMED ? -1 : 1);
+		    t == GD_F_CONSUMED || t == GD_F_SEAL ? -1 : 1);
+	/* a seal is a CRC32C (4 bytes) or a MAC (16) */
+	ASSERT_EQ(hdr_verdict(GD_F_SEAL, 4, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_SEAL, 16, MAXB), 0);
+	ASSERT_EQ(hdr_verdict(GD_F_SEAL, 8, MAXB), -1);
+	ASSERT_EQ(hdr_verdict(GD_F_SEAL, 32, MAXB), -1);
 	/* a consumption report is one u64 */
 	ASSERT_EQ(hdr_verdict(GD_F_CONSUMED, 8, MAXB), 0);
 	ASSERT_EQ(hdr_verdict(GD_F_CONSUMED, 7, MAXB), -1);
@@ -509,7 +514,7 @@ TEST(malformed_headers)
 	ASSERT_EQ(hdr_verdict(GD_F_PREACK, GD_CTRL_MAX * 64 + 8, MAXB), -1);
 	for (t = 1; t <= GD_F_MAX; t++) {
 		if (t == GD_F_BLOCK || t == GD_F_ACK || t == GD_F_CHALLENGE ||
-		    t == GD_F_PROOF || t == GD_F_CONSUMED)
+		    t == GD_F_PROOF || t == GD_F_CONSUMED || t == GD_F_SEAL)
 			continue;
 		if (hdr_verdict((uint8_t)t, GD_CTRL_MAX, MAXB) != 0)
 			FAILF("type %u body GD_CTRL_MAX refused", t);
