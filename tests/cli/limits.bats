@@ -227,3 +227,22 @@ maxrss() {
 	[ "$(maxrss pub.time)" -lt "$bound" ]
 	[ "$(maxrss sub.time)" -lt "$bound" ]
 }
+
+@test "a 16 MiB block with a key: written from where it was read, under one MAC seal over its head and payload; it arrives whole and neither side holds it twice" {
+	[ -x /usr/bin/time ] || skip "/usr/bin/time is not installed"
+	echo "$(head -c 32 /dev/urandom | base64)" > k
+	chmod 600 k
+	{ head -c 16777216 /dev/zero | tr '\0' m; echo; } > big.txt
+	pub_bg --separate-stderr /usr/bin/time -v -o pub.time gdpub -p 0 --port-file pub.port -n 1 -t 120 --auth-key-file k --max-block-size 20000000 --wait-ready=60 < big.txt
+	spawn "/usr/bin/time -v -o sub.time gdsub -P 127.0.0.1:$port --auth-key-file k --max-block-size 20000000 2> sub.err | gdack -P 127.0.0.1:$port --tee > s.out 2> ack.err; echo \${PIPESTATUS[*]} > s.rc"
+	pub_wait 120
+	assert_success
+	assert_output "$(printf 'READY\nACK 1')"
+	wait_until 60 file_is s.rc "0 0"
+	[ "$(cut -f2 s.out | wc -c)" -eq 16777217 ]
+	[ "$(cut -f2 s.out | tr -d m | wc -c)" -eq 1 ]
+	bound=$((16384 * 3 / 2 + 8192 + 8192))	# the libcrypto in both
+	echo "# max RSS (KiB): gdpub $(maxrss pub.time), gdsub $(maxrss sub.time); bound $bound" >&3
+	[ "$(maxrss pub.time)" -lt "$bound" ]
+	[ "$(maxrss sub.time)" -lt "$bound" ]
+}

@@ -317,6 +317,39 @@ TEST(next_with_seals_off_reads_frames_as_they_come)
 	gd_rbuf_free(&r);
 }
 
+/* A span in two parts (a large block's head, then its payload where it
+ * was read) seals as the same bytes in one piece, in both modes, with the
+ * number counted once. */
+TEST(two_parts_seal_as_one)
+{
+	struct gd_seal a = { 0 }, b = { 0 };
+	uint8_t key[GD_SEAL_KEY] = { 7 }, span[1000], d1[GD_SEAL_FRAME_MAX],
+	    d2[GD_SEAL_FRAME_MAX];
+	size_t i, n1, n2;
+	int mode;
+
+	for (i = 0; i < sizeof(span); i++)
+		span[i] = (uint8_t)(i * 31 + 5);
+	for (mode = GD_SEAL_CRC; mode <= GD_SEAL_MAC; mode++) {
+		ASSERT_EQ(gd_seal_start(&a, mode, key), 0);
+		ASSERT_EQ(gd_seal_start(&b, mode, key), 0);
+		a.seq = b.seq = 9;
+		n1 = gd_seal_make(&a, span, sizeof(span), d1);
+		n2 = gd_seal_make2(&b, span, 37, span + 37, sizeof(span) - 37,
+		    d2);
+		ASSERT(n1 > 0);
+		ASSERT_EQ(n1, n2);
+		ASSERT_EQ(memcmp(d1, d2, n1), 0);
+		ASSERT_U64(b.seq, 10);
+		/* another split, another number: another seal */
+		n2 = gd_seal_make2(&b, span, sizeof(span) - 1,
+		    span + sizeof(span) - 1, 1, d2);
+		ASSERT(memcmp(d1, d2, n1) != 0);
+		gd_seal_free(&a);
+		gd_seal_free(&b);
+	}
+}
+
 int main(void)
 {
 	RUN(gmac_known_answers);
@@ -329,5 +362,6 @@ int main(void)
 	RUN(next_acts_only_after_the_seal);
 	RUN(next_refuses_a_span_over_its_bound);
 	RUN(next_with_seals_off_reads_frames_as_they_come);
+	RUN(two_parts_seal_as_one);
 	return UNIT_DONE();
 }
