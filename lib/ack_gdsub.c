@@ -111,9 +111,9 @@ struct walk {
 
 static int note_run(void *user, const char *origin, size_t olen)
 {
-	struct walk *k = user;
+	struct walk *w = user;
 
-	k->ended = gd_endnote_has(&k->a->note, origin, olen);
+	w->ended = gd_endnote_has(&w->a->note, origin, olen);
 	return 0;
 }
 

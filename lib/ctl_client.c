@@ -182,9 +182,9 @@ int gd_ctl_say(const char *path, int fail, const struct gd_ctl_peer *p)
 		gd_err("unexpected answer from %s: %s", path, p->answer);
 		break;
 	case GD_CTL_VERSION:
-		gd_err("%s at %s speaks control protocol %d, this %s %d: use "
-		    "programs of the same gdkit version", p->prog, path, p->ver,
-		    gd_prog(), GD_CTL_PROTO);
+		gd_err("%s at %s speaks control protocol %d, this %s %d to %d: "
+		    "use programs of the same gdkit version", p->prog, path,
+		    p->ver, gd_prog(), GD_CTL_PROTO_MIN, GD_CTL_PROTO);
 		break;
 	}
 	return GD_EX_UNAVAILABLE;
