@@ -26,12 +26,18 @@ uint64_t gd_ackbin_id(const char *p)
 	    (uint64_t)u[7] << 56;
 }
 
-static void put_le(char *d, uint64_t v, int n)
+static void put_le32(char *d, uint32_t v)
 {
-	int i;
+	d[0] = (char)(v & 0xff);
+	d[1] = (char)(v >> 8 & 0xff);
+	d[2] = (char)(v >> 16 & 0xff);
+	d[3] = (char)(v >> 24 & 0xff);
+}
 
-	for (i = 0; i < n; i++, v >>= 8)
-		d[i] = (char)(v & 0xff);
+static void put_le64(char *d, uint64_t v)
+{
+	put_le32(d, (uint32_t)v);
+	put_le32(d + 4, (uint32_t)(v >> 32));
 }
 
 void gd_ackbin_start(struct gd_ackbin *p, uint64_t len)
@@ -113,19 +119,15 @@ int gd_ackbin_add(struct gd_dbuf *b, struct gd_ackbin_w *w,
 	char *d;
 	int rc;
 
-	if (w->open && w->run < b->len) {
-		char *r = b->buf + w->run;
-		uint64_t count;
-		if (get_le(r, 2) == olen && memcmp(r + 2, origin, olen) == 0 &&
-		    (count = get_le(r + 2 + olen, 4)) < UINT32_MAX) {
-			if ((rc = gd_dbuf_reserve(b, 8)) != GD_DBUF_OK)
-				return rc;
-			r = b->buf + w->run;	/* it may have moved */
-			put_le(r + 2 + olen, count + 1, 4);
-			put_le(gd_dbuf_end(b), id, 8);
-			gd_dbuf_commit(b, 8);
-			return GD_DBUF_OK;
-		}
+	if (w->open && w->olen == olen && w->count < UINT32_MAX &&
+	    memcmp(b->buf + w->run + 2, origin, olen) == 0) {
+		/* the same origin: one more ID in its run */
+		if ((rc = gd_dbuf_reserve(b, 8)) != GD_DBUF_OK)
+			return rc;
+		put_le32(b->buf + w->run + 2 + olen, ++w->count);
+		put_le64(gd_dbuf_end(b), id);
+		gd_dbuf_commit(b, 8);
+		return GD_DBUF_OK;
 	}
 	if (olen == 0 || olen > GD_KEY_MAX)
 		return GD_DBUF_TOOBIG;
@@ -133,11 +135,14 @@ int gd_ackbin_add(struct gd_dbuf *b, struct gd_ackbin_w *w,
 		return rc;
 	d = gd_dbuf_end(b);
 	w->run = b->len;
+	w->olen = olen;
+	w->count = 1;
 	w->open = 1;
-	put_le(d, olen, 2);
+	d[0] = (char)(olen & 0xff);
+	d[1] = (char)(olen >> 8);
 	memcpy(d + 2, origin, olen);
-	put_le(d + 2 + olen, 1, 4);
-	put_le(d + 2 + olen + 4, id, 8);
+	put_le32(d + 2 + olen, 1);
+	put_le64(d + 2 + olen + 4, id);
 	gd_dbuf_commit(b, 2 + olen + 4 + 8);
 	return GD_DBUF_OK;
 }

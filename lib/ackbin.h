@@ -55,9 +55,12 @@ void gd_ackbin_start(struct gd_ackbin *p, uint64_t len);
 int64_t gd_ackbin_feed(struct gd_ackbin *p, const char *buf, size_t n,
     const struct gd_ackbin_ops *ops, void *user, const char **why);
 
-/* The writer's side (gdack): keys queued as runs in b. */
+/* The writer's side (gdack): keys queued as runs in b. Zeroed whenever
+ * b is emptied or rewritten. */
 struct gd_ackbin_w {
 	size_t run;		/* the current run's offset in b */
+	size_t olen;		/* its origin's length */
+	uint32_t count;		/* its IDs */
 	int open;		/* there is a current run */
 };
 /* Queue ORIGIN/ID: 0, or a GD_DBUF_* error (the queue is as it was). */

@@ -77,7 +77,7 @@ static char *feed(const char *b, size_t len, size_t step, const char **why)
 TEST(writer_runs)
 {
 	struct gd_dbuf b;
-	struct gd_ackbin_w w = { 0, 0 };
+	struct gd_ackbin_w w = { 0 };
 	static const char want[] =
 	    "\x03\x00" "a:1" "\x02\x00\x00\x00"
 	    "\x05\x00\x00\x00\x00\x00\x00\x00"
@@ -103,7 +103,7 @@ TEST(writer_runs)
 TEST(parse_any_pieces)
 {
 	struct gd_dbuf b;
-	struct gd_ackbin_w w = { 0, 0 };
+	struct gd_ackbin_w w = { 0 };
 	const char *why, *got;
 	static const char want[] = "RUN a:1\na:1/5\na:1/262\n"
 	    "RUN @c\n@c/18446744073709551615\nRUN a:1\na:1/7\n";
