@@ -27,31 +27,24 @@
 #define START_WAIT 2.0
 
 /* A request holds at most the keys gdsub takes in one (a batch stops
- * there), each a key without its flags and a newline. */
-#define REQ_MAX ((size_t)GD_CTL_MAX_KEYS * (GD_KEY_MAX + 2))
+ * there), each in a run of its own at worst. */
+#define REQ_MAX ((size_t)GD_ACKBIN_MAX)
+/* The same as lines: a key without its flags and a newline. */
+#define TEXT_MAX ((size_t)GD_CTL_MAX_KEYS * (GD_KEY_MAX + 2))
 /* A record on stdin is a key and a block gdsub wrote (GDsub_maxBlockSize
  * is at most GD_STREAM_MAX_PAYLOAD), with room for a stage that made it
  * longer: a longer one cannot be one of gdsub's records. */
 #define RECORD_MAX ((size_t)GD_STREAM_MAX_PAYLOAD * 2)
 #define READ_FIRST ((size_t)1 << 20)
 
-/* Queue a key (origin, then "/ID\n"); 0, or -1 said. */
+/* Queue a key; 0, or -1 said. */
 static int req_add(struct ack *a, const char *origin, size_t olen,
     uint64_t id)
 {
-	char num[20];
-	size_t nd = gd_u64toa(num, id);
-	int rc = gd_dbuf_reserve(&a->req, olen + nd + 2);
+	int rc = gd_ackbin_add(&a->req, &a->w, origin, olen, id);
 
-	if (rc == GD_DBUF_OK) {
-		char *d = gd_dbuf_end(&a->req);
-		memcpy(d, origin, olen);
-		d[olen] = '/';
-		memcpy(d + olen + 1, num, nd);
-		d[olen + 1 + nd] = '\n';
-		gd_dbuf_commit(&a->req, olen + nd + 2);
+	if (rc == GD_DBUF_OK)
 		return 0;
-	}
 	gd_err("cannot queue the key %.*s/%" PRIu64 " for acknowledgement: "
 	    "the request of %" PRIu64 " keys is %s", (int)olen, origin, id,
 	    a->nreq, gd_dbuf_strerror(rc));
@@ -419,6 +412,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	gd_dbuf_init_sized(&a.sbuf, 1 << 20,
 	    (size_t)GD_SINK_BATCH * (RECORD_MAX + 1));
 	gd_dbuf_init_sized(&a.req, 65536, REQ_MAX);
+	gd_dbuf_init_sized(&a.text, 65536, TEXT_MAX);
 	if (o->sink == NULL || (rc = open_sink(&a)) == 0)
 		rc = run(&a);
 	if (a.fd >= 0) {
@@ -431,6 +425,7 @@ int gd_ack_run(const struct gd_conf *c, const struct gd_ack_opts *o)
 	close_sink(&a);
 	gd_dbuf_free(&a.sbuf);
 	gd_dbuf_free(&a.req);
+	gd_dbuf_free(&a.text);
 	gd_endnote_free(&a.note);
 	gd_trace(1, "acknowledged %" PRIu64 ", failed %" PRIu64
 	    ", snapshot skipped %" PRIu64, a.acked, a.failed, a.skipped);

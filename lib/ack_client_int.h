@@ -1,11 +1,14 @@
 /* What ack_client.c (reading keys from stdin or the arguments, the sink,
  * --tee) shares with ack_gdsub.c (the conversation with gdsub over its
  * control socket: connecting within --wait, the "ack N" request and its
- * answer, gdsub's end note), which it sits on. */
+ * answer, gdsub's end note), which it sits on. The keys are queued as
+ * the runs of an ackbin batch (ackbin.h), and sent so to a gdsub of
+ * control protocol 3, as lines of an "ack N" request to one of 2. */
 #ifndef GD_ACK_CLIENT_INT_H
 #define GD_ACK_CLIENT_INT_H
 
 #include "ack_client.h"
+#include "ackbin.h"
 #include "ctlproto.h"
 #include "dbuf.h"
 #include "endnote.h"
@@ -19,7 +22,12 @@ struct ack {
 	const char *path;
 	int fd;
 	struct gd_lreader rd;
-	struct gd_dbuf req;	/* the keys of the next "ack N" request */
+	struct gd_dbuf req;	/* the keys of the next request, as the runs
+				 * of an ackbin batch (ackbin.h) */
+	struct gd_ackbin_w w;	/* req's last run */
+	int bin;		/* gdsub takes ackbin batches (protocol 3) */
+	struct gd_dbuf text;	/* req as an "ack N" request's lines, for a
+				 * gdsub of protocol 2 */
 	uint64_t nreq, line_no, failed, acked, skipped;
 	int tee_broken;
 	struct gd_sink *sink;	/* --sink FILE, or NULL */

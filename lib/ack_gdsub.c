@@ -1,7 +1,8 @@
 /* gdack's conversation with gdsub over its control socket: connecting
  * within --wait (and seeing, by its end note, that gdsub has ended), then
- * per batch the "ack N" request of the queued keys and its answer, a line
- * per key gdsub could not acknowledge. The keys are queued by ack_client.c. */
+ * per batch the request of the queued keys ("ackbin LEN" and the batch,
+ * or to a gdsub of control protocol 2 "ack N" and N lines) and its
+ * answer, a line per key gdsub could not acknowledge. The keys are queued by ack_client.c. */
 #include "ack_client_int.h"
 #include "clock.h"
 #include "ctl_client.h"
@@ -26,8 +27,10 @@ static int greet(struct ack *a)
 	struct gd_ctl_peer peer;
 	int fail = gd_ctl_hello(a->path, &a->rd, &peer);
 
-	if (fail == GD_CTL_OK && strcmp(peer.prog, "gdsub") == 0)
+	if (fail == GD_CTL_OK && strcmp(peer.prog, "gdsub") == 0) {
+		a->bin = peer.ver >= 3;	/* ackbin batches */
 		return 0;
+	}
 	if (fail == GD_CTL_NOANSWER && peer.err == 0)
 		return -1;
 	if (fail == GD_CTL_UNTRUSTED)
@@ -87,29 +90,98 @@ int gd_ack_gdsub_connect(struct ack *a, double most, int note)
 	return a->fd >= 0 ? 0 : -1;
 }
 
+/* Empty the queue. */
+static void req_reset(struct ack *a)
+{
+	gd_dbuf_reset(&a->req);
+	a->w.open = 0;
+	a->nreq = 0;
+}
+
+/* Walking the queue (gd_ackbin_feed over it): what is kept of it, in
+ * keep, and how many keys were settled. */
+struct walk {
+	struct ack *a;
+	struct gd_dbuf *keep;
+	struct gd_ackbin_w w;
+	uint64_t settled;
+	int ended;		/* the run's publisher is in gdsub's note */
+	int err;		/* GD_DBUF_* of keep */
+};
+
+static int note_run(void *user, const char *origin, size_t olen)
+{
+	struct walk *w = user;
+
+	w->ended = gd_endnote_has(&w->a->note, origin, olen);
+	return 0;
+}
+
+static int note_ids(void *user, const char *origin, size_t olen,
+    const char *ids, size_t k)
+{
+	struct walk *w = user;
+	size_t i;
+
+	if (w->ended) {
+		w->settled += k;
+		return 0;
+	}
+	for (i = 0; i < k && w->err == GD_DBUF_OK; i++)
+		w->err = gd_ackbin_add(w->keep, &w->w, origin, olen,
+		    gd_ackbin_id(ids + 8 * i));
+	return w->err;
+}
+
+/* the queue as lines of an "ack N" request, for a gdsub of protocol 2 */
+static int text_ids(void *user, const char *origin, size_t olen,
+    const char *ids, size_t k)
+{
+	struct walk *w = user;
+	size_t i;
+
+	for (i = 0; i < k && w->err == GD_DBUF_OK; i++)
+		w->err = gd_dbuf_addf(w->keep, "%.*s/%" PRIu64 "\n", (int)olen,
+		    origin, gd_ackbin_id(ids + 8 * i));
+	return w->err;
+}
+
+/* Run the queue through ops into keep: 0, or -1 (said). */
+static int walk(struct ack *a, struct walk *k, struct gd_dbuf *keep,
+    const struct gd_ackbin_ops *ops)
+{
+	struct gd_ackbin p;
+	const char *why;
+
+	memset(k, 0, sizeof(*k));
+	k->a = a;
+	k->keep = keep;
+	gd_ackbin_start(&p, a->req.len);
+	if (gd_ackbin_feed(&p, a->req.buf, a->req.len, ops, k, &why) >= 0)
+		return 0;
+	gd_err("cannot send gdsub the %" PRIu64 " keys of this batch: %s",
+	    a->nreq, why != NULL ? why : gd_dbuf_strerror(k->err));
+	return -1;
+}
+
 /* gdsub has ended: the queued keys of the publishers its note names ran
  * with numSubs=0 and need no acknowledgement; the others stay queued. */
-static void settle_by_note(struct ack *a)
+static int settle_by_note(struct ack *a)
 {
-	size_t off = 0, keep = 0;
-	uint64_t settled = 0;
+	static const struct gd_ackbin_ops ops = { note_run, note_ids };
+	struct gd_dbuf keep;
+	struct walk k;
+	uint64_t settled;
 
-	while (off < a->req.len) {
-		char *rec = a->req.buf + off;
-		size_t len = (size_t)((char *)memchr(rec, '\n',
-		    a->req.len - off) - rec) + 1, olen;
-		uint64_t id;
-		int flags;
-		if (gd_key_parse(rec, len - 1, &olen, &id, &flags) == 0 &&
-		    gd_endnote_has(&a->note, rec, olen)) {
-			settled++;
-		} else {
-			memmove(a->req.buf + keep, rec, len);
-			keep += len;
-		}
-		off += len;
+	gd_dbuf_init_sized(&keep, 65536, a->req.max);
+	if (walk(a, &k, &keep, &ops) != 0) {
+		gd_dbuf_free(&keep);
+		return -1;
 	}
-	gd_dbuf_truncate(&a->req, keep);
+	settled = k.settled;
+	gd_dbuf_free(&a->req);
+	a->req = keep;
+	a->w = k.w;
 	a->nreq -= settled;
 	a->acked += settled;
 	if (settled > 0)
@@ -117,15 +189,38 @@ static void settle_by_note(struct ack *a)
 		    "publishers that ran with numSubs=0 need%s no "
 		    "acknowledgement", a->path, settled, settled == 1 ? "" : "s",
 		    settled == 1 ? "s" : "");
+	return 0;
+}
+
+/* The request: "ackbin LEN" and the queue as it is, or to a gdsub of
+ * protocol 2 "ack N" and the queue as lines. 0, or -1 with errno. */
+static int send_req(struct ack *a)
+{
+	static const struct gd_ackbin_ops ops = { NULL, text_ids };
+	char head[64];
+	struct walk k;
+	int n;
+
+	if (a->bin) {
+		n = snprintf(head, sizeof(head), "ackbin %zu\n", a->req.len);
+		return gd_write_all(a->fd, head, (size_t)n) != 0 ||
+		    gd_write_all(a->fd, a->req.buf, a->req.len) != 0 ? -1 : 0;
+	}
+	gd_dbuf_reset(&a->text);
+	if (walk(a, &k, &a->text, &ops) != 0) {
+		errno = k.err == GD_DBUF_NOMEM ? ENOMEM : EMSGSIZE;
+		return -1;
+	}
+	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
+	return gd_write_all(a->fd, head, (size_t)n) != 0 ||
+	    gd_write_all(a->fd, a->text.buf, a->text.len) != 0 ? -1 : 0;
 }
 
 int gd_ack_gdsub_exchange(struct ack *a)
 {
-	char head[64];
 	char *line;
 	size_t len;
 	uint64_t ok, bad, i;
-	int n;
 
 	if (a->nreq == 0)
 		return 0;
@@ -133,7 +228,8 @@ int gd_ack_gdsub_exchange(struct ack *a)
 	if (a->fd < 0) {
 		int rc = gd_ack_gdsub_connect(a, a->o->wait, 1);
 		if (rc < 0 && a->ended) {
-			settle_by_note(a);
+			if (settle_by_note(a) != 0)
+				return GD_EX_FAIL;
 			if (a->nreq == 0)
 				return 0;
 		}
@@ -157,10 +253,7 @@ int gd_ack_gdsub_exchange(struct ack *a)
 	}
 again:
 	errno = 0;
-	n = snprintf(head, sizeof(head), "ack %" PRIu64 "\n", a->nreq);
-	if (gd_write_all(a->fd, head, (size_t)n) != 0 ||
-	    gd_write_all(a->fd, a->req.buf, a->req.len) != 0 ||
-	    gd_lreader_line(&a->rd, &line, &len) != 1) {
+	if (send_req(a) != 0 || gd_lreader_line(&a->rd, &line, &len) != 1) {
 		/* Connected at the start to a gdsub that has gone since,
 		 * before it answered anything: the one this gdack's pipeline
 		 * was restarted after, which its new gdsub took the socket
@@ -181,8 +274,7 @@ again:
 		goto lost;
 	}
 	a->answered = 1;
-	gd_dbuf_reset(&a->req);
-	a->nreq = 0;
+	req_reset(a);
 	if (sscanf(line, "ack %" SCNu64 " %" SCNu64, &ok, &bad) != 2) {
 		char said[4 * 80 + 1];
 		gd_ctl_escape(said, sizeof(said), line, len < 80 ? len : 80, 0);

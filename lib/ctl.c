@@ -56,9 +56,30 @@ static void on_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
 
 static void client_flush(struct gd_ctl_client *cl);
 
+/* A reply that passed the cap (or ran out of memory) is replaced whole
+ * by one error line. */
+static void reply_check(struct gd_ctl_client *cl, const char *line)
+{
+	struct gd_ctl_srv *s = cl->srv;
+	int e = cl->reply_err;
+
+	if (e == GD_DBUF_OK)
+		return;
+	gd_dbuf_free(&cl->out);
+	cl->reply_err = GD_DBUF_OK;
+	if (e == GD_DBUF_TOOBIG)
+		gd_ctl_printf(cl, "error reply larger than %zu bytes, the "
+		    "control socket's limit: ask for fewer rows (gdinspect "
+		    "--limit N)\n", s->reply_max);
+	else
+		gd_ctl_printf(cl, "error out of memory for the reply\n");
+	gd_warn("control request '%.64s': reply not sent: %s",
+	    line, e == GD_DBUF_TOOBIG ? "larger than the limit" :
+	    "out of memory");
+}
+
 /* One request line: its reply starts in an empty buffer (what earlier
- * requests queued goes out first), so the cap is per reply, and a reply
- * that passed it is replaced whole by one error line. */
+ * requests queued goes out first), so the cap is per reply. */
 static int run_request(struct gd_ctl_client *cl, char *line, size_t len)
 {
 	struct gd_ctl_srv *s = cl->srv;
@@ -69,21 +90,27 @@ static int run_request(struct gd_ctl_client *cl, char *line, size_t len)
 		return -1;
 	cl->reply_err = GD_DBUF_OK;
 	rc = s->cb(s->user, cl, line, len);
-	if (cl->reply_err != GD_DBUF_OK) {
-		int e = cl->reply_err;
-		gd_dbuf_free(&cl->out);
-		cl->reply_err = GD_DBUF_OK;
-		if (e == GD_DBUF_TOOBIG)
-			gd_ctl_printf(cl, "error reply larger than %zu bytes, the "
-			    "control socket's limit: ask for fewer rows (gdinspect "
-			    "--limit N)\n", s->reply_max);
-		else
-			gd_ctl_printf(cl, "error out of memory for the reply\n");
-		gd_warn("control request '%.64s': reply not sent: %s",
-		    line, e == GD_DBUF_TOOBIG ? "larger than the limit" :
-		    "out of memory");
-	}
+	reply_check(cl, line);
 	return rc;
+}
+
+/* A piece of a request's raw body (gd_ctl_raw_cb): the bytes taken, or
+ * -1 to close the client. */
+static int64_t run_raw(struct gd_ctl_client *cl, const char *buf, size_t n)
+{
+	int64_t took;
+
+	client_flush(cl);
+	if (cl->closing)
+		return -1;
+	cl->reply_err = GD_DBUF_OK;
+	took = cl->raw_cb(cl->srv->user, cl, buf, n);
+	reply_check(cl, "(a request's body)");
+	if (took < 0 || (uint64_t)took > n ||
+	    ((uint64_t)n == cl->raw_left && (uint64_t)took != n))
+		return -1;
+	cl->raw_left -= (uint64_t)took;
+	return took;
 }
 
 static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
@@ -106,9 +133,29 @@ static void on_read(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 		return;
 	}
 	cl->inlen += (size_t)nread;
-	while (!cl->closing &&
-	    (nl = memchr(cl->in + off, '\n', cl->inlen - off)) != NULL) {
-		size_t len = (size_t)(nl - (cl->in + off));
+	while (!cl->closing) {
+		size_t len;
+		if (cl->raw_left > 0) {
+			/* a request's body: what is here of it, in one piece */
+			size_t n = cl->inlen - off;
+			int64_t took;
+			if (n > cl->raw_left)
+				n = (size_t)cl->raw_left;
+			if (n == 0)
+				break;
+			if ((took = run_raw(cl, cl->in + off, n)) < 0) {
+				gd_ctl_flush(s);
+				client_close(cl);
+				return;
+			}
+			off += (size_t)took;
+			if ((size_t)took < n)
+				break;	/* the rest of an item is to come */
+			continue;
+		}
+		if ((nl = memchr(cl->in + off, '\n', cl->inlen - off)) == NULL)
+			break;
+		len = (size_t)(nl - (cl->in + off));
 		*nl = '\0';
 		if (len > GD_CTL_LINE || run_request(cl, cl->in + off, len) != 0) {
 			if (len > GD_CTL_LINE)
@@ -391,8 +438,19 @@ int gd_ctl_dispatch(const struct gd_ctl_table *t, void *user,
 	size_t i, wlen = strcspn(line, " ");
 	char end = line[wlen];
 
-	if (strcmp(line, "hello") == 0) {
-		gd_ctl_printf(cl, "hello %s %d\n", t->prog, GD_CTL_PROTO);
+	if (wlen == 5 && memcmp(line, "hello", 5) == 0) {
+		/* a bare hello is a client of version 2; "hello N" is one of
+		 * version N, answered with the lower of N and ours */
+		int64_t v = GD_CTL_PROTO_MIN;
+		if (end != '\0' && gd_parse_i64(line + 6, 0, INT32_MAX, &v) != 0) {
+			gd_ctl_printf(cl, "error bad version in '%.64s'\n", line);
+			return 0;
+		}
+		if (v > GD_CTL_PROTO)
+			v = GD_CTL_PROTO;
+		if (v < GD_CTL_PROTO_MIN)
+			v = GD_CTL_PROTO_MIN;
+		gd_ctl_printf(cl, "hello %s %d\n", t->prog, (int)v);
 		return 0;
 	}
 	for (i = 0; i < t->n; i++) {

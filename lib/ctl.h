@@ -5,10 +5,13 @@
  * serves only its own uid and root, a client talks only to a socket (and
  * a server) of its own uid. The protocol is text lines, each at most
  * GD_CTL_LINE bytes (a longer request is answered "error ..." and the
- * connection closed):
+ * connection closed), but for the binary body of ackbin:
  *
- *   hello                 -> "hello PROGRAM GD_CTL_PROTO"
+ *   hello [VERSION]       -> "hello PROGRAM V": V the lower of VERSION
+ *                            (2 when not given) and GD_CTL_PROTO
  *   ack N, then N keys    -> "ack OK FAILED", then FAILED lines KEY<TAB>REASON
+ *   ackbin LEN, then LEN bytes of a binary batch (ackbin.h)
+ *                         -> (gdsub, version 3) as "ack N"
  *   pending [sort=S] [limit=N] | subs | stats
  *                         -> "NAME ROWS", a header row of NAME:TYPE fields
  *                            (TYPE n number, s string), then ROWS rows (TSV)
@@ -20,7 +23,8 @@
  *                            same config takes the socket over
  *   anything else         -> "error REASON" (the connection stays usable)
  *
- * Version 2 added the types in the header and the pending arguments.
+ * Version 2 added the types in the header and the pending arguments;
+ * version 3 "hello VERSION" and ackbin.
  */
 #ifndef GD_CTL_H
 #define GD_CTL_H
@@ -41,6 +45,12 @@ struct gd_ctl_client;
  * close the client. */
 typedef int (*gd_ctl_line_cb)(void *user, struct gd_ctl_client *cl,
     char *line, size_t len);
+/* Called with the bytes of a request's body that is not lines (gdsub's
+ * ackbin), as they arrive, at most cl->raw_left of them: returns how many
+ * it took (it may leave a part item for the next call, but must take all
+ * when n is cl->raw_left), or -1 to close the client. */
+typedef int64_t (*gd_ctl_raw_cb)(void *user, struct gd_ctl_client *cl,
+    const char *buf, size_t n);
 
 struct gd_ctl_client {
 	uv_pipe_t h;
@@ -55,6 +65,10 @@ struct gd_ctl_client {
 	 * batch), freed by req_free with the client */
 	void *req;
 	void (*req_free)(void *req);
+	/* a body of raw bytes after a request line: a request sets both,
+	 * ctl.c counts raw_left down to 0, then reads lines again */
+	uint64_t raw_left;
+	gd_ctl_raw_cb raw_cb;
 	int kind;		/* what the engine took the client for (gdsub:
 				 * a gdack, which says bye at its clean end) */
 	int closing;
@@ -92,7 +106,7 @@ struct gd_ctl_table {
 	const struct gd_ctl_req *req;
 	size_t n;
 };
-/* Answer "hello" (every program alike: "hello PROG GD_CTL_PROTO"), or
+/* Answer "hello [VERSION]" (every program alike: "hello PROG V"), or
  * run the request of t that line names; a line that names none, or
  * gives a request arguments it does not take (or none it must have), is
  * answered "error unknown request '...'". The handler's return, else 0. */

@@ -97,6 +97,11 @@ static int answered(struct gd_ctl_peer *p, int fail, const char *line,
 	return fail;
 }
 
+#define STR_(x) #x
+#define STR(x) STR_(x)
+#define HELLO_WORDS "hello " STR(GD_CTL_PROTO)
+#define HELLO HELLO_WORDS "\n"
+
 int gd_ctl_hello(const char *path, struct gd_lreader *rd,
     struct gd_ctl_peer *p)
 {
@@ -112,8 +117,13 @@ int gd_ctl_hello(const char *path, struct gd_lreader *rd,
 	(void)gd_ctl_peer_uid(rd->fd, &p->uid, &p->pid);
 	rd->off = rd->len = 0;
 	errno = 0;
-	if (gd_write_all(rd->fd, "hello\n", 6) != 0 ||
-	    gd_lreader_line(rd, &line, &len) != 1) {
+	/* "hello 3": a server of version 2 does not know it, and says so;
+	 * then the bare hello of version 2 */
+	if (gd_write_all(rd->fd, HELLO, sizeof(HELLO) - 1) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1 ||
+	    (strcmp(line, "error unknown request '" HELLO_WORDS "'") == 0 &&
+	    (gd_write_all(rd->fd, "hello\n", 6) != 0 ||
+	    gd_lreader_line(rd, &line, &len) != 1))) {
 		p->err = errno;
 		return GD_CTL_NOANSWER;
 	}
@@ -125,7 +135,8 @@ int gd_ctl_hello(const char *path, struct gd_lreader *rd,
 		return answered(p, GD_CTL_GARBLED, line, len);
 	gd_ctl_escape(p->prog, sizeof(p->prog), prog, strlen(prog), 0);
 	p->ver = ver;
-	return ver == GD_CTL_PROTO ? GD_CTL_OK : GD_CTL_VERSION;
+	return ver >= GD_CTL_PROTO_MIN && ver <= GD_CTL_PROTO ? GD_CTL_OK :
+	    GD_CTL_VERSION;
 }
 
 int gd_ctl_open(const char *path, double wait, struct gd_lreader *rd,
@@ -171,9 +182,9 @@ int gd_ctl_say(const char *path, int fail, const struct gd_ctl_peer *p)
 		gd_err("unexpected answer from %s: %s", path, p->answer);
 		break;
 	case GD_CTL_VERSION:
-		gd_err("%s at %s speaks control protocol %d, this %s %d: use "
-		    "programs of the same gdkit version", p->prog, path, p->ver,
-		    gd_prog(), GD_CTL_PROTO);
+		gd_err("%s at %s speaks control protocol %d, this %s %d to %d: "
+		    "use programs of the same gdkit version", p->prog, path,
+		    p->ver, gd_prog(), GD_CTL_PROTO_MIN, GD_CTL_PROTO);
 		break;
 	}
 	return GD_EX_UNAVAILABLE;

@@ -22,13 +22,15 @@ enum gd_ctl_fail {
 	GD_CTL_NOANSWER,	/* hello unanswered: err, 0 closed, ETIMEDOUT */
 	GD_CTL_REFUSED,		/* answered "error ...": answer */
 	GD_CTL_GARBLED,		/* not "hello PROGRAM VERSION": answer */
-	GD_CTL_VERSION,		/* another protocol version: prog, ver */
+	GD_CTL_VERSION,		/* a protocol version it cannot speak: prog,
+				 * ver */
 };
 
 /* Who answered, or what went wrong. */
 struct gd_ctl_peer {
 	char prog[32];		/* gdpub or gdsub */
-	int ver;		/* its protocol version */
+	int ver;		/* the protocol version it speaks with us
+				 * (GD_CTL_PROTO_MIN .. GD_CTL_PROTO) */
 	uid_t uid;		/* who serves the socket */
 	long pid;		/* -1 if unknown */
 	int err;		/* errno of a failed step */
@@ -37,7 +39,9 @@ struct gd_ctl_peer {
 };
 
 /* Say hello on the connected rd->fd, after checking who serves it
- * (gd_ctl_trust); read the answer, each wait bounded by rd->timeout.
+ * (gd_ctl_trust): "hello GD_CTL_PROTO", and to a server of version 2,
+ * which does not know that, "hello"; read the answer, each wait bounded
+ * by rd->timeout.
  * GD_CTL_OK, or a failure (p says which); the fd stays the caller's. */
 int gd_ctl_hello(const char *path, struct gd_lreader *rd,
     struct gd_ctl_peer *p);

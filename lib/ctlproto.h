@@ -12,7 +12,12 @@
 
 #include "conf.h"
 
-#define GD_CTL_PROTO 2
+/* The protocol's version: 3 added "hello VERSION" and gdack's binary
+ * batches ("ackbin LEN", ackbin.h). A server answers a bare "hello" (a
+ * client of version 2) with version 2, "hello N" with the lower of N and
+ * its own; a client takes any version from GD_CTL_PROTO_MIN up. */
+#define GD_CTL_PROTO 3
+#define GD_CTL_PROTO_MIN 2
 #define GD_CTL_LINE 1024
 #define GD_CTL_MAX_KEYS (1u << 20)
 /* The most bytes one reply may take. A request whose reply would be

@@ -159,21 +159,20 @@ int gd_deliver_restore(struct gd_deliver *d, uint64_t id, uint64_t seq,
 int gd_deliver_ack(struct gd_deliver *d, unsigned bit, uint64_t id,
     uint64_t seq, uint64_t now)
 {
-	uint32_t s = gd_pending_find(&d->pend, id);
-
 	/* an ack of an earlier block with this id (resolved before the id
 	 * was published again) does not count for this one */
+	uint32_t s = gd_pending_find_seq(&d->pend, id, seq);
 	struct gd_pend *e;
 
 	if (!d->b_open) {
 		d->b_open = 1;
 		d->b_inflight = gd_deliver_inflight(d);
 	}
-	if (s == GD_NONE || gd_pending_seq(&d->pend,
-	    (e = gd_pending_at(&d->pend, s))) != seq) {
+	if (s == GD_NONE) {
 		d->n_late++;
 		return -1;
 	}
+	e = gd_pending_at(&d->pend, s);
 	/* a first copy came through the pipeline after all that was sent to
 	 * it before; a copy sent again may be acknowledged at once */
 	if (gd_pend_resends(e) == 0 && bit < GD_DV_SLOTS) {

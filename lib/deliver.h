@@ -84,6 +84,14 @@ int gd_deliver_init(struct gd_deliver *d, unsigned needed,
     uint32_t window, uint64_t now, const struct gd_deliver_ops *ops,
     void *ctx);
 void gd_deliver_free(struct gd_deliver *d);
+/* Every id published will be fresh (gd_deliver_publish) and none looked
+ * up alone (gd_deliver_find): acknowledgements find their blocks by
+ * sequence index, no id is hashed (gd_pending_byseq). Before the first
+ * publish or restore; 0, or -1 when out of memory (ids are hashed). */
+static inline int gd_deliver_byseq(struct gd_deliver *d)
+{
+	return gd_pending_byseq(&d->pend);
+}
 
 /* A new block: *seq is its sequence index. With GD it becomes pending
  * (owner, off and len locate its payload for a resend); GD_DV_PENDING

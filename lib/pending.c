@@ -30,7 +30,86 @@ void gd_pending_free(struct gd_pending *p)
 {
 	gd_slab_free(&p->slab);
 	free(p->bits);
+	free(p->ring);
 	memset(p, 0, sizeof(*p));
+}
+
+#define RING_FIRST 1024u
+
+static uint32_t *ring_new(uint32_t n)
+{
+	uint32_t *r = malloc((size_t)n * sizeof(*r));
+
+	if (r != NULL)
+		memset(r, 0xff, (size_t)n * sizeof(*r));	/* GD_NONE */
+	return r;
+}
+
+int gd_pending_byseq(struct gd_pending *p)
+{
+	if (p->ring != NULL || p->count > 0)
+		return p->ring != NULL ? 0 : -1;
+	if ((p->ring = ring_new(RING_FIRST)) == NULL)
+		return -1;
+	p->rmask = RING_FIRST - 1;
+	return 0;
+}
+
+/* In the ring (not spilled to the hash): the slot its seq's place names. */
+static inline int in_ring(const struct gd_pending *p, uint32_t s)
+{
+	return p->ring[p->e[s].seq32 & p->rmask] == s;
+}
+
+/* More pending blocks than half the ring's places: twice the places, the
+ * blocks in the ring moved over (distinct places stay distinct), the
+ * spilled ones left in the hash. Once a doubling: O(1) a block. A ring
+ * that cannot grow still serves, spilling more. */
+static void ring_grow(struct gd_pending *p)
+{
+	uint32_t n = (p->rmask + 1) * 2, s, *r;
+
+	if (n > GD_IDMAP_MAX_SLOTS + 2u || (r = ring_new(n)) == NULL)
+		return;
+	for (s = p->head; s != GD_NONE; s = p->e[s].next)
+		if (in_ring(p, s))
+			r[p->e[s].seq32 & (n - 1)] = s;
+	free(p->ring);
+	p->ring = r;
+	p->rmask = n - 1;
+}
+
+/* Slot s (its seq32 and id set) into the ring; the block whose place it
+ * takes, still pending with an older seq, into the hash. 0, or -1 when
+ * out of memory (nothing changed). */
+static int ring_put(struct gd_pending *p, uint32_t s)
+{
+	uint32_t *at, old;
+
+	if (p->count + 1 > (p->rmask + 1) / 2)
+		ring_grow(p);
+	at = &p->ring[p->e[s].seq32 & p->rmask];
+	old = *at;
+	if (old != GD_NONE &&
+	    gd_slab_bind(&p->slab, old, p->e[old].id) != 0)
+		return -1;
+	*at = s;
+	return 0;
+}
+
+uint32_t gd_pending_find_seq(const struct gd_pending *p, uint64_t id,
+    uint64_t seq)
+{
+	uint32_t s;
+
+	if (p->count == 0 || seq < p->cursor || seq >= p->top)
+		return GD_NONE;
+	if (p->ring != NULL && (s = p->ring[(uint32_t)seq & p->rmask]) !=
+	    GD_NONE && p->e[s].seq32 == (uint32_t)seq)
+		return p->e[s].id == id ? s : GD_NONE;
+	/* spilled (or no ring): by id, then its seq */
+	s = gd_slab_find(&p->slab, id);
+	return s != GD_NONE && gd_pending_seq(p, &p->e[s]) == seq ? s : GD_NONE;
 }
 
 static inline int bit_get(const struct gd_pending *p, uint64_t seq)
@@ -112,7 +191,9 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 		return GD_NONE;
 	e = &p->e[s];
 	e->id = id;
-	if (gd_slab_bind(&p->slab, s, id) != 0) {
+	e->seq32 = (uint32_t)seq;
+	if (p->ring != NULL ? ring_put(p, s) != 0 :
+	    gd_slab_bind(&p->slab, s, id) != 0) {
 		pend_put(&p->slab, s);
 		return GD_NONE;
 	}
@@ -120,7 +201,6 @@ uint32_t gd_pending_add(struct gd_pending *p, uint64_t id, uint64_t seq,
 	e->off = off;
 	e->len = len;
 	e->owner_res = owner & GD_PEND_MAX_OWNER;
-	e->seq32 = (uint32_t)seq;
 	sent(p, s, now_ns);
 	bit_set(p, seq, 1);
 	p->top = seq + 1;
@@ -151,7 +231,10 @@ void gd_pending_remove(struct gd_pending *p, uint32_t s)
 	struct gd_pend *e = &p->e[s];
 
 	unlink_slot(p, s);
-	gd_slab_unbind(&p->slab, e->id);
+	if (p->ring != NULL && in_ring(p, s))
+		p->ring[e->seq32 & p->rmask] = GD_NONE;
+	else
+		gd_slab_unbind(&p->slab, e->id);
 	bit_set(p, e->seq32, 0);	/* low bits suffice: nbits < 2^32 */
 	pend_put(&p->slab, s);
 	p->count--;

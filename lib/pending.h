@@ -75,6 +75,12 @@ struct gd_pending {
 	 * ahead of pcur (the first sent since, GD_NONE when none was) */
 	uint64_t pass;
 	uint32_t pcur, npassed;
+	/* by sequence (gd_pending_byseq): ring[seq & rmask] is the slot of
+	 * the pending block of that seq, GD_NONE, or another one's; a block
+	 * whose place a newer one took is in the id hash instead (spilled).
+	 * NULL: every block is in the id hash. */
+	uint32_t *ring;
+	uint32_t rmask;
 };
 
 int gd_pending_init(struct gd_pending *p, uint64_t timeout_ns, uint32_t hint);
@@ -84,10 +90,22 @@ static inline struct gd_pend *gd_pending_at(struct gd_pending *p, uint32_t s)
 {
 	return &p->e[s];
 }
+/* The pending block id's slot, GD_NONE when it is not pending; not with
+ * gd_pending_byseq on, when ids are the caller's own, known not to be
+ * pending (the hash holds only blocks spilled from the ring). */
 static inline uint32_t gd_pending_find(const struct gd_pending *p, uint64_t id)
 {
 	return gd_slab_find(&p->slab, id);
 }
+/* Look blocks up by their sequence index (acknowledgements carry it)
+ * instead of hashing every id: for a caller that never asks for one by
+ * id alone (gd_pending_find), as when it assigns the ids itself. Before
+ * the first add; 0, or -1 when out of memory (then the hash serves). */
+int gd_pending_byseq(struct gd_pending *p);
+/* The slot of the pending block of sequence index seq if its id is id,
+ * else GD_NONE: what an acknowledgement (id, seq) is for. */
+uint32_t gd_pending_find_seq(const struct gd_pending *p, uint64_t id,
+    uint64_t seq);
 /* The full sequence index of a pending block: pending blocks are within
  * 2^32 of the newest (the floor bitmap never grows that far). */
 static inline uint64_t gd_pending_seq(const struct gd_pending *p,

@@ -473,6 +473,12 @@ static int start(struct pub *p)
 		gd_err("out of memory");
 		return GD_EX_FAIL;
 	}
+	/* ids gdpub assigns itself are never looked up alone (those of
+	 * --ids and -f frame are, for their duplicates, and a cluster's for
+	 * its pre-acknowledgements): acknowledgements find their blocks by
+	 * sequence index, and no id is hashed */
+	if (!p->opt.ids && !p->opt.frame && !p->conf->cluster)
+		(void)gd_deliver_byseq(&p->dv);
 	if (p->journal)
 		gd_deliver_set_next_seq(&p->dv, gd_journal_max_seq(&p->jn) + 1);
 	if ((rc = pub_outputs_open(p)) != 0)

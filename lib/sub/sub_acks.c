@@ -77,25 +77,11 @@ static struct sub_pub *key_pub(struct sub *s, const char *key, size_t len,
 	return NULL;
 }
 
-/* NULL when acknowledged, else why not */
-const char *sub_ack_key(struct sub *s, const char *key, size_t len)
+/* NULL when the block id of pc is acknowledged, else why not */
+const char *sub_ack_id(struct sub *s, struct sub_pub *pc, uint64_t id)
 {
-	struct sub_pub *pc;
-	size_t olen;
-	uint64_t id, seq = 0;	/* 0: no copy of the current block */
-	int flags;
+	uint64_t seq = 0;	/* 0: no copy of the current block */
 
-	if ((pc = key_pub(s, key, len, &id, &flags)) != NULL) {
-		if (flags & GD_FL_SNAPSHOT)
-			return NULL;
-	} else if (gd_key_parse(key, len, &olen, &id, &flags) != 0) {
-		return "malformed key (expected HOST:PORT/ID)";
-	} else if (flags & GD_FL_SNAPSHOT) {
-		return NULL;	/* snapshot blocks need no acknowledgement */
-	} else if ((pc = key[0] == '@' ? sub_cluster_find(s, key, olen, id) :
-	    sub_pub_find(s, key, olen)) == NULL) {
-		return "not a publisher of this gdsub";
-	}
 	switch (gd_recv_ack(&pc->rv, id, ack_how(s, pc), &seq)) {
 	case GD_RA_SEND:
 		if (sub_ack_queue(pc, id, seq) != 0)
@@ -121,6 +107,28 @@ const char *sub_ack_key(struct sub *s, const char *key, size_t len)
 	default:
 		return "the publisher ended its stream before this acknowledgement";
 	}
+}
+
+/* NULL when acknowledged, else why not */
+const char *sub_ack_key(struct sub *s, const char *key, size_t len)
+{
+	struct sub_pub *pc;
+	size_t olen;
+	uint64_t id;
+	int flags;
+
+	if ((pc = key_pub(s, key, len, &id, &flags)) != NULL) {
+		if (flags & GD_FL_SNAPSHOT)
+			return NULL;
+	} else if (gd_key_parse(key, len, &olen, &id, &flags) != 0) {
+		return "malformed key (expected HOST:PORT/ID)";
+	} else if (flags & GD_FL_SNAPSHOT) {
+		return NULL;	/* snapshot blocks need no acknowledgement */
+	} else if ((pc = key[0] == '@' ? sub_cluster_find(s, key, olen, id) :
+	    sub_pub_find(s, key, olen)) == NULL) {
+		return "not a publisher of this gdsub";
+	}
+	return sub_ack_id(s, pc, id);
 }
 
 /* An ack frame on its way: the request, then the frame (and after the

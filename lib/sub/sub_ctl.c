@@ -4,6 +4,7 @@
  * of the same name serves (the client of ctl_client.h), and the end
  * note left beside the socket when gdsub exits (endnote.h). */
 #include "sub_int.h"
+#include "ackbin.h"
 #include "ctl_client.h"
 #include "endnote.h"
 #include "log.h"
@@ -106,12 +107,16 @@ static int req_stats(void *user, struct gd_ctl_client *cl,
 	return 0;
 }
 
-/* An "ack N" request between its lines: the keys still to come, what
- * became of those read, the failures' lines for the reply. One per
- * client that has sent one, freed with it (ctl.c). */
+/* An "ack N" request between its lines, or an "ackbin LEN" one between
+ * the pieces of its body: the keys still to come, what became of those
+ * read, the failures' lines for the reply. One per client that has sent
+ * one, freed with it (ctl.c). */
 struct ack_batch {
 	uint64_t left, ok, failed;
 	struct gd_dbuf fail;
+	struct sub *s;
+	struct gd_ackbin bin;	/* ackbin: the parser's place */
+	struct sub_pub *pc;	/* ackbin: the run's publisher, or NULL */
 };
 
 static void batch_free(void *p)
@@ -122,40 +127,75 @@ static void batch_free(void *p)
 	free(b);
 }
 
+/* A key not acknowledged: its line for the reply. 0, or -1 (said). */
+static int ack_failed(struct ack_batch *b, const char *origin, size_t olen,
+    int with_id, uint64_t id, const char *why)
+{
+	int rc;
+
+	b->failed++;
+	rc = with_id ? gd_dbuf_addf(&b->fail, "%.*s/%" PRIu64 "\t%s\n",
+	    (int)olen, origin, id, why) : gd_dbuf_addf(&b->fail, "%.*s\t%s\n",
+	    (int)olen, origin, why);
+	if (rc != GD_DBUF_OK) {
+		/* the reply could not carry them all either */
+		gd_err("cannot answer gdack: the failures of its batch "
+		    "of %" PRIu64 " keys are %s", b->ok + b->failed +
+		    b->left - 1, gd_dbuf_strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* The batch's answer, after its last key. */
+static void ack_answer(struct sub *s, struct gd_ctl_client *cl,
+    struct ack_batch *b)
+{
+	gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", b->ok, b->failed);
+	gd_ctl_reply(cl, gd_dbuf_ptr(&b->fail), gd_dbuf_len(&b->fail));
+	gd_dbuf_reset(&b->fail);
+	sub_maybe_done(s);
+}
+
 /* One key of an "ack N" batch; the reply goes out after the last. */
 static int ack_line(struct sub *s, struct gd_ctl_client *cl,
     struct ack_batch *b, const char *line, size_t len)
 {
 	const char *why = sub_ack_key(s, line, len);
 
-	if (why == NULL) {
+	if (why == NULL)
 		b->ok++;
-	} else {
-		int rc;
-		b->failed++;
-		if ((rc = gd_dbuf_addf(&b->fail, "%s\t%s\n", line, why)) !=
-		    GD_DBUF_OK) {
-			/* the reply could not carry them all either */
-			gd_err("cannot answer gdack: the failures of its batch "
-			    "of %" PRIu64 " keys are %s", b->ok + b->failed +
-			    b->left - 1, gd_dbuf_strerror(rc));
-			return -1;
-		}
-	}
-	if (--b->left == 0) {
-		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", b->ok,
-		    b->failed);
-		gd_ctl_reply(cl, gd_dbuf_ptr(&b->fail), gd_dbuf_len(&b->fail));
-		gd_dbuf_reset(&b->fail);
-		sub_maybe_done(s);
-	}
+	else if (ack_failed(b, line, len, 0, 0, why) != 0)
+		return -1;
+	if (--b->left == 0)
+		ack_answer(s, cl, b);
 	return 0;
+}
+
+/* The batch of a client, made at its first request. */
+static struct ack_batch *batch_of(struct sub *s, struct gd_ctl_client *cl)
+{
+	struct ack_batch *b = cl->req;
+
+	if (b == NULL) {
+		if ((b = calloc(1, sizeof(*b))) == NULL) {
+			gd_err("cannot answer gdack: out of memory");
+			return NULL;
+		}
+		/* as much as a reply may carry */
+		gd_dbuf_init_sized(&b->fail, 4096, GD_CTL_REPLY_MAX);
+		b->s = s;
+		cl->req = b;
+		cl->req_free = batch_free;
+	}
+	b->ok = b->failed = b->left = 0;
+	return b;
 }
 
 static int req_ack(void *user, struct gd_ctl_client *cl,
     const char *line, const char *args)
 {
-	struct ack_batch *b = cl->req;
+	struct ack_batch *b;
 	int64_t n;
 
 	sub_end_acker(user, cl);
@@ -163,18 +203,83 @@ static int req_ack(void *user, struct gd_ctl_client *cl,
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
 	}
-	if (b == NULL) {
-		if ((b = calloc(1, sizeof(*b))) == NULL) {
-			gd_err("cannot answer gdack: out of memory");
-			return -1;
-		}
-		/* as much as a reply may carry */
-		gd_dbuf_init_sized(&b->fail, 4096, GD_CTL_REPLY_MAX);
-		cl->req = b;
-		cl->req_free = batch_free;
-	}
-	b->ok = b->failed = 0;
+	if ((b = batch_of(user, cl)) == NULL)
+		return -1;
 	b->left = (uint64_t)n;	/* the keys follow, one a line */
+	if (n == 0)
+		gd_ctl_printf(cl, "ack 0 0\n");
+	return 0;
+}
+
+/* ackbin: a run's origin, looked up once for its IDs (a cluster's per
+ * ID: its members hold different blocks) */
+static int bin_run(void *user, const char *origin, size_t olen)
+{
+	struct ack_batch *b = user;
+
+	b->pc = origin[0] == '@' ? NULL : sub_pub_find(b->s, origin, olen);
+	return 0;
+}
+
+static int bin_ids(void *user, const char *origin, size_t olen,
+    const char *ids, size_t k)
+{
+	struct ack_batch *b = user;
+	size_t i;
+
+	for (i = 0; i < k; i++) {
+		uint64_t id = gd_ackbin_id(ids + 8 * i);
+		struct sub_pub *pc = b->pc;
+		const char *why;
+		if (pc == NULL && origin[0] == '@')
+			pc = sub_cluster_find(b->s, origin, olen, id);
+		why = pc != NULL ? sub_ack_id(b->s, pc, id) :
+		    "not a publisher of this gdsub";
+		if (why == NULL)
+			b->ok++;
+		else if (ack_failed(b, origin, olen, 1, id, why) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+static const struct gd_ackbin_ops bin_ops = { bin_run, bin_ids };
+
+/* A piece of an ackbin batch (gd_ctl_raw_cb); the reply after the last. */
+static int64_t ack_bin(void *user, struct gd_ctl_client *cl,
+    const char *buf, size_t n)
+{
+	struct ack_batch *b = cl->req;
+	const char *why;
+	int64_t took = gd_ackbin_feed(&b->bin, buf, n, &bin_ops, b, &why);
+
+	if (took < 0) {
+		if (why != NULL)
+			gd_ctl_printf(cl, "error malformed ackbin batch: %s\n", why);
+		return -1;
+	}
+	if (b->bin.left == 0)
+		ack_answer(user, cl, b);
+	return took;
+}
+
+static int req_ackbin(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	struct ack_batch *b;
+	int64_t n;
+
+	sub_end_acker(user, cl);
+	if (gd_parse_i64(args, 0, (int64_t)GD_ACKBIN_MAX, &n) != 0) {
+		gd_ctl_printf(cl, "error bad batch length in '%.64s'\n", line);
+		return -1;
+	}
+	if ((b = batch_of(user, cl)) == NULL)
+		return -1;
+	gd_ackbin_start(&b->bin, (uint64_t)n);
+	b->pc = NULL;
+	cl->raw_left = (uint64_t)n;	/* the batch follows */
+	cl->raw_cb = ack_bin;
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
@@ -230,10 +335,11 @@ static int req_metrics(void *user, struct gd_ctl_client *cl,
 	return gd_prom_ctl_reply(ctl_line, user, cl);
 }
 
-/* ack and takeover must have their arguments; the rest are the word
+/* ack, ackbin and takeover must have their arguments; the rest are the word
  * alone (hello is the dispatcher's) */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "ackbin", GD_CTL_ARGS, req_ackbin },
 	{ "bye", GD_CTL_NOARGS, req_bye },
 	{ "metrics", GD_CTL_NOARGS, req_metrics },
 	{ "stats", GD_CTL_NOARGS, req_stats },
@@ -253,7 +359,8 @@ static int ctl_line(void *user, struct gd_ctl_client *cl, char *line,
 		return ack_line(user, cl, b, line, len);
 	rc = gd_ctl_dispatch(&table, user, cl, line);
 	/* gdinspect, a script; hello is gdack's first request too */
-	if (cl->kind == SUB_CL_UNKNOWN && strcmp(line, "hello") != 0)
+	if (cl->kind == SUB_CL_UNKNOWN && strcmp(line, "hello") != 0 &&
+	    strncmp(line, "hello ", 6) != 0)
 		cl->kind = SUB_CL_OTHER;
 	return rc;
 }

@@ -288,6 +288,8 @@ int sub_ack_queue(struct sub_pub *pc, uint64_t id, uint64_t seq);
 void sub_acks_flush(struct sub *s);
 uint64_t sub_unacked(const struct sub *s);
 const char *sub_ack_key(struct sub *s, const char *key, size_t len);
+/* The same for a key already split: block id of publisher pc. */
+const char *sub_ack_id(struct sub *s, struct sub_pub *pc, uint64_t id);
 /* Control frames to a publisher: a small one (BYE, or CONFIRM with its
  * u64; a failure shows as the connection's loss), the hello and the proof
  * (0 or a libuv error). */

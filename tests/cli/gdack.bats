@@ -206,3 +206,42 @@ start_pub_sub() {
 	assert_failure 1
 	assert_equal "$stderr" "gdack: cannot acknowledge 127.0.0.1:$port/2: gdsub runs with --no-gd"
 }
+
+@test "gdack and a gdsub of control protocol 2 (no hello 3, no ackbin): the keys go as lines of ack N" {
+	# a gdsub of version 2 as far as gdack sees: "hello 3" unknown, the
+	# bare hello answered 2, "ack N" and its N lines taken (kept in got.txt),
+	# the last key refused
+	cat > v2.py <<'PY'
+import socket, sys
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(sys.argv[1])
+s.listen(4)
+open(sys.argv[1] + ".ready", "w").close()
+c, _ = s.accept()
+f = c.makefile("rwb")
+got = open("got.txt", "wb")
+for line in f:
+    line = line.rstrip(b"\n")
+    if line == b"hello 3":
+        f.write(b"error unknown request 'hello 3'\n")
+    elif line == b"hello":
+        f.write(b"hello gdsub 2\n")
+    elif line.startswith(b"ack "):
+        keys = [f.readline() for _ in range(int(line[4:]))]
+        got.write(line + b"\n" + b"".join(keys))
+        got.flush()
+        f.write(b"ack %d 1\n%s\tunknown key: no such block is waiting for acknowledgement\n"
+                % (len(keys) - 1, keys[-1].rstrip(b"\n")))
+    elif line == b"bye":
+        break
+    else:
+        f.write(b"error unknown request\n")
+    f.flush()
+PY
+	spawn "exec $(python_bin) v2.py '$BATS_TEST_TMPDIR/v2.sock' 2> v2.err"
+	wait_until 20 test -e "$BATS_TEST_TMPDIR/v2.sock.ready"
+	run --separate-stderr timeout 20 gdack --ctl "$BATS_TEST_TMPDIR/v2.sock" < <(printf 'h:1/1\tx\nh:1/2/r\ty\n@c/3\nh:1/4/s\nh:1/5\n')
+	assert_failure 1
+	assert_equal "$stderr" "gdack: cannot acknowledge h:1/5: unknown key: no such block is waiting for acknowledgement"
+	assert_equal "$(cat got.txt)" "$(printf 'ack 4\nh:1/1\nh:1/2\n@c/3\nh:1/5')"
+}

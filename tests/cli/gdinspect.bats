@@ -317,6 +317,54 @@ pending_rows() {
 	gdpub_alive
 }
 
+# ackbin LEN and its batch (gdinspect(1) CONTROL PROTOCOL): runs of a
+# 16-bit origin length, the origin, a 32-bit count and 64-bit IDs
+ackbin() {
+	python -c '
+import struct, sys
+body = b""
+for run in sys.argv[1:]:
+    o, ids = run.split("=")
+    ids = [int(i) for i in ids.split(",")]
+    body += struct.pack("<H", len(o)) + o.encode() + struct.pack("<I", len(ids))
+    body += b"".join(struct.pack("<Q", i) for i in ids)
+sys.stdout.buffer.write(b"ackbin %d\n" % len(body) + body)
+' "$@"
+}
+
+@test "gdsub: hello 3 and ackbin batches, the key text of ack N still taken; a malformed batch gets an error and the connection closed; gdsub survives" {
+	stall
+	sock=$(sub_sock)
+	o="127.0.0.1:$port"
+	# a bare hello is a client of version 2; hello 3 gets 3, hello 9 too
+	run ctl_talk "$sock" 3 <<<$'hello\nhello 3\nhello 9'
+	assert_success
+	assert_output "$(printf 'hello gdsub 2\nhello gdsub 3\nhello gdsub 3')"
+	# blocks 1 and 2 in a batch with an unknown one and a stranger's
+	run ctl_talk "$sock" 3 < <(ackbin "$o=1,99,2" "elsewhere:1=4")
+	assert_success
+	assert_line --index 0 'ack 2 2'
+	assert_line --index 1 "$o/99	unknown key: no such block is waiting for acknowledgement"
+	assert_line --index 2 'elsewhere:1/4	not a publisher of this gdsub'
+	# the text form, as an older gdack and scripts send it
+	run ctl_talk "$sock" 1 < <(printf 'ack 1\n%s/3\n' "$o")
+	assert_success
+	assert_output 'ack 1 0'
+	wait_until 20 has_line pub.out '^ACK 3$'
+	# malformed: a run of no IDs (the connection closed: the hello after
+	# it is not answered); a bad length
+	run ctl_talk "$sock" < <(printf 'ackbin 7\n\001\000a\000\000\000\000hello\n')
+	assert_success
+	assert_output 'error malformed ackbin batch: a run of no IDs'
+	run ctl_talk "$sock" < <(printf 'ackbin x\n')
+	assert_output "error bad batch length in 'ackbin x'"
+	# blocks 4 and 5 still wait, and gdsub still takes batches
+	run ctl_talk "$sock" 1 < <(ackbin "$o=4,5")
+	assert_output 'ack 2 0'
+	wait_until 20 has_line pub.out '^ACK 5$'
+	run ! has_line pub.out '^NACK'
+}
+
 @test "stats counts late acknowledgements; gdsub subs counts snapshot blocks" {
 	printf 'GDpub_port=0\nGDpub_numSubs=1\n' > p.ini
 	# two blocks NACK after 0.3 s; gdpub stays up with stdin open

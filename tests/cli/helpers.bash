@@ -311,7 +311,7 @@ while True:
     f = c.makefile("rwb")
     for line in f:
         line = line.strip()
-        if hello and line == b"hello":
+        if hello and (line == b"hello" or line.startswith(b"hello ")):
             f.write(hello + b"\n")
         elif hello and line == b"stats":
             f.write(stats + b"\n")

@@ -323,14 +323,19 @@ assert d["reliability"] is None and d["uniqueness"] is None and d["received"] ==
 
 PY=python3
 
-@test "protocol version: gdinspect refuses a program of another version (69)" {
+@test "protocol version: gdinspect refuses a program of a version it does not speak (69), speaks 2 and 3" {
 	PY=$(python -c 'import sys; print(sys.executable)')
 	fake_ctl "$BATS_TEST_TMPDIR/old.sock" "hello gdpub 1"
-	expect_fail 69 "gdinspect: gdpub at $BATS_TEST_TMPDIR/old.sock speaks control protocol 1, this gdinspect 2: use programs of the same gdkit version" -- gdinspect --ctl "$BATS_TEST_TMPDIR/old.sock" stats
-	fake_ctl "$BATS_TEST_TMPDIR/new.sock" "hello gdpub 2"
-	run --separate-stderr timeout 10 gdinspect --ctl "$BATS_TEST_TMPDIR/new.sock" --json stats
-	assert_success
-	assert_output '{"x":1}'
+	expect_fail 69 "gdinspect: gdpub at $BATS_TEST_TMPDIR/old.sock speaks control protocol 1, this gdinspect 2 to 3: use programs of the same gdkit version" -- gdinspect --ctl "$BATS_TEST_TMPDIR/old.sock" stats
+	fake_ctl "$BATS_TEST_TMPDIR/newer.sock" "hello gdpub 4"
+	expect_fail 69 "gdinspect: gdpub at $BATS_TEST_TMPDIR/newer.sock speaks control protocol 4, this gdinspect 2 to 3: use programs of the same gdkit version" -- gdinspect --ctl "$BATS_TEST_TMPDIR/newer.sock" stats
+	# version 2 (a gdpub of the release before) and 3 are both spoken
+	for v in 2 3; do
+		fake_ctl "$BATS_TEST_TMPDIR/v$v.sock" "hello gdpub $v"
+		run --separate-stderr timeout 10 gdinspect --ctl "$BATS_TEST_TMPDIR/v$v.sock" --json stats
+		assert_success
+		assert_output '{"x":1}'
+	done
 }
 
 @test "a client that half-closes after its request still gets the whole reply (20000 pending rows)" {

@@ -3,12 +3,15 @@
  * server's line splitting, its line-length limit, its reply cap and its
  * half-close handling all run. The line callback is gdsub's and gdpub's
  * grammar over lib/ code, dispatched by gd_ctl_dispatch as theirs are:
- * "ack N" then N keys (gd_key_parse), "pending [ARGS]"
- * (gd_ctl_pending_args), "hello", anything else an error. The run
+ * "ack N" then N keys (gd_key_parse), "ackbin LEN" then a binary batch
+ * of LEN bytes (ctl.c's raw body, gd_ackbin_feed, as gdsub reads it),
+ * "pending [ARGS]" (gd_ctl_pending_args), "hello [VERSION]", anything
+ * else an error. The run
  * ends when the server has closed the connection (a hang is a finding);
  * replies are flushed once per loop turn, from a prepare handle, as the
  * programs do. */
 #include "fuzz.h"
+#include "ackbin.h"
 #include "ctl.h"
 #include "key.h"
 #include "parse.h"
@@ -23,31 +26,103 @@ static uv_prepare_t prep;
 static struct gd_ctl_srv srv;
 static int gone;
 
-/* an "ack N" request between its lines, as gdsub keeps it per client */
+/* an "ack N" request between its lines, or an "ackbin LEN" one between
+ * the pieces of its body, as gdsub keeps it per client */
 struct batch {
 	uint64_t left, ok, failed;
+	struct gd_ackbin bin;
 };
+
+static struct batch *batch_of(struct gd_ctl_client *cl)
+{
+	struct batch *b = cl->req;
+
+	if (b == NULL) {
+		if ((b = calloc(1, sizeof(*b))) == NULL)
+			return NULL;
+		cl->req = b;
+		cl->req_free = free;
+	}
+	b->ok = b->failed = b->left = 0;
+	return b;
+}
 
 static int req_ack(void *user, struct gd_ctl_client *cl, const char *line,
     const char *args)
 {
+	struct batch *b;
 	int64_t n;
-
-	struct batch *b = cl->req;
 
 	(void)user;
 	if (gd_parse_i64(args, 0, GD_CTL_MAX_KEYS, &n) != 0) {
 		gd_ctl_printf(cl, "error bad key count in '%.64s'\n", line);
 		return -1;
 	}
-	if (b == NULL) {
-		if ((b = calloc(1, sizeof(*b))) == NULL)
-			return -1;
-		cl->req = b;
-		cl->req_free = free;
-	}
-	b->ok = b->failed = 0;
+	if ((b = batch_of(cl)) == NULL)
+		return -1;
 	b->left = (uint64_t)n;
+	if (n == 0)
+		gd_ctl_printf(cl, "ack 0 0\n");
+	return 0;
+}
+
+/* ackbin: every key of a run whose origin begins with "bad" fails */
+static int bin_ids(void *user, const char *origin, size_t olen,
+    const char *ids, size_t k)
+{
+	struct batch *b = user;
+	size_t i;
+	uint64_t sum = 0;
+
+	/* each ID read, as gdsub reads them */
+	for (i = 0; i < k; i++)
+		sum += gd_ackbin_id(ids + 8 * i);
+	b->ok += sum == 0;	/* (kept from being optimized away) */
+	b->ok -= sum == 0;
+	if (olen >= 3 && memcmp(origin, "bad", 3) == 0)
+		b->failed += k;
+	else
+		b->ok += k;
+	return 0;
+}
+
+static const struct gd_ackbin_ops bin_ops = { NULL, bin_ids };
+
+static int64_t ack_bin(void *user, struct gd_ctl_client *cl,
+    const char *buf, size_t n)
+{
+	struct batch *b = cl->req;
+	const char *why;
+	int64_t took = gd_ackbin_feed(&b->bin, buf, n, &bin_ops, b, &why);
+
+	(void)user;
+	if (took < 0) {
+		gd_ctl_printf(cl, "error malformed ackbin batch: %s\n",
+		    why ? why : "stopped");
+		return -1;
+	}
+	if (b->bin.left == 0)
+		gd_ctl_printf(cl, "ack %" PRIu64 " %" PRIu64 "\n", b->ok,
+		    b->failed);
+	return took;
+}
+
+static int req_ackbin(void *user, struct gd_ctl_client *cl,
+    const char *line, const char *args)
+{
+	struct batch *b;
+	int64_t n;
+
+	(void)user;
+	if (gd_parse_i64(args, 0, (int64_t)GD_ACKBIN_MAX, &n) != 0) {
+		gd_ctl_printf(cl, "error bad batch length in '%.64s'\n", line);
+		return -1;
+	}
+	if ((b = batch_of(cl)) == NULL)
+		return -1;
+	gd_ackbin_start(&b->bin, (uint64_t)n);
+	cl->raw_left = (uint64_t)n;
+	cl->raw_cb = ack_bin;
 	if (n == 0)
 		gd_ctl_printf(cl, "ack 0 0\n");
 	return 0;
@@ -78,6 +153,7 @@ static int req_pending(void *user, struct gd_ctl_client *cl,
  * hello is the dispatcher's */
 static const struct gd_ctl_req requests[] = {
 	{ "ack", GD_CTL_ARGS, req_ack },
+	{ "ackbin", GD_CTL_ARGS, req_ackbin },
 	{ "pending", GD_CTL_OPTARGS, req_pending },
 };
 static const struct gd_ctl_table table = { "gdfuzz", requests,

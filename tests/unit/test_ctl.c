@@ -307,10 +307,20 @@ TEST(test_dispatch)
 	 * not take, a word that only begins like one, nothing at all */
 	ASSERT_STR(dispatch(cl, "ack", &rc), "error unknown request 'ack'\n");
 	ASSERT_EQ(rc, 0);
+	/* "hello N": a client of version N, answered with the lower of N
+	 * and ours, never below 2, what a bare hello gets */
+	ASSERT_STR(dispatch(cl, "hello 3", &rc), "hello gdtest 3\n");
+	ASSERT_STR(dispatch(cl, "hello 2", &rc), "hello gdtest 2\n");
+	ASSERT_STR(dispatch(cl, "hello 9", &rc), "hello gdtest 3\n");
+	ASSERT_STR(dispatch(cl, "hello 1", &rc), "hello gdtest 2\n");
+	ASSERT_EQ(rc, 0);
 	ASSERT_STR(dispatch(cl, "hello x", &rc),
-	    "error unknown request 'hello x'\n");
+	    "error bad version in 'hello x'\n");
 	ASSERT_STR(dispatch(cl, "hello ", &rc),
-	    "error unknown request 'hello '\n");
+	    "error bad version in 'hello '\n");
+	ASSERT_STR(dispatch(cl, "hello -3", &rc),
+	    "error bad version in 'hello -3'\n");
+	ASSERT_EQ(rc, 0);
 	ASSERT_STR(dispatch(cl, "stats x", &rc),
 	    "error unknown request 'stats x'\n");
 	ASSERT_STR(dispatch(cl, "pendingx", &rc),

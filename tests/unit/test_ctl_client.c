@@ -78,8 +78,8 @@ TEST(test_lreader_timeout)
 }
 
 /* A listening socket at dir/name; its child accepts one connection,
- * reads the hello and answers with what (NULL: nothing, then waits to
- * be killed). The child's pid in *pid. */
+ * reads the hello and answers with what, then waits to be killed (NULL:
+ * answers nothing; "": hangs up). The child's pid in *pid. */
 static int peer(const char *name, const char *what, char *path, pid_t *pid)
 {
 	struct sockaddr_un sa;
@@ -96,8 +96,9 @@ static int peer(const char *name, const char *what, char *path, pid_t *pid)
 		char buf[64];
 		int c = accept(fd, NULL, NULL);
 		if (c >= 0 && read(c, buf, sizeof(buf)) > 0 && what != NULL &&
-		    write(c, what, strlen(what)) == (ssize_t)strlen(what))
-			_exit(0);
+		    write(c, what, strlen(what)) == (ssize_t)strlen(what) &&
+		    *what == '\0')
+			_exit(0);	/* "": hangs up */
 		pause();
 		_exit(0);
 	}
@@ -149,6 +150,15 @@ TEST(test_hello)
 	ASSERT_EQ(open_peer("old", "hello gdpub 1\n", &p), GD_CTL_VERSION);
 	ASSERT_STR(p.prog, "gdpub");
 	ASSERT_EQ(p.ver, 1);
+	ASSERT_EQ(open_peer("v3", "hello gdsub 3\n", &p), GD_CTL_OK);
+	ASSERT_EQ(p.ver, 3);
+	ASSERT_EQ(open_peer("new", "hello gdsub 4\n", &p), GD_CTL_VERSION);
+	ASSERT_EQ(p.ver, 4);
+	/* a server of version 2 does not know "hello 3": the bare hello */
+	ASSERT_EQ(open_peer("v2", "error unknown request 'hello 3'\n"
+	    "hello gdsub 2\n", &p), GD_CTL_OK);
+	ASSERT_STR(p.prog, "gdsub");
+	ASSERT_EQ(p.ver, 2);
 	/* garbage, escaped for the message; more than "hello PROG VER" too */
 	ASSERT_EQ(open_peer("junk", "hello \x1b[2J gdpub 2\n", &p),
 	    GD_CTL_GARBLED);

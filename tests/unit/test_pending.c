@@ -589,6 +589,84 @@ TEST(pass_mark_random)
 	gd_pending_free(&p);
 }
 
+/* By sequence index (gd_pending_byseq): a random workload where some
+ * blocks stay pending for long (their ring places taken by newer ones:
+ * spilled to the hash) and the ring grows, against a table hashing every
+ * id: gd_pending_find_seq gives each pending block by (id, seq), nothing
+ * for a resolved one, a wrong id or a wrong seq; the floors agree. */
+TEST(byseq_random)
+{
+	struct gd_pending a, h;
+	enum { N = 60000, LIVE = 6000 };
+	static uint64_t live[LIVE];	/* seqs pending, in both */
+	static uint32_t sa[LIVE], sh[LIVE];
+	size_t n = 0, i;
+	uint64_t seq, gone[64];
+	size_t ngone = 0;
+
+	ASSERT_EQ(gd_pending_init(&a, 1000, 16), 0);
+	ASSERT_EQ(gd_pending_init(&h, 1000, 16), 0);
+	ASSERT_EQ(gd_pending_byseq(&a), 0);
+	ASSERT_EQ(gd_pending_byseq(&a), 0);	/* again: still on */
+	for (seq = 1; seq <= N; seq++) {
+		/* grow to LIVE pending, at times shrink to a few */
+		int adds = n < LIVE && (seq / 5000) % 3 != 2;
+		if (adds || n == 0) {
+			sa[n] = gd_pending_add(&a, id_of(seq), seq, 0, 0, 0, seq);
+			sh[n] = gd_pending_add(&h, id_of(seq), seq, 0, 0, 0, seq);
+			ASSERT(sa[n] != GD_NONE && sh[n] != GD_NONE);
+			live[n++] = seq;
+		}
+		/* resolve one: mostly a recent one, so the old ones stay */
+		if (n > 0 && (!adds || rnd() % 4 == 0)) {
+			size_t k = rnd() % 16 == 0 ? rnd() % n :
+			    n - 1 - rnd() % (n < 8 ? n : 8);
+			gd_pending_remove(&a, sa[k]);
+			gd_pending_remove(&h, sh[k]);
+			gone[ngone++ % 64] = live[k];
+			live[k] = live[--n];
+			sa[k] = sa[n];
+			sh[k] = sh[n];
+		}
+		if (seq % 997 != 0)
+			continue;
+		ASSERT_EQ(a.count, h.count);
+		ASSERT(list_ok(&a));
+		ASSERT_U64(gd_pending_floor(&a, seq + 1),
+		    gd_pending_floor(&h, seq + 1));
+		for (i = 0; i < n; i++) {
+			uint64_t q = live[i];
+			ASSERT_EQ(gd_pending_find_seq(&a, id_of(q), q), sa[i]);
+			ASSERT_EQ(gd_pending_find_seq(&h, id_of(q), q), sh[i]);
+			ASSERT_EQ(gd_pending_find_seq(&a, id_of(q) + 1, q),
+			    GD_NONE);
+			ASSERT_EQ(gd_pending_find_seq(&a, id_of(q), q + 1 +
+			    (a.rmask + 1)), GD_NONE);
+		}
+		for (i = 0; i < ngone && i < 64; i++) {
+			ASSERT_EQ(gd_pending_find_seq(&a, id_of(gone[i]),
+			    gone[i]), GD_NONE);
+			ASSERT_EQ(gd_pending_find_seq(&h, id_of(gone[i]),
+			    gone[i]), GD_NONE);
+		}
+	}
+	/* the ring grew, and some blocks were spilled into the hash */
+	ASSERT(a.rmask + 1 >= 2 * LIVE);
+	ASSERT(a.slab.map.count > 0);
+	while (n > 0) {
+		n--;
+		gd_pending_remove(&a, sa[n]);
+		gd_pending_remove(&h, sh[n]);
+	}
+	ASSERT_EQ(a.slab.map.count, 0);
+	ASSERT_EQ(gd_pending_find_seq(&a, id_of(1), 1), GD_NONE);
+	/* not after the first add */
+	(void)gd_pending_add(&h, 1, N + 1, 0, 0, 0, 0);
+	ASSERT_EQ(gd_pending_byseq(&h), -1);
+	gd_pending_free(&a);
+	gd_pending_free(&h);
+}
+
 int main(void)
 {
 	RUN(empty_table);
@@ -605,5 +683,6 @@ int main(void)
 	RUN(floor_past_2_32);
 	RUN(random_workload);
 	RUN(pass_mark_random);
+	RUN(byseq_random);
 	return UNIT_DONE();
 }
