@@ -122,10 +122,14 @@ bind_sock() {
 	mkdir -m 1777 ftmp
 	mkdir -m 700 home "ftmp/gdkit-$(id -u)"
 	chown nobody "ftmp/gdkit-$(id -u)"
+	# the programs go along: a checkout under /tmp is hidden below
+	mkdir bin
+	cp "$GDKIT_BIN/gdpub" "$GDKIT_BIN/gdinspect" bin/
 	# in a mount namespace of its own: this test's directory at /mnt, its
 	# ftmp over /tmp, so that the real /tmp is left alone
 	cat > run.sh <<'EOF'
 mount --bind "$1" /mnt && mount --bind /mnt/ftmp /tmp && cd /mnt || exit 99
+PATH=/mnt/bin:$PATH
 unset XDG_RUNTIME_DIR
 export HOME=/mnt/home
 gdpub -p 0 --port-file pub.port < <(sleep 60) > pub.out 2> pub.err &
