@@ -162,7 +162,9 @@ pub_acked() {
 	make_state
 	size=$(stat -c %s s.state)
 	read -r off _ len < <(state_records s.state | head -n 1)
-	printf '\xff' | dd of=s.state bs=1 seek=$((off + 12)) conv=notrunc 2>/dev/null
+	# every bit of the record's first body byte flipped (a byte set to a
+	# value it may already hold would leave it intact)
+	python3 -c 'import sys; f = open(sys.argv[1], "r+b"); o = int(sys.argv[2]); f.seek(o); b = f.read(1)[0]; f.seek(o); f.write(bytes([b ^ 0xff]))' s.state $((off + 12))
 	expect_fail 74 "gdsub: cannot use state file 's.state': corrupt record at offset $off: CRC mismatch, and $((size - off - 12 - len)) bytes follow it" -- gdsub -P 127.0.0.1:1 --state s.state
 	[ "$(stat -c %s s.state)" -eq "$size" ]	# left as it was
 	printf 'GDsub_pub=127.0.0.1:7001\n' > conf.state
